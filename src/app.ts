@@ -1,0 +1,71 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import type { Config } from './config.js';
+import { errorBody, handleError } from './http/error-handler.js';
+import { registerGuard } from './http/guard.js';
+import { registerOpenApi } from './http/openapi.js';
+import { createRateLimiter } from './http/rate-limit.js';
+import { registerValidators } from './http/validation.js';
+import { createSecretBox } from './lib/crypto.js';
+import { newId } from './lib/ids.js';
+import { createAccountsModule } from './modules/accounts/accounts-module.js';
+import { createAgentsModule } from './modules/agents/agents-module.js';
+import { createHealthModule } from './modules/health/health-module.js';
+import type { Runtime } from './runtime.js';
+
+const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * Builds the HTTP application: every Fastify option lives here. It never listens; server.ts
+ * and the tests call it the same way.
+ */
+export async function buildApp(config: Config, runtime: Runtime): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: runtime.logger as FastifyBaseLogger,
+    bodyLimit: config.maxBodyBytes,
+    trustProxy: config.trustProxy,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const incoming = req.headers['x-request-id'];
+      return typeof incoming === 'string' && REQUEST_ID_RE.test(incoming) ? incoming : newId();
+    },
+    logController: new LogController({
+      disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace',
+    }),
+    return503OnClosing: true,
+  });
+
+  registerValidators(app);
+  app.removeContentTypeParser(['application/json', 'text/plain']);
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    // An empty body on a body-less operation (e.g. cancel) is fine; schemas refuse it elsewhere.
+    if (body === '') return done(null, undefined);
+    parseJson(request, body as string, done);
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler((request, reply) =>
+    reply
+      .code(404)
+      .send(errorBody(request, 'NOT_FOUND', `Route ${request.method} ${request.url.split('?')[0]} not found`)),
+  );
+
+  await registerOpenApi(app, config.publicUrl);
+
+  const box = createSecretBox(runtime.secrets.encryptionKey);
+  const accounts = createAccountsModule({ config, runtime, box });
+  registerGuard(app, {
+    authenticate: accounts.authenticate,
+    rateLimit: createRateLimiter({ limit: config.rateLimit, store: runtime.rateLimitStore, clock: runtime.clock }),
+  });
+  const agents = createAgentsModule({ runtime });
+  const health = createHealthModule({ db: runtime.db, clock: runtime.clock, intervalMs: config.healthIntervalMs });
+
+  await app.register(health.routes);
+  await app.register(accounts.routes);
+  await app.register(agents.routes);
+  return app;
+}

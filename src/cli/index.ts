@@ -1,0 +1,116 @@
+#!/usr/bin/env node
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { ConfigError, loadConfig } from '../config.js';
+import { migrateToLatest } from '../db/migrate.js';
+import { AppError } from '../http/errors.js';
+import { createSecretBox } from '../lib/crypto.js';
+import { createAccountsModule } from '../modules/accounts/accounts-module.js';
+import type { AccountsService } from '../modules/accounts/accounts-service.js';
+import { openRuntime } from '../runtime.js';
+import { startServer } from '../server.js';
+
+function print(value: unknown) {
+  process.stdout.write(`${JSON.stringify(value)}\n`);
+}
+
+function fail(message: string): never {
+  process.stderr.write(`taskhook: ${message}\n`);
+  process.exit(1);
+}
+
+function nonEmpty(value: string): string {
+  if (value.trim() === '') throw new InvalidArgumentError('must not be empty');
+  return value;
+}
+
+/** Runs `work` with an accounts service over the configured storage, then closes it. */
+async function withAccounts<T>(work: (accounts: AccountsService) => Promise<T>) {
+  const config = loadConfig();
+  const runtime = await openRuntime({ ...config, logLevel: 'warn' });
+  try {
+    const box = createSecretBox(runtime.secrets.encryptionKey);
+    print(await work(createAccountsModule({ config, runtime, box }).service));
+  } finally {
+    await runtime.close();
+  }
+}
+
+const program = new Command('taskhook')
+  .description('taskhook: put AI agents to work over plain HTTP')
+  .exitOverride()
+  .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+
+program
+  .command('serve')
+  .description('run migrations and serve the API (PORT, HOST, DATABASE_URL, ...)')
+  .action(async () => {
+    const app = await startServer(loadConfig());
+    const address = app.addresses()[0];
+    app.log.info({ address, docs: `${loadConfig().publicUrl}/docs` }, 'taskhook is serving');
+  });
+
+program
+  .command('migrate')
+  .description('bring the database schema up to date')
+  .action(async () => {
+    const config = loadConfig();
+    const runtime = await openRuntime({ ...config, logLevel: 'warn' }, { migrate: false });
+    try {
+      print({ applied: await migrateToLatest(runtime.db) });
+    } finally {
+      await runtime.close();
+    }
+  });
+
+const user = program.command('user').description('manage user accounts');
+user
+  .command('create')
+  .description('create a user')
+  .requiredOption('--email <email>', 'e-mail address', nonEmpty)
+  .requiredOption('--password <password>', 'password (at least 8 characters)', nonEmpty)
+  .option('--verified', 'mark the e-mail as verified', false)
+  .option('--agents-disabled', 'create the account without the AI agents feature', false)
+  .action((opts: { email: string; password: string; verified: boolean; agentsDisabled: boolean }) =>
+    withAccounts(async (accounts) => {
+      const created = await accounts.createUser({
+        email: opts.email,
+        password: opts.password,
+        verified: opts.verified,
+        agentsEnabled: !opts.agentsDisabled,
+      });
+      return { uuid: created.uuid, email: created.email };
+    }),
+  );
+user
+  .command('verify')
+  .description("mark a user's e-mail as verified")
+  .requiredOption('--email <email>', 'e-mail address', nonEmpty)
+  .action((opts: { email: string }) => withAccounts((accounts) => accounts.verifyByEmail(opts.email)));
+user
+  .command('set-password')
+  .description("set a user's password (their session tokens stop working)")
+  .requiredOption('--email <email>', 'e-mail address', nonEmpty)
+  .requiredOption('--password <password>', 'new password (at least 8 characters)', nonEmpty)
+  .action((opts: { email: string; password: string }) =>
+    withAccounts((accounts) => accounts.setPasswordByEmail(opts.email, opts.password)),
+  );
+
+program
+  .command('key')
+  .description('manage platform API keys')
+  .command('create')
+  .description('create a platform API key for a user; the key is printed once')
+  .requiredOption('--email <email>', "the owner's e-mail address", nonEmpty)
+  .requiredOption('--name <name>', 'a name for the key', nonEmpty)
+  .action((opts: { email: string; name: string }) =>
+    withAccounts((accounts) => accounts.createPlatformKeyByEmail(opts.email, opts.name)),
+  );
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : 2);
+  if (err instanceof ConfigError) fail(err.message);
+  if (err instanceof AppError) fail(err.message);
+  fail(err instanceof Error ? err.message : String(err));
+}

@@ -1,0 +1,85 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect, sql, type Transaction } from 'kysely';
+import pg from 'pg';
+import type { Database } from './database.js';
+import { createGroupCommitter } from './group-commit.js';
+
+export type Dialect = 'sqlite' | 'postgres';
+/** What repo methods take as their first argument: the database or an open transaction. */
+export type Executor = Kysely<Database> | Transaction<Database>;
+
+export interface Db {
+  readonly dialect: Dialect;
+  readonly kysely: Kysely<Database>;
+  /**
+   * Runs `fn` in a transaction and resolves only after the commit is durable.
+   * On SQLite, calls that arrive together are group-committed: one transaction, one fsync,
+   * each call isolated in its own savepoint so a failing call rolls back only its own writes.
+   * `fn` must use only the executor it is given and do no slow non-database work.
+   */
+  transaction<T>(fn: (trx: Executor) => Promise<T>): Promise<T>;
+  /** A trivial query; throws when the database cannot be reached. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface ConnectOptions {
+  databaseUrl?: string | undefined;
+  /** SQLite file path, or ':memory:'. Used when databaseUrl is unset. */
+  sqliteFile: string;
+  sqliteSynchronous: 'full' | 'normal';
+  /** PostgreSQL pool size. */
+  poolSize?: number;
+  onPoolError?: (err: Error) => void;
+}
+
+/** Opens the configured database: PostgreSQL when a URL is given, else the embedded SQLite file. */
+export function connectDb(opts: ConnectOptions): Db {
+  return opts.databaseUrl ? connectPostgres(opts.databaseUrl, opts) : connectSqlite(opts);
+}
+
+function connectSqlite(opts: ConnectOptions): Db {
+  if (opts.sqliteFile !== ':memory:') mkdirSync(path.dirname(opts.sqliteFile), { recursive: true });
+  const native = new SqliteDatabase(opts.sqliteFile);
+  native.pragma('journal_mode = WAL');
+  native.pragma(`synchronous = ${opts.sqliteSynchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+  native.pragma('busy_timeout = 5000');
+  native.pragma('foreign_keys = ON');
+  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: native }) });
+  const groupCommit = createGroupCommitter(kysely);
+  return {
+    dialect: 'sqlite',
+    kysely,
+    transaction: (fn) => groupCommit.run(fn),
+    ping: async () => {
+      await sql`select 1`.execute(kysely);
+    },
+    close: async () => {
+      await groupCommit.drain();
+      await kysely.destroy();
+    },
+  };
+}
+
+function connectPostgres(url: string, opts: ConnectOptions): Db {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: opts.poolSize ?? 10,
+    connectionTimeoutMillis: 5000,
+    // Every acknowledged write must be durable, whatever the server's default.
+    options: '-c synchronous_commit=on',
+  });
+  pool.on('error', (err) => opts.onPoolError?.(err));
+  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    dialect: 'postgres',
+    kysely,
+    transaction: (fn) => kysely.transaction().execute(fn),
+    ping: async () => {
+      await sql`select 1`.execute(kysely);
+    },
+    close: () => kysely.destroy(),
+  };
+}

@@ -1,0 +1,92 @@
+import type { Generated } from 'kysely';
+
+/**
+ * Table types shared by both dialects. Portable choices: ids made by the app, timestamps as
+ * ISO 8601 text, booleans written as 1/0 (integer on SQLite, boolean on PostgreSQL: read them
+ * with `Boolean(x)`), JSON as text on SQLite and jsonb on PostgreSQL (see json.ts).
+ */
+export type DbBool = number | boolean;
+export type DbJson = string | unknown;
+
+export interface UsersTable {
+  uuid: string;
+  email: string;
+  password_hash: string;
+  email_verified: DbBool;
+  agents_enabled: DbBool;
+  token_version: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface EmailVerificationsTable {
+  token_hash: string;
+  user_uuid: string;
+  expires_at: string;
+  created_at: string;
+}
+
+export interface PlatformKeysTable {
+  uuid: string;
+  user_uuid: string;
+  name: string;
+  key_hash: string;
+  prefix: string;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+export interface IngestTokensTable {
+  uuid: string;
+  user_uuid: string;
+  token_hash: string;
+  prefix: string;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+export interface SigningSecretsTable {
+  uuid: string;
+  user_uuid: string;
+  secret_sealed: string;
+  created_at: string;
+  expires_at: string | null;
+}
+
+export interface AgentsTable {
+  uuid: string;
+  user_uuid: string;
+  name: string;
+  description: string | null;
+  status: string;
+  runtime: DbJson;
+  concurrency: number;
+  default_timeout_seconds: number;
+  created_at: string;
+  updated_at: string;
+  deleted_at: string | null;
+}
+
+export interface SettingsTable {
+  key: string;
+  value: string;
+}
+
+export interface RateLimitsTable {
+  scope: string;
+  window_start: number;
+  count: Generated<number>;
+}
+
+export interface Database {
+  users: UsersTable;
+  email_verifications: EmailVerificationsTable;
+  platform_keys: PlatformKeysTable;
+  ingest_tokens: IngestTokensTable;
+  signing_secrets: SigningSecretsTable;
+  agents: AgentsTable;
+  settings: SettingsTable;
+  rate_limits: RateLimitsTable;
+}

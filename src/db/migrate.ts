@@ -1,0 +1,39 @@
+import type { Kysely, Migration, MigrationProvider } from 'kysely';
+import { Migrator } from 'kysely';
+import type { Db } from './connect.js';
+import { migration001 } from './migrations/001-foundation.js';
+import type { DialectMigration } from './migrations/types.js';
+
+/** Every migration, in order. Forward only: a released migration is never edited. */
+const MIGRATIONS: Record<string, DialectMigration> = {
+  '001-foundation': migration001,
+};
+
+export class MigrationError extends Error {}
+
+/**
+ * Brings the schema up to date. Safe to run from several instances at once (the migrator
+ * takes a lock).
+ * @throws MigrationError naming the migration that failed.
+ */
+export async function migrateToLatest(db: Db): Promise<string[]> {
+  const provider: MigrationProvider = {
+    async getMigrations() {
+      const out: Record<string, Migration> = {};
+      for (const [name, m] of Object.entries(MIGRATIONS)) {
+        out[name] = { up: (k: Kysely<unknown>) => m.up(k, db.dialect) };
+      }
+      return out;
+    },
+  };
+  const migrator = new Migrator({ db: db.kysely, provider });
+  const { error, results } = await migrator.migrateToLatest();
+  const failed = results?.find((r) => r.status === 'Error');
+  if (error || failed) {
+    const reason = error instanceof Error ? error.message : String(error ?? 'unknown error');
+    throw new MigrationError(`Migration ${failed?.migrationName ?? ''} failed: ${reason}`, {
+      cause: error,
+    });
+  }
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}

@@ -1,0 +1,34 @@
+import { type TSchema, Type } from '@sinclair/typebox';
+
+export const UuidSchema = Type.String({
+  pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$',
+  description: 'A UUID.',
+});
+
+export const TimestampSchema = Type.String({ format: 'date-time', description: 'ISO 8601 UTC timestamp.' });
+export const NullableTimestamp = Type.Union([TimestampSchema, Type.Null()]);
+
+/** `page` (≥ 1, default 1) and `limit` (1–100, default 20) query parameters. */
+export const PageQuerySchema = Type.Object({
+  page: Type.Integer({ minimum: 1, default: 1, description: 'Page number, from 1.' }),
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Items per page, 1 to 100.' }),
+});
+
+export const PaginationSchema = Type.Object({
+  page: Type.Integer(),
+  limit: Type.Integer(),
+  total: Type.Integer(),
+  total_pages: Type.Integer(),
+});
+
+/** The pagination object for a page of `total` items. */
+export function pagination(page: number, limit: number, total: number) {
+  return { page, limit, total, total_pages: Math.ceil(total / limit) };
+}
+
+/** A strict object: unknown fields are a 400. */
+export function StrictObject<T extends Record<string, TSchema>>(properties: T, options: object = {}) {
+  return Type.Object(properties, { additionalProperties: false, ...options });
+}
+
+export const NoContent = Type.Null({ description: 'No content.' });

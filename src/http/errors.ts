@@ -1,0 +1,107 @@
+/** The closed list of error codes of the API (CONTRACT §2). */
+export type ErrorCode =
+  | 'INVALID_REQUEST'
+  | 'NOT_FOUND'
+  | 'TASK_NOT_CANCELLABLE'
+  | 'TASK_NOT_ACCEPTING_MESSAGES'
+  | 'TASK_NOT_RUNNING'
+  | 'AGENT_UNAVAILABLE'
+  | 'TRIGGER_DISABLED'
+  | 'RATE_LIMITED'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'UNSUPPORTED_MEDIA_TYPE'
+  | 'IDEMPOTENCY_KEY_REUSED'
+  | 'CONFLICT'
+  | 'INTERNAL_ERROR'
+  | 'SERVICE_UNAVAILABLE';
+
+export const ERROR_CODES: readonly ErrorCode[] = [
+  'INVALID_REQUEST',
+  'NOT_FOUND',
+  'TASK_NOT_CANCELLABLE',
+  'TASK_NOT_ACCEPTING_MESSAGES',
+  'TASK_NOT_RUNNING',
+  'AGENT_UNAVAILABLE',
+  'TRIGGER_DISABLED',
+  'RATE_LIMITED',
+  'PAYLOAD_TOO_LARGE',
+  'UNSUPPORTED_MEDIA_TYPE',
+  'IDEMPOTENCY_KEY_REUSED',
+  'CONFLICT',
+  'INTERNAL_ERROR',
+  'SERVICE_UNAVAILABLE',
+];
+
+/** The HTTP status of each code; exhaustive, so a new code cannot be forgotten. */
+export function statusFor(code: ErrorCode): number {
+  switch (code) {
+    case 'INVALID_REQUEST':
+    case 'TASK_NOT_CANCELLABLE':
+    case 'TASK_NOT_ACCEPTING_MESSAGES':
+    case 'TASK_NOT_RUNNING':
+      return 400;
+    case 'TRIGGER_DISABLED':
+      return 403;
+    case 'NOT_FOUND':
+      return 404;
+    case 'CONFLICT':
+      return 409;
+    case 'PAYLOAD_TOO_LARGE':
+      return 413;
+    case 'UNSUPPORTED_MEDIA_TYPE':
+      return 415;
+    case 'IDEMPOTENCY_KEY_REUSED':
+      return 422;
+    case 'RATE_LIMITED':
+      return 429;
+    case 'INTERNAL_ERROR':
+      return 500;
+    case 'AGENT_UNAVAILABLE':
+    case 'SERVICE_UNAVAILABLE':
+      return 503;
+  }
+}
+
+export interface ErrorDetails {
+  field: string;
+  reason: string;
+}
+
+/** An error the API reports in the documented envelope shape. */
+export class AppError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: ErrorDetails,
+  ) {
+    super(message);
+    this.status = statusFor(code);
+  }
+}
+
+/**
+ * An authentication or account-gate failure: 401, or the 403s of reference 5.5, always
+ * answered with the flat `{"error": message}` shape.
+ */
+export class AuthError extends Error {
+  constructor(
+    readonly status: 401 | 403,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export const AUTH_MESSAGES = {
+  missing: 'Authorization header is required',
+  invalid: 'Invalid or expired token',
+  sessionRequired: 'This endpoint requires a user session',
+  unverified: 'Please verify your e-mail address: check your inbox for the verification e-mail',
+  agentsDisabled: 'The AI agents feature is not enabled for this account',
+  badLogin: 'Invalid email or password',
+} as const;
+
+export const notFound = (what: string) => new AppError('NOT_FOUND', `${what} not found`);
+export const invalid = (field: string, reason: string, message?: string) =>
+  new AppError('INVALID_REQUEST', message ?? `Invalid ${field}: ${reason}`, { field, reason });

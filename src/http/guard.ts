@@ -1,0 +1,62 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { AuthMode, Principal } from '../lib/principal.js';
+import { AppError, AUTH_MESSAGES, AuthError } from './errors.js';
+import type { RateLimiter } from './rate-limit.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Which credential the route takes; default 'none'. */
+    auth?: AuthMode;
+    /** Routes of the agents feature answer 403 to accounts that do not have it. */
+    feature?: 'agents';
+    /** Rate-limit scope for unauthenticated routes (e.g. a trigger); null falls back to the client address. */
+    rateLimitScope?: (request: FastifyRequest) => Promise<string | null>;
+  }
+  interface FastifyRequest {
+    principal: Principal | null;
+  }
+}
+
+type Authenticate = (headers: FastifyRequest['headers'], mode: Exclude<AuthMode, 'none'>) => Promise<Principal>;
+
+/** The authenticated principal of a route that requires one. */
+export function principalOf(request: FastifyRequest): Principal {
+  if (!request.principal) throw new AuthError(401, AUTH_MESSAGES.missing);
+  return request.principal;
+}
+
+/**
+ * One onRequest hook for every route, 404s included: authenticate, then count the request
+ * against its scope (the user, the route's own scope, or the client address), set the
+ * X-RateLimit-* headers, and only then report a rate-limit or authentication failure.
+ */
+export function registerGuard(app: FastifyInstance, deps: { authenticate: Authenticate; rateLimit: RateLimiter }) {
+  app.decorateRequest('principal', null);
+  app.addHook('onRequest', async (request, reply) => {
+    const config = request.routeOptions.config;
+    const mode = config.auth ?? 'none';
+    let failure: AuthError | null = null;
+    if (mode !== 'none') {
+      try {
+        request.principal = await deps.authenticate(request.headers, mode);
+      } catch (err) {
+        if (!(err instanceof AuthError)) throw err;
+        failure = err;
+      }
+    }
+    let scope = request.principal ? `user:${request.principal.userUuid}` : null;
+    if (!scope && !failure && config.rateLimitScope) scope = await config.rateLimitScope(request);
+    const result = await deps.rateLimit(scope ?? `ip:${request.ip}`);
+    reply.header('x-ratelimit-limit', result.limit);
+    reply.header('x-ratelimit-remaining', result.remaining);
+    reply.header('x-ratelimit-reset', result.reset);
+    if (result.exceeded) {
+      reply.header('retry-after', result.retryAfter);
+      throw new AppError('RATE_LIMITED', `Rate limit of ${result.limit} requests per minute exceeded`);
+    }
+    if (failure) throw failure;
+    if (config.feature === 'agents' && request.principal && !request.principal.agentsEnabled) {
+      throw new AuthError(403, AUTH_MESSAGES.agentsDisabled);
+    }
+  });
+}

@@ -1,0 +1,81 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance } from 'fastify';
+import type { AuthMode } from '../lib/principal.js';
+import { AUTHED_ERRORS, COMMON_ERRORS, ErrorEnvelopeSchema, errorResponses, FlatErrorSchema } from './error-schemas.js';
+
+const SECURITY: Record<AuthMode, Array<Record<string, string[]>>> = {
+  none: [],
+  session: [{ bearerJwt: [] }],
+  user: [{ bearerJwt: [] }, { serviceApiKey: [] }, { apiKey: [] }, { bearerApiKey: [] }],
+  ingest: [{ ingestToken: [] }],
+};
+
+const DESCRIPTION = `taskhook puts AI agents to work over plain HTTP.
+
+* Success bodies are bare JSON objects.
+* Authentication failures answer \`{"error": "..."}\`; every other error answers
+  \`{"success": false, "error": {"code", "message", "details"?: {"field", "reason"}}, "meta": {"request_id", "timestamp"}}\`.
+* Every response carries \`X-Request-Id\` and \`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\`, \`X-RateLimit-Reset\`
+  (Unix seconds). Limits are per user after authentication, per client address otherwise; a 429 adds \`Retry-After\`.
+* JSON types are never coerced and unknown body fields are refused.
+* Another user's resource is always 404.`;
+
+/**
+ * Serves the OpenAPI 3.1 document at /openapi.json and a docs page at /docs, and gives every
+ * route its security requirement and its documented error responses from its auth mode.
+ */
+export async function registerOpenApi(app: FastifyInstance, publicUrl: string) {
+  app.addSchema(ErrorEnvelopeSchema);
+  app.addSchema(FlatErrorSchema);
+
+  app.addHook('onRoute', (route) => {
+    if (route.schema?.hide || route.url.startsWith('/docs')) return;
+    const mode = route.config?.auth ?? 'none';
+    const extra = route.config?.auth && route.config.auth !== 'none' ? AUTHED_ERRORS : COMMON_ERRORS;
+    route.schema = {
+      ...route.schema,
+      security: SECURITY[mode],
+      response: { ...errorResponses(extra), ...(route.schema?.response as object | undefined) },
+    };
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'taskhook API', version: '0.1.0', description: DESCRIPTION },
+      servers: [{ url: publicUrl }],
+      components: {
+        securitySchemes: {
+          bearerJwt: {
+            type: 'http',
+            scheme: 'bearer',
+            bearerFormat: 'JWT',
+            description: 'Session token from POST /auth/login (24 h).',
+          },
+          bearerApiKey: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'A platform API key (sk_service_…) as a bearer token.',
+          },
+          serviceApiKey: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'x-service-api-key',
+            description: 'A platform API key.',
+          },
+          apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'A platform API key.' },
+          ingestToken: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'Authorization',
+            description: 'An ingest token (a UUID), without "Bearer".',
+          },
+        },
+      },
+    },
+    refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+}

@@ -1,0 +1,11 @@
+/** A source of the current time; tests pass their own to move time without sleeping. */
+export interface Clock {
+  now(): number;
+}
+
+export const systemClock: Clock = { now: () => Date.now() };
+
+/** ISO 8601 UTC with milliseconds, the only timestamp format the API and storage use. */
+export function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}

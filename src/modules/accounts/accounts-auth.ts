@@ -1,0 +1,86 @@
+import type { Db } from '../../db/connect.js';
+import { AUTH_MESSAGES, AuthError } from '../../http/errors.js';
+import { sha256Hex } from '../../lib/crypto.js';
+import type { AuthMode, Principal } from '../../lib/principal.js';
+import { type Clock, iso } from '../../lib/time.js';
+import { readCredential } from './accounts-fns.js';
+import type { AccountsRepo, CredentialTable, CredentialWithUser, UserRow } from './accounts-repo.js';
+import type { SessionTokens } from './accounts-tokens.js';
+
+/** `last_used_at` is refreshed at most this often per credential. */
+const TOUCH_INTERVAL_MS = 60_000;
+
+type Headers = Record<string, string | string[] | undefined>;
+
+interface Log {
+  warn(obj: object, msg: string): void;
+}
+
+/**
+ * Turns request headers into a Principal for a route's auth mode.
+ * @throws AuthError 401 (missing, malformed, unknown, revoked or expired credential, or a credential
+ * kind the mode does not take silently), 403 (platform key on a session-only route, unverified e-mail).
+ */
+export function createAuthenticator(deps: {
+  db: Db;
+  repo: Pick<AccountsRepo, 'findLiveCredential' | 'findUserByUuid' | 'touchCredential'>;
+  tokens: SessionTokens;
+  clock: Clock;
+  log: Log;
+}) {
+  const { db, repo, clock } = deps;
+
+  function principal(user: UserRow, via: Principal['via'], credentialUuid: string | null): Principal {
+    if (!user.emailVerified) throw new AuthError(403, AUTH_MESSAGES.unverified);
+    return { userUuid: user.uuid, email: user.email, via, credentialUuid, agentsEnabled: user.agentsEnabled };
+  }
+
+  // Awaited (at most once a minute per credential) so last_used_at is exact when the response
+  // leaves; a failure to record it never fails the request.
+  async function touch(table: CredentialTable, found: CredentialWithUser) {
+    const now = clock.now();
+    if (found.lastUsedAt && now - Date.parse(found.lastUsedAt) < TOUCH_INTERVAL_MS) return;
+    await db
+      .transaction((trx) => repo.touchCredential(trx, table, found.credentialUuid, iso(now)))
+      .catch((err) => deps.log.warn({ err }, 'could not record last_used_at'));
+  }
+
+  async function byHash(table: CredentialTable, secret: string): Promise<CredentialWithUser> {
+    const found = await repo.findLiveCredential(db.kysely, table, sha256Hex(secret));
+    if (!found) throw new AuthError(401, AUTH_MESSAGES.invalid);
+    await touch(table, found);
+    return found;
+  }
+
+  return async function authenticate(headers: Headers, mode: Exclude<AuthMode, 'none'>): Promise<Principal> {
+    const credential = readCredential(headers);
+    switch (credential.kind) {
+      case 'none':
+        throw new AuthError(401, AUTH_MESSAGES.missing);
+      case 'malformed':
+        throw new AuthError(401, AUTH_MESSAGES.invalid);
+      case 'ingest_token': {
+        if (mode !== 'ingest') throw new AuthError(401, AUTH_MESSAGES.invalid);
+        const found = await byHash('ingest_tokens', credential.value);
+        return principal(found.user, 'ingest_token', found.credentialUuid);
+      }
+      case 'platform_key': {
+        if (mode === 'ingest') throw new AuthError(401, AUTH_MESSAGES.invalid);
+        const found = await byHash('platform_keys', credential.value);
+        if (mode === 'session') throw new AuthError(403, AUTH_MESSAGES.sessionRequired);
+        return principal(found.user, 'platform_key', found.credentialUuid);
+      }
+      case 'jwt': {
+        if (mode === 'ingest') throw new AuthError(401, AUTH_MESSAGES.invalid);
+        const claims = await deps.tokens.verify(credential.value);
+        const user = claims && (await repo.findUserByUuid(db.kysely, claims.userUuid));
+        if (!claims || !user || user.tokenVersion !== claims.tokenVersion) {
+          throw new AuthError(401, AUTH_MESSAGES.invalid);
+        }
+        return principal(user, 'jwt', null);
+      }
+    }
+  };
+}
+
+export type Authenticate = ReturnType<typeof createAuthenticator>;

@@ -1,0 +1,263 @@
+import type { Selectable } from 'kysely';
+import type { Executor } from '../../db/connect.js';
+import type { UsersTable } from '../../db/database.js';
+import { translateDbError } from '../../db/errors.js';
+
+export interface UserRow {
+  uuid: string;
+  email: string;
+  passwordHash: string;
+  emailVerified: boolean;
+  agentsEnabled: boolean;
+  tokenVersion: number;
+  createdAt: string;
+}
+
+function toUser(row: Selectable<UsersTable>): UserRow {
+  return {
+    uuid: row.uuid,
+    email: row.email,
+    passwordHash: row.password_hash,
+    emailVerified: Boolean(row.email_verified),
+    agentsEnabled: Boolean(row.agents_enabled),
+    tokenVersion: row.token_version,
+    createdAt: row.created_at,
+  };
+}
+
+export type CredentialTable = 'platform_keys' | 'ingest_tokens';
+
+export interface CredentialRow {
+  uuid: string;
+  name: string | null;
+  prefix: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+}
+
+export interface CredentialWithUser {
+  credentialUuid: string;
+  lastUsedAt: string | null;
+  user: UserRow;
+}
+
+async function guard<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    throw translateDbError(err);
+  }
+}
+
+/** The only code that touches the accounts tables. */
+export const accountsRepo = {
+  insertUser(ex: Executor, user: UserRow): Promise<unknown> {
+    return guard(
+      ex
+        .insertInto('users')
+        .values({
+          uuid: user.uuid,
+          email: user.email,
+          password_hash: user.passwordHash,
+          email_verified: user.emailVerified ? 1 : 0,
+          agents_enabled: user.agentsEnabled ? 1 : 0,
+          token_version: user.tokenVersion,
+          created_at: user.createdAt,
+          updated_at: user.createdAt,
+        })
+        .execute(),
+    );
+  },
+
+  async findUserByEmail(ex: Executor, email: string): Promise<UserRow | undefined> {
+    const row = await guard(ex.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst());
+    return row && toUser(row);
+  },
+
+  async findUserByUuid(ex: Executor, uuid: string): Promise<UserRow | undefined> {
+    const row = await guard(ex.selectFrom('users').selectAll().where('uuid', '=', uuid).executeTakeFirst());
+    return row && toUser(row);
+  },
+
+  async updateUser(
+    ex: Executor,
+    uuid: string,
+    changes: { emailVerified?: boolean; agentsEnabled?: boolean; passwordHash?: string; bumpTokenVersion?: boolean },
+    now: string,
+  ): Promise<boolean> {
+    const result = await guard(
+      ex
+        .updateTable('users')
+        .set((eb) => ({
+          updated_at: now,
+          ...(changes.emailVerified !== undefined && { email_verified: changes.emailVerified ? 1 : 0 }),
+          ...(changes.agentsEnabled !== undefined && { agents_enabled: changes.agentsEnabled ? 1 : 0 }),
+          ...(changes.passwordHash !== undefined && { password_hash: changes.passwordHash }),
+          ...(changes.bumpTokenVersion && { token_version: eb('token_version', '+', 1) }),
+        }))
+        .where('uuid', '=', uuid)
+        .executeTakeFirst(),
+    );
+    return Number(result.numUpdatedRows) > 0;
+  },
+
+  insertVerification(ex: Executor, row: { tokenHash: string; userUuid: string; expiresAt: string; createdAt: string }) {
+    return guard(
+      ex
+        .insertInto('email_verifications')
+        .values({
+          token_hash: row.tokenHash,
+          user_uuid: row.userUuid,
+          expires_at: row.expiresAt,
+          created_at: row.createdAt,
+        })
+        .execute(),
+    );
+  },
+
+  /** Deletes the verification and returns its user when it exists and has not expired. */
+  async consumeVerification(ex: Executor, tokenHash: string, now: string): Promise<string | undefined> {
+    const row = await guard(
+      ex
+        .deleteFrom('email_verifications')
+        .where('token_hash', '=', tokenHash)
+        .returning(['user_uuid', 'expires_at'])
+        .executeTakeFirst(),
+    );
+    return row && row.expires_at > now ? row.user_uuid : undefined;
+  },
+
+  insertCredential(
+    ex: Executor,
+    table: CredentialTable,
+    row: { uuid: string; userUuid: string; name?: string; hash: string; prefix: string; createdAt: string },
+  ) {
+    const values = {
+      uuid: row.uuid,
+      user_uuid: row.userUuid,
+      prefix: row.prefix,
+      created_at: row.createdAt,
+      last_used_at: null,
+      revoked_at: null,
+    };
+    return guard(
+      table === 'platform_keys'
+        ? ex
+            .insertInto('platform_keys')
+            .values({ ...values, name: row.name ?? '', key_hash: row.hash })
+            .execute()
+        : ex
+            .insertInto('ingest_tokens')
+            .values({ ...values, token_hash: row.hash })
+            .execute(),
+    );
+  },
+
+  async listCredentials(ex: Executor, table: CredentialTable, userUuid: string): Promise<CredentialRow[]> {
+    const rows = await guard(
+      ex
+        .selectFrom(table)
+        .selectAll()
+        .where('user_uuid', '=', userUuid)
+        .orderBy('created_at', 'desc')
+        .orderBy('uuid', 'desc')
+        .execute(),
+    );
+    return rows.map((r) => ({
+      uuid: r.uuid,
+      name: 'name' in r ? (r.name as string) : null,
+      prefix: r.prefix,
+      createdAt: r.created_at,
+      lastUsedAt: r.last_used_at,
+      revokedAt: r.revoked_at,
+    }));
+  },
+
+  /** Marks the user's credential revoked; false when it is not theirs or does not exist. */
+  async revokeCredential(ex: Executor, table: CredentialTable, userUuid: string, uuid: string, now: string) {
+    const found = await guard(
+      ex
+        .selectFrom(table)
+        .select(['uuid', 'revoked_at'])
+        .where('uuid', '=', uuid)
+        .where('user_uuid', '=', userUuid)
+        .executeTakeFirst(),
+    );
+    if (!found) return false;
+    if (found.revoked_at === null) {
+      await guard(ex.updateTable(table).set({ revoked_at: now }).where('uuid', '=', uuid).execute());
+    }
+    return true;
+  },
+
+  /** The live (unrevoked) credential with this hash, joined with its user. */
+  async findLiveCredential(
+    ex: Executor,
+    table: CredentialTable,
+    hash: string,
+  ): Promise<CredentialWithUser | undefined> {
+    const users = ex.selectFrom('users as u').selectAll('u');
+    const query =
+      table === 'platform_keys'
+        ? users
+            .innerJoin('platform_keys as c', 'c.user_uuid', 'u.uuid')
+            .select(['c.uuid as credential_uuid', 'c.last_used_at as credential_last_used_at'])
+            .where('c.key_hash', '=', hash)
+            .where('c.revoked_at', 'is', null)
+        : users
+            .innerJoin('ingest_tokens as c', 'c.user_uuid', 'u.uuid')
+            .select(['c.uuid as credential_uuid', 'c.last_used_at as credential_last_used_at'])
+            .where('c.token_hash', '=', hash)
+            .where('c.revoked_at', 'is', null);
+    const row = await guard(query.executeTakeFirst());
+    if (!row) return undefined;
+    return { credentialUuid: row.credential_uuid, lastUsedAt: row.credential_last_used_at, user: toUser(row) };
+  },
+
+  touchCredential(ex: Executor, table: CredentialTable, uuid: string, now: string) {
+    return guard(ex.updateTable(table).set({ last_used_at: now }).where('uuid', '=', uuid).execute());
+  },
+
+  /** Signing secrets still in force (current first), newest first. */
+  listSigningSecrets(ex: Executor, userUuid: string, now: string) {
+    return guard(
+      ex
+        .selectFrom('signing_secrets')
+        .select(['uuid', 'secret_sealed', 'created_at', 'expires_at'])
+        .where('user_uuid', '=', userUuid)
+        .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
+        .orderBy('created_at', 'desc')
+        .orderBy('uuid', 'desc')
+        .execute(),
+    );
+  },
+
+  insertSigningSecret(ex: Executor, row: { uuid: string; userUuid: string; sealed: string; createdAt: string }) {
+    return guard(
+      ex
+        .insertInto('signing_secrets')
+        .values({
+          uuid: row.uuid,
+          user_uuid: row.userUuid,
+          secret_sealed: row.sealed,
+          created_at: row.createdAt,
+          expires_at: null,
+        })
+        .execute(),
+    );
+  },
+
+  expireCurrentSigningSecrets(ex: Executor, userUuid: string, expiresAt: string) {
+    return guard(
+      ex
+        .updateTable('signing_secrets')
+        .set({ expires_at: expiresAt })
+        .where('user_uuid', '=', userUuid)
+        .where('expires_at', 'is', null)
+        .execute(),
+    );
+  },
+};
+
+export type AccountsRepo = typeof accountsRepo;

@@ -1,0 +1,67 @@
+import { Type } from '@sinclair/typebox';
+import { NullableTimestamp, StrictObject, TimestampSchema, UuidSchema } from '../../http/common-schemas.js';
+import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from './accounts-fns.js';
+
+const Email = Type.String({ format: 'email', maxLength: 254, description: 'E-mail address (case-insensitive).' });
+const NewPassword = Type.String({
+  minLength: MIN_PASSWORD_LENGTH,
+  maxLength: MAX_PASSWORD_LENGTH,
+  description: `At least ${MIN_PASSWORD_LENGTH} characters.`,
+});
+const AnyPassword = Type.String({ minLength: 1, maxLength: MAX_PASSWORD_LENGTH });
+
+export const PublicUserSchema = Type.Object({ uuid: UuidSchema, email: Type.String() });
+
+export const RegisterBody = StrictObject({ email: Email, password: NewPassword });
+export const RegisterReply = Type.Object({
+  user: Type.Object({ uuid: UuidSchema, email: Type.String(), email_verified: Type.Boolean() }),
+});
+
+export const VerifyQuery = Type.Object({ token: Type.String({ minLength: 1, maxLength: 200 }) });
+export const VerifyReply = Type.Object({ verified: Type.Literal(true) });
+
+export const LoginBody = StrictObject({ email: Type.String({ minLength: 1, maxLength: 254 }), password: AnyPassword });
+export const LoginReply = Type.Object({
+  token: Type.String({ description: 'Session JWT (HS256, valid 24 hours).' }),
+  user: PublicUserSchema,
+});
+
+export const ChangePasswordBody = StrictObject({ current_password: AnyPassword, new_password: NewPassword });
+
+export const UuidParams = Type.Object({ uuid: UuidSchema });
+
+export const CreateKeyBody = StrictObject({ name: Type.String({ minLength: 1, maxLength: 255 }) });
+export const CreatedKeyReply = Type.Object({
+  uuid: UuidSchema,
+  name: Type.String(),
+  key: Type.String({ description: 'The key (sk_service_…). Shown only in this response.' }),
+  created_at: TimestampSchema,
+});
+const KeySchema = Type.Object({
+  uuid: UuidSchema,
+  name: Type.String(),
+  prefix: Type.String({ description: 'The first 16 characters of the key.' }),
+  created_at: TimestampSchema,
+  last_used_at: NullableTimestamp,
+  revoked_at: NullableTimestamp,
+});
+export const KeyListReply = Type.Object({ keys: Type.Array(KeySchema) });
+
+export const CreatedTokenReply = Type.Object({
+  uuid: UuidSchema,
+  token: Type.String({ description: 'The ingest token (a UUID). Shown only in this response.' }),
+  created_at: TimestampSchema,
+});
+const TokenSchema = Type.Object({
+  uuid: UuidSchema,
+  prefix: Type.String({ description: 'The first 8 characters of the token.' }),
+  created_at: TimestampSchema,
+  last_used_at: NullableTimestamp,
+  revoked_at: NullableTimestamp,
+});
+export const TokenListReply = Type.Object({ tokens: Type.Array(TokenSchema) });
+
+export const SigningSecretReply = Type.Object({
+  secret: Type.String({ description: 'whsec_… secret that signs task callbacks (Standard Webhooks).' }),
+  created_at: TimestampSchema,
+});

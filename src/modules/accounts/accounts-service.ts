@@ -1,0 +1,233 @@
+import type { Db } from '../../db/connect.js';
+import { UniqueViolationError } from '../../db/errors.js';
+import { AppError, AUTH_MESSAGES, AuthError, invalid, notFound } from '../../http/errors.js';
+import { randomSecret, type SecretBox, sha256Hex } from '../../lib/crypto.js';
+import { newId } from '../../lib/ids.js';
+import { type Clock, iso } from '../../lib/time.js';
+import {
+  generateIngestToken,
+  generatePlatformKey,
+  ingestTokenPrefix,
+  MIN_PASSWORD_LENGTH,
+  normalizeEmail,
+  platformKeyPrefix,
+} from './accounts-fns.js';
+import type { AccountsRepo, CredentialRow, CredentialTable, UserRow } from './accounts-repo.js';
+import type { SessionTokens } from './accounts-tokens.js';
+import type { Mailer } from './mailer.js';
+import { checkPassword, hashPassword } from './passwords.js';
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+export interface AccountsDeps {
+  db: Db;
+  repo: AccountsRepo;
+  tokens: SessionTokens;
+  mailer: Mailer;
+  box: SecretBox;
+  clock: Clock;
+  publicUrl: string;
+}
+
+export interface PublicUser {
+  uuid: string;
+  email: string;
+}
+
+const credentialView = (row: CredentialRow) => ({
+  uuid: row.uuid,
+  prefix: row.prefix,
+  created_at: row.createdAt,
+  last_used_at: row.lastUsedAt,
+  revoked_at: row.revokedAt,
+});
+
+function requirePassword(field: string, password: string) {
+  if (password.length < MIN_PASSWORD_LENGTH) {
+    throw invalid(field, `must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  }
+}
+
+/** Registration, login, passwords, platform keys, ingest tokens and signing secrets. */
+export function createAccountsService(deps: AccountsDeps) {
+  const { db, repo, clock } = deps;
+  const now = () => iso(clock.now());
+
+  async function createUser(input: {
+    email: string;
+    password: string;
+    verified: boolean;
+    agentsEnabled: boolean;
+  }): Promise<UserRow> {
+    requirePassword('password', input.password);
+    const user: UserRow = {
+      uuid: newId(),
+      email: normalizeEmail(input.email),
+      passwordHash: await hashPassword(input.password),
+      emailVerified: input.verified,
+      agentsEnabled: input.agentsEnabled,
+      tokenVersion: 0,
+      createdAt: now(),
+    };
+    const sealed = deps.box.seal(`whsec_${randomSecret(32)}`);
+    try {
+      await db.transaction(async (trx) => {
+        await repo.insertUser(trx, user);
+        await repo.insertSigningSecret(trx, { uuid: newId(), userUuid: user.uuid, sealed, createdAt: user.createdAt });
+      });
+    } catch (err) {
+      if (err instanceof UniqueViolationError) {
+        throw invalid('email', 'is already registered', 'An account with this e-mail already exists');
+      }
+      throw err;
+    }
+    return user;
+  }
+
+  async function userByEmail(email: string): Promise<UserRow> {
+    const user = await repo.findUserByEmail(db.kysely, normalizeEmail(email));
+    if (!user) throw notFound('User');
+    return user;
+  }
+
+  async function issueCredential(table: CredentialTable, userUuid: string, name?: string) {
+    const secret = table === 'platform_keys' ? generatePlatformKey() : generateIngestToken();
+    const row = {
+      uuid: newId(),
+      userUuid,
+      name,
+      hash: sha256Hex(secret),
+      prefix: table === 'platform_keys' ? platformKeyPrefix(secret) : ingestTokenPrefix(secret),
+      createdAt: now(),
+    };
+    await db.transaction((trx) => repo.insertCredential(trx, table, row));
+    return { uuid: row.uuid, secret, created_at: row.createdAt };
+  }
+
+  async function revoke(table: CredentialTable, userUuid: string, uuid: string, what: string) {
+    const ok = await db.transaction((trx) => repo.revokeCredential(trx, table, userUuid, uuid, now()));
+    if (!ok) throw notFound(what);
+  }
+
+  async function signingSecrets(userUuid: string) {
+    const rows = await repo.listSigningSecrets(db.kysely, userUuid, now());
+    return rows.map((r) => ({ secret: deps.box.open(r.secret_sealed), created_at: r.created_at, uuid: r.uuid }));
+  }
+
+  return {
+    createUser,
+
+    /** Self-service sign-up; the account must verify its e-mail before it can log in. */
+    async register(input: { email: string; password: string }): Promise<PublicUser & { email_verified: false }> {
+      const user = await createUser({ ...input, verified: false, agentsEnabled: true });
+      const token = randomSecret(32);
+      await db.transaction((trx) =>
+        repo.insertVerification(trx, {
+          tokenHash: sha256Hex(token),
+          userUuid: user.uuid,
+          expiresAt: iso(clock.now() + DAY_MS),
+          createdAt: now(),
+        }),
+      );
+      await deps.mailer.sendVerification(user.email, `${deps.publicUrl}/auth/verify_email?token=${token}`);
+      return { uuid: user.uuid, email: user.email, email_verified: false };
+    },
+
+    /** @throws AppError INVALID_REQUEST when the token is unknown, used or expired. */
+    async verifyEmail(token: string): Promise<void> {
+      const ok = await db.transaction(async (trx) => {
+        const userUuid = await repo.consumeVerification(trx, sha256Hex(token), now());
+        if (!userUuid) return false;
+        await repo.updateUser(trx, userUuid, { emailVerified: true }, now());
+        return true;
+      });
+      if (!ok) throw invalid('token', 'is invalid or expired', 'The verification link is invalid or has expired');
+    },
+
+    /** @throws AuthError 401 on wrong credentials, 403 when the e-mail is not verified. */
+    async login(email: string, password: string): Promise<{ token: string; user: PublicUser }> {
+      const user = await repo.findUserByEmail(db.kysely, normalizeEmail(email));
+      const ok = await checkPassword(user?.passwordHash, password);
+      if (!user || !ok) throw new AuthError(401, AUTH_MESSAGES.badLogin);
+      if (!user.emailVerified) throw new AuthError(403, AUTH_MESSAGES.unverified);
+      const token = await deps.tokens.issue({ userUuid: user.uuid, tokenVersion: user.tokenVersion });
+      return { token, user: { uuid: user.uuid, email: user.email } };
+    },
+
+    /** Sets a new password and voids every session token issued before. */
+    async changePassword(userUuid: string, current: string, next: string): Promise<void> {
+      const user = await repo.findUserByUuid(db.kysely, userUuid);
+      if (!user || !(await checkPassword(user.passwordHash, current))) {
+        throw invalid('current_password', 'is incorrect', 'The current password is incorrect');
+      }
+      requirePassword('new_password', next);
+      const passwordHash = await hashPassword(next);
+      await db.transaction((trx) => repo.updateUser(trx, userUuid, { passwordHash, bumpTokenVersion: true }, now()));
+    },
+
+    async setPasswordByEmail(email: string, password: string): Promise<PublicUser> {
+      requirePassword('password', password);
+      const user = await userByEmail(email);
+      const passwordHash = await hashPassword(password);
+      await db.transaction((trx) => repo.updateUser(trx, user.uuid, { passwordHash, bumpTokenVersion: true }, now()));
+      return { uuid: user.uuid, email: user.email };
+    },
+
+    async verifyByEmail(email: string): Promise<PublicUser> {
+      const user = await userByEmail(email);
+      await db.transaction((trx) => repo.updateUser(trx, user.uuid, { emailVerified: true }, now()));
+      return { uuid: user.uuid, email: user.email };
+    },
+
+    async createPlatformKey(userUuid: string, name: string) {
+      const { uuid, secret, created_at } = await issueCredential('platform_keys', userUuid, name);
+      return { uuid, name, key: secret, created_at };
+    },
+
+    async createPlatformKeyByEmail(email: string, name: string) {
+      const user = await userByEmail(email);
+      const { uuid, secret } = await issueCredential('platform_keys', user.uuid, name);
+      return { uuid, name, key: secret };
+    },
+
+    async listPlatformKeys(userUuid: string) {
+      const rows = await repo.listCredentials(db.kysely, 'platform_keys', userUuid);
+      return rows.map((r) => ({ ...credentialView(r), name: r.name ?? '' }));
+    },
+
+    revokePlatformKey: (userUuid: string, uuid: string) => revoke('platform_keys', userUuid, uuid, 'Platform key'),
+
+    async createIngestToken(userUuid: string) {
+      const { uuid, secret, created_at } = await issueCredential('ingest_tokens', userUuid);
+      return { uuid, token: secret, created_at };
+    },
+
+    async listIngestTokens(userUuid: string) {
+      return (await repo.listCredentials(db.kysely, 'ingest_tokens', userUuid)).map(credentialView);
+    },
+
+    revokeIngestToken: (userUuid: string, uuid: string) => revoke('ingest_tokens', userUuid, uuid, 'Ingest token'),
+
+    /** The current callback signing secret. */
+    async getSigningSecret(userUuid: string): Promise<{ secret: string; created_at: string }> {
+      const [current] = await signingSecrets(userUuid);
+      if (!current) throw new AppError('INTERNAL_ERROR', 'Account has no signing secret');
+      return { secret: current.secret, created_at: current.created_at };
+    },
+
+    /** Every secret that signs callbacks now: the current one, plus the previous one for 24 h after a rotation. */
+    activeSigningSecrets: (userUuid: string) => signingSecrets(userUuid).then((rows) => rows.map((r) => r.secret)),
+
+    async rotateSigningSecret(userUuid: string): Promise<{ secret: string; created_at: string }> {
+      const secret = `whsec_${randomSecret(32)}`;
+      const createdAt = now();
+      await db.transaction(async (trx) => {
+        await repo.expireCurrentSigningSecrets(trx, userUuid, iso(clock.now() + DAY_MS));
+        await repo.insertSigningSecret(trx, { uuid: newId(), userUuid, sealed: deps.box.seal(secret), createdAt });
+      });
+      return { secret, created_at: createdAt };
+    },
+  };
+}
+
+export type AccountsService = ReturnType<typeof createAccountsService>;

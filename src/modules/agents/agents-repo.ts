@@ -1,0 +1,115 @@
+import type { Selectable } from 'kysely';
+import type { Executor } from '../../db/connect.js';
+import type { AgentsTable } from '../../db/database.js';
+import { translateDbError } from '../../db/errors.js';
+import { fromDbJson, toDbJson } from '../../db/json.js';
+import type { Agent, AgentStatus, Runtime } from './agents-schemas.js';
+
+export interface AgentRow extends Agent {
+  userUuid: string;
+}
+
+function toAgent(row: Selectable<AgentsTable>): AgentRow {
+  return {
+    uuid: row.uuid,
+    userUuid: row.user_uuid,
+    name: row.name,
+    description: row.description,
+    status: row.status as AgentStatus,
+    runtime: fromDbJson<Runtime>(row.runtime),
+    concurrency: row.concurrency,
+    default_timeout_seconds: row.default_timeout_seconds,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+async function guard<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    throw translateDbError(err);
+  }
+}
+
+/** The only code that touches the agents table. Deleted agents are invisible to every read. */
+export const agentsRepo = {
+  insert(ex: Executor, agent: AgentRow) {
+    return guard(
+      ex
+        .insertInto('agents')
+        .values({
+          uuid: agent.uuid,
+          user_uuid: agent.userUuid,
+          name: agent.name,
+          description: agent.description,
+          status: agent.status,
+          runtime: toDbJson(agent.runtime),
+          concurrency: agent.concurrency,
+          default_timeout_seconds: agent.default_timeout_seconds,
+          created_at: agent.created_at,
+          updated_at: agent.updated_at,
+          deleted_at: null,
+        })
+        .execute(),
+    );
+  },
+
+  /** The user's live agent, or undefined when it does not exist, is deleted or is someone else's. */
+  async findOwned(ex: Executor, userUuid: string, uuid: string): Promise<AgentRow | undefined> {
+    const row = await guard(
+      ex
+        .selectFrom('agents')
+        .selectAll()
+        .where('uuid', '=', uuid)
+        .where('user_uuid', '=', userUuid)
+        .where('deleted_at', 'is', null)
+        .executeTakeFirst(),
+    );
+    return row && toAgent(row);
+  },
+
+  async listOwned(ex: Executor, userUuid: string, offset: number, limit: number) {
+    const base = ex.selectFrom('agents').where('user_uuid', '=', userUuid).where('deleted_at', 'is', null);
+    const [rows, count] = await Promise.all([
+      guard(
+        base.selectAll().orderBy('created_at', 'desc').orderBy('uuid', 'desc').offset(offset).limit(limit).execute(),
+      ),
+      guard(base.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()),
+    ]);
+    return { agents: rows.map(toAgent), total: Number(count.n) };
+  },
+
+  update(ex: Executor, agent: AgentRow) {
+    return guard(
+      ex
+        .updateTable('agents')
+        .set({
+          name: agent.name,
+          description: agent.description,
+          status: agent.status,
+          runtime: toDbJson(agent.runtime),
+          concurrency: agent.concurrency,
+          default_timeout_seconds: agent.default_timeout_seconds,
+          updated_at: agent.updated_at,
+        })
+        .where('uuid', '=', agent.uuid)
+        .execute(),
+    );
+  },
+
+  async markDeleted(ex: Executor, userUuid: string, uuid: string, now: string): Promise<boolean> {
+    const result = await guard(
+      ex
+        .updateTable('agents')
+        .set({ deleted_at: now, updated_at: now })
+        .where('uuid', '=', uuid)
+        .where('user_uuid', '=', userUuid)
+        .where('deleted_at', 'is', null)
+        .executeTakeFirst(),
+    );
+    return Number(result.numUpdatedRows) > 0;
+  },
+};
+
+export type AgentsRepo = typeof agentsRepo;

@@ -1,0 +1,103 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
+import { NoContent, pagination } from '../../http/common-schemas.js';
+import { errorResponses } from '../../http/error-schemas.js';
+import { principalOf } from '../../http/guard.js';
+import {
+  AgentListQuery,
+  AgentListReply,
+  AgentParams,
+  AgentSchema,
+  CreateAgentBody,
+  PatchAgentBody,
+} from './agents-schemas.js';
+import type { AgentsService } from './agents-service.js';
+
+const tags = ['agents'];
+const config = { auth: 'user' as const, feature: 'agents' as const };
+const notFound = errorResponses([404]);
+
+/** HTTP routes of agent management (CONTRACT §4). */
+export function agentsRoutes(service: AgentsService) {
+  return async function routes(base: FastifyInstance) {
+    const app = base.withTypeProvider<TypeBoxTypeProvider>();
+
+    app.post(
+      '/agent',
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'Create an agent',
+          description: 'New agents are active, with the worker runtime unless another is given.',
+          body: CreateAgentBody,
+          response: { 201: AgentSchema },
+        },
+      },
+      async (request, reply) => reply.code(201).send(await service.create(principalOf(request).userUuid, request.body)),
+    );
+
+    app.get(
+      '/agent/list',
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'List agents',
+          description: 'Newest first.',
+          querystring: AgentListQuery,
+          response: { 200: AgentListReply },
+        },
+      },
+      async (request) => {
+        const { page, limit } = request.query;
+        const { agents, total } = await service.list(principalOf(request).userUuid, page, limit);
+        return { agents, pagination: pagination(page, limit, total) };
+      },
+    );
+
+    app.get(
+      '/agent/:id',
+      {
+        config,
+        schema: { tags, summary: 'Get an agent', params: AgentParams, response: { 200: AgentSchema, ...notFound } },
+      },
+      async (request) => service.get(principalOf(request).userUuid, request.params.id),
+    );
+
+    app.patch(
+      '/agent/:id',
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'Change an agent',
+          description:
+            'Any of name, description, status (active, paused, stopped), runtime, concurrency, default_timeout_seconds. Paused and stopped agents refuse new tasks with 503.',
+          params: AgentParams,
+          body: PatchAgentBody,
+          response: { 200: AgentSchema, ...notFound },
+        },
+      },
+      async (request) => service.patch(principalOf(request).userUuid, request.params.id, request.body),
+    );
+
+    app.delete(
+      '/agent/:id',
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'Delete an agent',
+          description: 'Its open tasks are cancelled and its triggers deleted.',
+          params: AgentParams,
+          response: { 204: NoContent, ...notFound },
+        },
+      },
+      async (request, reply) => {
+        await service.remove(principalOf(request).userUuid, request.params.id);
+        return reply.code(204).send(null);
+      },
+    );
+  };
+}

@@ -1,0 +1,86 @@
+import type { Db, Executor } from '../../db/connect.js';
+import { notFound } from '../../http/errors.js';
+import { newId } from '../../lib/ids.js';
+import { type Clock, iso } from '../../lib/time.js';
+import type { AgentRow, AgentsRepo } from './agents-repo.js';
+import type { Agent, CreateAgentInput, PatchAgentInput } from './agents-schemas.js';
+
+export const DEFAULT_CONCURRENCY = 10;
+export const DEFAULT_TIMEOUT_SECONDS = 3600;
+
+/** Work another capability does, in the same transaction, when an agent is deleted. */
+export type AgentDeleteCascade = (trx: Executor, agentUuid: string, now: string) => Promise<void>;
+
+function view({ userUuid: _owner, ...agent }: AgentRow): Agent {
+  return agent;
+}
+
+/** Agent management (CONTRACT §4). Another user's agent is indistinguishable from a missing one. */
+export function createAgentsService(deps: { db: Db; repo: AgentsRepo; clock: Clock; cascades: AgentDeleteCascade[] }) {
+  const { db, repo } = deps;
+  const now = () => iso(deps.clock.now());
+
+  /** @throws AppError NOT_FOUND unless the agent exists, is live and belongs to the user. */
+  async function requireOwned(userUuid: string, uuid: string, ex: Executor = db.kysely): Promise<AgentRow> {
+    const agent = await repo.findOwned(ex, userUuid, uuid);
+    if (!agent) throw notFound('Agent');
+    return agent;
+  }
+
+  return {
+    requireOwned,
+
+    async create(userUuid: string, input: CreateAgentInput): Promise<Agent> {
+      const at = now();
+      const agent: AgentRow = {
+        uuid: newId(),
+        userUuid,
+        name: input.name,
+        description: input.description ?? null,
+        status: 'active',
+        runtime: input.runtime ?? { type: 'worker' },
+        concurrency: input.concurrency ?? DEFAULT_CONCURRENCY,
+        default_timeout_seconds: input.default_timeout_seconds ?? DEFAULT_TIMEOUT_SECONDS,
+        created_at: at,
+        updated_at: at,
+      };
+      await db.transaction((trx) => repo.insert(trx, agent));
+      return view(agent);
+    },
+
+    async get(userUuid: string, uuid: string): Promise<Agent> {
+      return view(await requireOwned(userUuid, uuid));
+    },
+
+    async list(userUuid: string, page: number, limit: number) {
+      const { agents, total } = await repo.listOwned(db.kysely, userUuid, (page - 1) * limit, limit);
+      return { agents: agents.map(view), total };
+    },
+
+    async patch(userUuid: string, uuid: string, input: PatchAgentInput): Promise<Agent> {
+      return db.transaction(async (trx) => {
+        const current = await requireOwned(userUuid, uuid, trx);
+        const next: AgentRow = {
+          ...current,
+          ...Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)),
+          updated_at: now(),
+        };
+        await repo.update(trx, next);
+        return view(next);
+      });
+    },
+
+    /** Deletes the agent; its open tasks are cancelled and its triggers deleted in the same transaction. */
+    async remove(userUuid: string, uuid: string): Promise<void> {
+      const deleted = await db.transaction(async (trx) => {
+        const at = now();
+        if (!(await repo.markDeleted(trx, userUuid, uuid, at))) return false;
+        for (const cascade of deps.cascades) await cascade(trx, uuid, at);
+        return true;
+      });
+      if (!deleted) throw notFound('Agent');
+    },
+  };
+}
+
+export type AgentsService = ReturnType<typeof createAgentsService>;

@@ -1,0 +1,86 @@
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import pino, { type Logger } from 'pino';
+import type { Config } from './config.js';
+import { connectDb, type Db } from './db/connect.js';
+import { migrateToLatest } from './db/migrate.js';
+import {
+  createMemoryStore,
+  createPostgresStore,
+  createRedisStore,
+  type RateLimitStore,
+} from './http/rate-limit-stores.js';
+import { resolveSecrets, type ServiceSecrets } from './lib/secrets.js';
+import { type Clock, systemClock } from './lib/time.js';
+
+/** Paths of request data that must never reach a log line. */
+export const REDACT = [
+  'req.headers.authorization',
+  'req.headers["x-service-api-key"]',
+  'req.headers["x-api-key"]',
+  'req.headers["x-webhook-secret"]',
+  'req.headers["x-hub-signature-256"]',
+  'req.headers.cookie',
+  '*.password',
+  '*.current_password',
+  '*.new_password',
+  '*.token',
+  '*.key',
+  '*.secret',
+  '*.webhook_secret',
+];
+
+/** Everything the app needs from outside itself: storage, secrets, counters, time, logs. */
+export interface Runtime {
+  db: Db;
+  secrets: ServiceSecrets;
+  rateLimitStore: RateLimitStore;
+  clock: Clock;
+  logger: Logger;
+  redis: Redis | null;
+  close(): Promise<void>;
+}
+
+export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
+  return pino({ level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' } });
+}
+
+/** Connects storage (running migrations), resolves secrets and picks the rate-limit store. */
+export async function openRuntime(
+  config: Config,
+  opts: { logger?: Logger; clock?: Clock; migrate?: boolean } = {},
+): Promise<Runtime> {
+  const logger = opts.logger ?? createLogger(config);
+  const db = connectDb({
+    databaseUrl: config.databaseUrl,
+    sqliteFile: path.join(config.dataDir, 'taskhook.sqlite'),
+    sqliteSynchronous: config.sqliteSynchronous,
+    onPoolError: (err) => logger.warn({ err }, 'idle database connection failed'),
+  });
+  try {
+    if (opts.migrate !== false) await migrateToLatest(db);
+    const secrets = await resolveSecrets(config, db);
+    const redis = config.redisUrl ? new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 }) : null;
+    redis?.on('error', (err) => logger.warn({ err }, 'redis error'));
+    const rateLimitStore = redis
+      ? createRedisStore(redis)
+      : db.dialect === 'postgres'
+        ? createPostgresStore(db)
+        : createMemoryStore();
+    return {
+      db,
+      secrets,
+      rateLimitStore,
+      clock: opts.clock ?? systemClock,
+      logger,
+      redis,
+      async close() {
+        redis?.disconnect();
+        await db.close();
+      },
+    };
+  } catch (err) {
+    await db.close().catch(() => undefined);
+    throw err;
+  }
+}

@@ -1,0 +1,36 @@
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from './app.js';
+import type { Config } from './config.js';
+import { openRuntime } from './runtime.js';
+
+/**
+ * Starts the service: migrations, then listen. SIGTERM/SIGINT stop accepting connections,
+ * let in-flight requests finish, then close the database pools.
+ */
+export async function startServer(config: Config): Promise<FastifyInstance> {
+  const runtime = await openRuntime(config);
+  const app = await buildApp(config, runtime);
+  app.addHook('onClose', async () => runtime.close());
+  let closing = false;
+  const shutdown = (signal: string) => {
+    if (closing) return;
+    closing = true;
+    app.log.info({ signal }, 'shutting down');
+    const force = setTimeout(() => {
+      app.log.error('graceful shutdown took too long; exiting');
+      process.exit(1);
+    }, 30_000);
+    force.unref();
+    app.close().then(
+      () => process.exit(0),
+      (err) => {
+        app.log.error({ err }, 'error during shutdown');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+  await app.listen({ port: config.port, host: config.host });
+  return app;
+}

@@ -1,0 +1,73 @@
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { buildApp } from '../../src/app.js';
+import { type Config, loadConfig, validateConfig } from '../../src/config.js';
+import { createSecretBox } from '../../src/lib/crypto.js';
+import type { Clock } from '../../src/lib/time.js';
+import { createAccountsModule } from '../../src/modules/accounts/accounts-module.js';
+import type { AccountsService } from '../../src/modules/accounts/accounts-service.js';
+import { createLogger, openRuntime, type Runtime } from '../../src/runtime.js';
+import { type TestDatabase, tempDir } from './databases.js';
+
+export interface TestApp {
+  app: FastifyInstance;
+  runtime: Runtime;
+  config: Config;
+  accounts: AccountsService;
+  close(): Promise<void>;
+}
+
+/** A settable clock for tests that move time without sleeping. */
+export function manualClock(start = Date.now()) {
+  let now = start;
+  return {
+    now: () => now,
+    set: (ms: number) => {
+      now = ms;
+    },
+    advance: (ms: number) => {
+      now += ms;
+    },
+  } satisfies Clock & Record<string, unknown>;
+}
+
+/** The config a test app runs with: production defaults plus a temporary data dir. */
+export function testConfig(db: TestDatabase, overrides: Partial<Config> = {}): Config {
+  const base = loadConfig({ TASKHOOK_LOG_LEVEL: 'silent', TASKHOOK_SQLITE_SYNCHRONOUS: 'normal' });
+  return validateConfig({ ...base, dataDir: tempDir(), databaseUrl: db.databaseUrl, ...overrides });
+}
+
+/**
+ * The production app (buildApp) over a real database: a fresh SQLite file, or the shared
+ * PostgreSQL test database (every test makes its own users, so tests never collide).
+ */
+export async function buildTestApp(
+  db: TestDatabase,
+  opts: { config?: Partial<Config>; clock?: Clock } = {},
+): Promise<TestApp> {
+  const config = testConfig(db, opts.config);
+  const runtime = await openRuntime(config, { logger: createLogger(config), clock: opts.clock });
+  const app = await buildApp(config, runtime);
+  app.addHook('onClose', async () => runtime.close());
+  await app.ready();
+  const box = createSecretBox(runtime.secrets.encryptionKey);
+  const accounts = createAccountsModule({ config, runtime, box }).service;
+  return { app, runtime, config, accounts, close: () => app.close() };
+}
+
+/** Sends a JSON request through the real Fastify stack. */
+export function call(
+  app: FastifyInstance,
+  method: InjectOptions['method'],
+  url: string,
+  opts: { body?: unknown; headers?: Record<string, string>; token?: string } = {},
+): Promise<LightMyRequestResponse> {
+  const headers: Record<string, string> = { ...opts.headers };
+  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+  if (opts.body !== undefined && !headers['content-type']) headers['content-type'] = 'application/json';
+  return app.inject({
+    method,
+    url,
+    headers,
+    payload: opts.body === undefined ? undefined : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body),
+  });
+}
