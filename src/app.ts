@@ -9,7 +9,9 @@ import { createSecretBox } from './lib/crypto.js';
 import { newId } from './lib/ids.js';
 import { createAccountsModule } from './modules/accounts/accounts-module.js';
 import { createAgentsModule } from './modules/agents/agents-module.js';
+import type { AgentDeleteCascade } from './modules/agents/agents-service.js';
 import { createHealthModule } from './modules/health/health-module.js';
+import { createTasksModule } from './modules/tasks/tasks-module.js';
 import type { Runtime } from './runtime.js';
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -61,11 +63,15 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
     authenticate: accounts.authenticate,
     rateLimit: createRateLimiter({ limit: config.rateLimit, store: runtime.rateLimitStore, clock: runtime.clock }),
   });
-  const agents = createAgentsModule({ runtime });
+  const cascades: AgentDeleteCascade[] = [];
+  const agents = createAgentsModule({ runtime, cascades });
+  const tasks = createTasksModule({ config, runtime, agents: agents.service });
+  cascades.push(tasks.cascade);
   const health = createHealthModule({ db: runtime.db, clock: runtime.clock, intervalMs: config.healthIntervalMs });
 
   await app.register(health.routes);
   await app.register(accounts.routes);
   await app.register(agents.routes);
+  await app.register(tasks.routes);
   return app;
 }

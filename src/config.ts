@@ -23,6 +23,7 @@ export const ConfigSchema = Type.Object({
   logLevel: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
   trustProxy: Type.Boolean(),
   healthIntervalMs: Type.Integer({ minimum: 50 }),
+  sweepIntervalMs: Type.Integer({ minimum: 10 }),
 });
 
 export type Config = Static<typeof ConfigSchema>;
@@ -86,6 +87,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: (optional(env, 'TASKHOOK_LOG_LEVEL') ?? 'info') as Config['logLevel'],
     trustProxy: bool(env, 'TASKHOOK_TRUST_PROXY', false),
     healthIntervalMs: int(env, 'TASKHOOK_HEALTH_INTERVAL_MS', 2000),
+    sweepIntervalMs: int(env, 'TASKHOOK_SWEEP_INTERVAL_MS', 1000),
   };
   return validateConfig(config);
 }

@@ -80,6 +80,63 @@ export interface RateLimitsTable {
   count: Generated<number>;
 }
 
+export interface TasksTable {
+  uuid: string;
+  agent_uuid: string;
+  user_uuid: string;
+  status: string;
+  ready: DbBool;
+  priority: number;
+  message: string;
+  metadata: DbJson;
+  callback_mode: string;
+  webhook_url: string | null;
+  timeout_seconds: number;
+  attempt: number;
+  lease_id: string | null;
+  lease_seconds: number | null;
+  lease_expires_at: string | null;
+  worker_id: string | null;
+  progress: DbJson | null;
+  input_request: DbJson | null;
+  result: DbJson | null;
+  error: DbJson | null;
+  estimated_start: string;
+  created_at: string;
+  updated_at: string;
+  started_at: string | null;
+  timeout_at: string | null;
+  completed_at: string | null;
+  failed_at: string | null;
+  cancelled_at: string | null;
+  seq: number;
+}
+
+export interface TaskMessagesTable {
+  uuid: string;
+  task_uuid: string;
+  role: string;
+  content: string;
+  created_at: string;
+}
+
+export interface TaskEventsTable {
+  task_uuid: string;
+  seq: number;
+  data: DbJson;
+  created_at: string;
+}
+
+export interface IdempotencyKeysTable {
+  user_uuid: string;
+  key: string;
+  request_hash: string;
+  task_uuid: string;
+  response: DbJson;
+  created_at: string;
+  expires_at: string;
+}
+
 export interface Database {
   users: UsersTable;
   email_verifications: EmailVerificationsTable;
@@ -89,4 +146,8 @@ export interface Database {
   agents: AgentsTable;
   settings: SettingsTable;
   rate_limits: RateLimitsTable;
+  tasks: TasksTable;
+  task_messages: TaskMessagesTable;
+  task_events: TaskEventsTable;
+  idempotency_keys: IdempotencyKeysTable;
 }

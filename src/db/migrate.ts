@@ -2,11 +2,13 @@ import type { Kysely, Migration, MigrationProvider } from 'kysely';
 import { Migrator } from 'kysely';
 import type { Db } from './connect.js';
 import { migration001 } from './migrations/001-foundation.js';
+import { migration002 } from './migrations/002-tasks.js';
 import type { DialectMigration } from './migrations/types.js';
 
 /** Every migration, in order. Forward only: a released migration is never edited. */
 const MIGRATIONS: Record<string, DialectMigration> = {
   '001-foundation': migration001,
+  '002-tasks': migration002,
 };
 
 export class MigrationError extends Error {}

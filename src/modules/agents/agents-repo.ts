@@ -69,6 +69,19 @@ export const agentsRepo = {
     return row && toAgent(row);
   },
 
+  /** Status and concurrency for a claim; on PostgreSQL the row lock serialises claims of one agent. */
+  async findForClaim(ex: Executor, uuid: string, lock: boolean) {
+    return guard(
+      ex
+        .selectFrom('agents')
+        .select(['status', 'concurrency'])
+        .where('uuid', '=', uuid)
+        .where('deleted_at', 'is', null)
+        .$if(lock, (qb) => qb.forUpdate())
+        .executeTakeFirst(),
+    );
+  },
+
   async listOwned(ex: Executor, userUuid: string, offset: number, limit: number) {
     const base = ex.selectFrom('agents').where('user_uuid', '=', userUuid).where('deleted_at', 'is', null);
     const [rows, count] = await Promise.all([

@@ -1,0 +1,140 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { errorResponses } from '../../http/error-schemas.js';
+import { principalOf } from '../../http/guard.js';
+import type { Notifier } from './notifier.js';
+import { FINAL_STATUSES, type TaskStatus } from './tasks-fns.js';
+import { TaskParams } from './tasks-schemas.js';
+import type { TasksService } from './tasks-service.js';
+
+const HEARTBEAT_MS = 15_000;
+
+const EventHeaders = Type.Object({
+  'last-event-id': Type.Optional(
+    Type.String({ pattern: '^[0-9]{1,12}$', description: 'Resume after this event id: only later events are sent.' }),
+  ),
+});
+
+/**
+ * GET /agent/:id/task/:taskId/events: a text/event-stream of `event: task` messages whose data
+ * is the task body and whose id increases with every change. The current task comes first
+ * (unless resuming with Last-Event-ID), the stream ends after a final state.
+ */
+export function eventsRoutes(deps: { service: TasksService; notifier: Notifier }) {
+  const open = new Set<() => void>();
+
+  return async function routes(base: FastifyInstance) {
+    const app = base.withTypeProvider<TypeBoxTypeProvider>();
+    app.addHook('preClose', async () => {
+      for (const end of open) end();
+    });
+
+    app.get(
+      '/agent/:id/task/:taskId/events',
+      {
+        config: { auth: 'user', feature: 'agents' },
+        schema: {
+          tags: ['tasks'],
+          summary: 'Stream task events (SSE)',
+          description:
+            'Server-sent events: `event: task`, `id: <sequence>`, `data: <the GET body>`; the current task first, then one event per state, progress or message change; with Last-Event-ID only later events. The stream ends after completed, failed or cancelled. A comment line is sent every 15 s to keep the connection open.',
+          params: TaskParams,
+          headers: EventHeaders,
+          response: {
+            200: {
+              description: 'An event stream.',
+              content: { 'text/event-stream': { schema: { type: 'string' } } },
+            },
+            ...errorResponses([404]),
+          },
+        },
+      },
+      async (request, reply) => {
+        const ref = {
+          userUuid: principalOf(request).userUuid,
+          agentUuid: request.params.id,
+          taskUuid: request.params.taskId,
+        };
+        const resumeFrom = request.headers['last-event-id'];
+        let wake: (() => void) | null = null;
+        let signalled = false;
+        const unsubscribe = deps.notifier.subscribe('task', ref.taskUuid, () => {
+          signalled = true;
+          wake?.();
+        });
+        let first: Awaited<ReturnType<TasksService['snapshot']>>;
+        try {
+          first = await deps.service.snapshot(ref);
+        } catch (err) {
+          unsubscribe();
+          throw err;
+        }
+
+        reply.hijack();
+        const raw = reply.raw;
+        raw.writeHead(200, {
+          ...(reply.getHeaders() as Record<string, string>),
+          'content-type': 'text/event-stream; charset=utf-8',
+          'cache-control': 'no-cache, no-transform',
+          connection: 'keep-alive',
+          'x-accel-buffering': 'no',
+        });
+        let closed = false;
+        const end = () => {
+          if (closed) return;
+          closed = true;
+          unsubscribe();
+          open.delete(end);
+          wake?.();
+          raw.end();
+        };
+        open.add(end);
+        raw.on('close', end);
+
+        let lastWrite = performance.now();
+        const send = (seq: number, data: unknown) => {
+          lastWrite = performance.now();
+          raw.write(`id: ${seq}\nevent: task\ndata: ${JSON.stringify(data)}\n\n`);
+        };
+        const isFinal = (data: unknown) => FINAL_STATUSES.has((data as { status: TaskStatus }).status);
+
+        try {
+          let last: number;
+          const resume = resumeFrom === undefined ? 0 : Number(resumeFrom);
+          if (resume < 1) {
+            send(first.seq, first.view);
+            last = first.seq;
+            if (isFinal(first.view)) return end();
+          } else {
+            last = resume;
+          }
+          while (!closed) {
+            signalled = false;
+            for (const event of await deps.service.eventsAfter(ref.taskUuid, last)) {
+              send(event.seq, event.data);
+              last = event.seq;
+              if (isFinal(event.data)) return end();
+            }
+            if (signalled) continue;
+            await new Promise<void>((resolve) => {
+              const timer = setTimeout(resolve, Math.min(HEARTBEAT_MS, deps.notifier.fallbackPollMs));
+              wake = () => {
+                clearTimeout(timer);
+                resolve();
+              };
+            });
+            wake = null;
+            if (!closed && performance.now() - lastWrite >= HEARTBEAT_MS) {
+              lastWrite = performance.now();
+              raw.write(': keep-alive\n\n');
+            }
+          }
+        } catch (err) {
+          request.log.warn({ err }, 'event stream failed');
+          end();
+        }
+      },
+    );
+  };
+}

@@ -1,0 +1,68 @@
+import type { Executor } from '../../db/connect.js';
+import { translateDbError } from '../../db/errors.js';
+import { fromDbJson, toDbJson } from '../../db/json.js';
+
+export interface IdempotencyRecord {
+  userUuid: string;
+  key: string;
+  requestHash: string;
+  taskUuid: string;
+  response: unknown;
+  createdAt: string;
+  expiresAt: string;
+}
+
+async function guard<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    throw translateDbError(err);
+  }
+}
+
+/** Idempotency keys of task submissions: unique per user, enforced by the primary key. */
+export const idempotencyRepo = {
+  /** Inserts the key; a live duplicate raises UniqueViolationError. An expired one is replaced. */
+  async claim(ex: Executor, rec: IdempotencyRecord) {
+    await guard(
+      ex
+        .deleteFrom('idempotency_keys')
+        .where('user_uuid', '=', rec.userUuid)
+        .where('key', '=', rec.key)
+        .where('expires_at', '<=', rec.createdAt)
+        .execute(),
+    );
+    await guard(
+      ex
+        .insertInto('idempotency_keys')
+        .values({
+          user_uuid: rec.userUuid,
+          key: rec.key,
+          request_hash: rec.requestHash,
+          task_uuid: rec.taskUuid,
+          response: toDbJson(rec.response),
+          created_at: rec.createdAt,
+          expires_at: rec.expiresAt,
+        })
+        .execute(),
+    );
+  },
+
+  async find(ex: Executor, userUuid: string, key: string) {
+    const row = await guard(
+      ex
+        .selectFrom('idempotency_keys')
+        .select(['request_hash', 'response', 'expires_at'])
+        .where('user_uuid', '=', userUuid)
+        .where('key', '=', key)
+        .executeTakeFirst(),
+    );
+    return (
+      row && { requestHash: row.request_hash, response: fromDbJson<unknown>(row.response), expiresAt: row.expires_at }
+    );
+  },
+
+  deleteExpired(ex: Executor, now: string) {
+    return guard(ex.deleteFrom('idempotency_keys').where('expires_at', '<=', now).execute());
+  },
+};

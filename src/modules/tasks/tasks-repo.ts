@@ -1,0 +1,363 @@
+import { type Selectable, sql } from 'kysely';
+import type { Executor } from '../../db/connect.js';
+import type { TasksTable } from '../../db/database.js';
+import { translateDbError } from '../../db/errors.js';
+import { fromDbJson, toDbJson } from '../../db/json.js';
+import type { TaskStatus } from './tasks-fns.js';
+import type { ConversationMessage, Progress, TaskResult } from './tasks-schemas.js';
+
+export interface TaskRecord {
+  uuid: string;
+  agentUuid: string;
+  userUuid: string;
+  status: TaskStatus;
+  /** Waiting for a worker: queued, or running again after a user's reply and not yet claimed. */
+  ready: boolean;
+  priority: number;
+  message: string;
+  metadata: Record<string, unknown>;
+  callbackMode: 'poll' | 'webhook';
+  webhookUrl: string | null;
+  timeoutSeconds: number;
+  attempt: number;
+  leaseId: string | null;
+  leaseSeconds: number | null;
+  /** Set only while a worker holds the task. */
+  leaseExpiresAt: string | null;
+  workerId: string | null;
+  progress: Progress | null;
+  inputRequest: { message: string; requested_at: string } | null;
+  result: TaskResult | null;
+  error: { code: string; message: string } | null;
+  estimatedStart: string;
+  createdAt: string;
+  updatedAt: string;
+  startedAt: string | null;
+  timeoutAt: string | null;
+  completedAt: string | null;
+  failedAt: string | null;
+  cancelledAt: string | null;
+  /** Event sequence number: increases with every visible change. */
+  seq: number;
+}
+
+const JSON_FIELDS = new Set(['metadata', 'progress', 'inputRequest', 'result', 'error']);
+const COLUMNS: Record<keyof TaskRecord, keyof TasksTable> = {
+  uuid: 'uuid',
+  agentUuid: 'agent_uuid',
+  userUuid: 'user_uuid',
+  status: 'status',
+  ready: 'ready',
+  priority: 'priority',
+  message: 'message',
+  metadata: 'metadata',
+  callbackMode: 'callback_mode',
+  webhookUrl: 'webhook_url',
+  timeoutSeconds: 'timeout_seconds',
+  attempt: 'attempt',
+  leaseId: 'lease_id',
+  leaseSeconds: 'lease_seconds',
+  leaseExpiresAt: 'lease_expires_at',
+  workerId: 'worker_id',
+  progress: 'progress',
+  inputRequest: 'input_request',
+  result: 'result',
+  error: 'error',
+  estimatedStart: 'estimated_start',
+  createdAt: 'created_at',
+  updatedAt: 'updated_at',
+  startedAt: 'started_at',
+  timeoutAt: 'timeout_at',
+  completedAt: 'completed_at',
+  failedAt: 'failed_at',
+  cancelledAt: 'cancelled_at',
+  seq: 'seq',
+};
+
+/** Record fields → column values (JSON as text, booleans as 1/0). */
+function toColumns(fields: Partial<TaskRecord>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(fields) as Array<[keyof TaskRecord, unknown]>) {
+    if (value === undefined) continue;
+    const column = COLUMNS[key];
+    if (key === 'ready') out[column] = value ? 1 : 0;
+    else if (JSON_FIELDS.has(key)) out[column] = value === null ? null : toDbJson(value);
+    else out[column] = value;
+  }
+  return out;
+}
+
+export function toRecord(row: Selectable<TasksTable>): TaskRecord {
+  const json = <T>(v: unknown) => (v === null ? null : fromDbJson<T>(v));
+  return {
+    uuid: row.uuid,
+    agentUuid: row.agent_uuid,
+    userUuid: row.user_uuid,
+    status: row.status as TaskStatus,
+    ready: Boolean(row.ready),
+    priority: row.priority,
+    message: row.message,
+    metadata: fromDbJson(row.metadata),
+    callbackMode: row.callback_mode as TaskRecord['callbackMode'],
+    webhookUrl: row.webhook_url,
+    timeoutSeconds: row.timeout_seconds,
+    attempt: row.attempt,
+    leaseId: row.lease_id,
+    leaseSeconds: row.lease_seconds,
+    leaseExpiresAt: row.lease_expires_at,
+    workerId: row.worker_id,
+    progress: json(row.progress),
+    inputRequest: json(row.input_request),
+    result: json(row.result),
+    error: json(row.error),
+    estimatedStart: row.estimated_start,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    startedAt: row.started_at,
+    timeoutAt: row.timeout_at,
+    completedAt: row.completed_at,
+    failedAt: row.failed_at,
+    cancelledAt: row.cancelled_at,
+    seq: row.seq,
+  };
+}
+
+async function guard<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    throw translateDbError(err);
+  }
+}
+
+/** The only code that touches the task tables (claiming lives in tasks-claim-repo.ts). */
+export const tasksRepo = {
+  insertTask(ex: Executor, task: TaskRecord) {
+    return guard(
+      ex
+        .insertInto('tasks')
+        .values(toColumns(task) as never)
+        .execute(),
+    );
+  },
+
+  /** Writes the changed fields; `lock` takes a row lock first on PostgreSQL (SQLite has one writer). */
+  updateTask(ex: Executor, uuid: string, changes: Partial<TaskRecord>) {
+    return guard(
+      ex
+        .updateTable('tasks')
+        .set(toColumns(changes) as never)
+        .where('uuid', '=', uuid)
+        .execute(),
+    );
+  },
+
+  /** The task when it belongs to this agent of this user (row-locked on PostgreSQL when `lock`). */
+  async findTask(
+    ex: Executor,
+    where: { userUuid: string; agentUuid: string; taskUuid: string },
+    lock = false,
+  ): Promise<TaskRecord | undefined> {
+    const row = await guard(
+      ex
+        .selectFrom('tasks')
+        .selectAll()
+        .where('uuid', '=', where.taskUuid)
+        .where('agent_uuid', '=', where.agentUuid)
+        .where('user_uuid', '=', where.userUuid)
+        .$if(lock, (qb) => qb.forUpdate())
+        .executeTakeFirst(),
+    );
+    return row && toRecord(row);
+  },
+
+  async findByUuid(ex: Executor, uuid: string, lock = false): Promise<TaskRecord | undefined> {
+    const row = await guard(
+      ex
+        .selectFrom('tasks')
+        .selectAll()
+        .where('uuid', '=', uuid)
+        .$if(lock, (qb) => qb.forUpdate())
+        .executeTakeFirst(),
+    );
+    return row && toRecord(row);
+  },
+
+  insertMessage(ex: Executor, msg: { uuid: string; taskUuid: string } & ConversationMessage) {
+    return guard(
+      ex
+        .insertInto('task_messages')
+        .values({
+          uuid: msg.uuid,
+          task_uuid: msg.taskUuid,
+          role: msg.role,
+          content: msg.content,
+          created_at: msg.created_at,
+        })
+        .execute(),
+    );
+  },
+
+  /** The conversations of the given tasks, each in order. */
+  async messagesOf(ex: Executor, taskUuids: string[]): Promise<Map<string, ConversationMessage[]>> {
+    const out = new Map<string, ConversationMessage[]>(taskUuids.map((u) => [u, []]));
+    if (taskUuids.length === 0) return out;
+    const rows = await guard(
+      ex
+        .selectFrom('task_messages')
+        .select(['task_uuid', 'role', 'content', 'created_at'])
+        .where('task_uuid', 'in', taskUuids)
+        .orderBy('task_uuid')
+        .orderBy('created_at')
+        .orderBy('uuid')
+        .execute(),
+    );
+    for (const r of rows) {
+      out
+        .get(r.task_uuid)
+        ?.push({ role: r.role as ConversationMessage['role'], content: r.content, created_at: r.created_at });
+    }
+    return out;
+  },
+
+  insertEvent(ex: Executor, event: { taskUuid: string; seq: number; data: unknown; createdAt: string }) {
+    return guard(
+      ex
+        .insertInto('task_events')
+        .values({ task_uuid: event.taskUuid, seq: event.seq, data: toDbJson(event.data), created_at: event.createdAt })
+        .execute(),
+    );
+  },
+
+  async eventsAfter(ex: Executor, taskUuid: string, afterSeq: number) {
+    const rows = await guard(
+      ex
+        .selectFrom('task_events')
+        .select(['seq', 'data'])
+        .where('task_uuid', '=', taskUuid)
+        .where('seq', '>', afterSeq)
+        .orderBy('seq')
+        .execute(),
+    );
+    return rows.map((r) => ({ seq: r.seq, data: fromDbJson<unknown>(r.data) }));
+  },
+
+  async listTasks(
+    ex: Executor,
+    filter: { agentUuid: string; userUuid: string; status?: TaskStatus | undefined },
+    offset: number,
+    limit: number,
+  ) {
+    const base = ex
+      .selectFrom('tasks')
+      .where('agent_uuid', '=', filter.agentUuid)
+      .where('user_uuid', '=', filter.userUuid)
+      .$if(filter.status !== undefined, (qb) => qb.where('status', '=', filter.status as string));
+    const [rows, count] = await Promise.all([
+      guard(
+        base.selectAll().orderBy('created_at', 'desc').orderBy('uuid', 'desc').offset(offset).limit(limit).execute(),
+      ),
+      guard(base.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()),
+    ]);
+    return { tasks: rows.map(toRecord), total: Number(count.n) };
+  },
+
+  /** Open tasks of an agent (for cancellation when it is deleted). */
+  async openTaskUuids(ex: Executor, agentUuid: string): Promise<string[]> {
+    const rows = await guard(
+      ex
+        .selectFrom('tasks')
+        .select('uuid')
+        .where('agent_uuid', '=', agentUuid)
+        .where('status', 'in', ['queued', 'running', 'awaiting_input'])
+        .execute(),
+    );
+    return rows.map((r) => r.uuid);
+  },
+
+  /**
+   * Claimable tasks of an agent in claim order (priority, then age). On PostgreSQL the rows are
+   * locked and rows locked by a concurrent claim are skipped; SQLite has a single writer.
+   */
+  async selectClaimable(ex: Executor, agentUuid: string, limit: number, lock: boolean): Promise<TaskRecord[]> {
+    const rows = await guard(
+      ex
+        .selectFrom('tasks')
+        .selectAll()
+        .where('agent_uuid', '=', agentUuid)
+        .where('ready', '=', 1)
+        .orderBy('priority', 'desc')
+        .orderBy('created_at')
+        .orderBy('uuid')
+        .limit(limit)
+        .$if(lock, (qb) => qb.forUpdate().skipLocked())
+        .execute(),
+    );
+    return rows.map(toRecord);
+  },
+
+  /** How many tasks of the agent a worker holds now. */
+  async countHeld(ex: Executor, agentUuid: string): Promise<number> {
+    const row = await guard(
+      ex
+        .selectFrom('tasks')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('agent_uuid', '=', agentUuid)
+        .where('lease_expires_at', 'is not', null)
+        .executeTakeFirstOrThrow(),
+    );
+    return Number(row.n);
+  },
+
+  /** Ready tasks that a new task of this priority would wait behind, counted up to `cap`. */
+  async countAhead(ex: Executor, agentUuid: string, priority: number, cap: number): Promise<number> {
+    const row = await guard(
+      sql<{ n: number | string }>`select count(*) as n from (select 1 from tasks
+        where agent_uuid = ${agentUuid} and ready = ${1} and priority >= ${priority} limit ${cap}) as ahead`.execute(
+        ex,
+      ),
+    );
+    return Number(row.rows[0]?.n ?? 0);
+  },
+
+  /** Run times (ms) of the agent's most recently completed tasks. */
+  async recentRunTimes(ex: Executor, agentUuid: string, count: number): Promise<number[]> {
+    const rows = await guard(
+      ex
+        .selectFrom('tasks')
+        .select(['started_at', 'completed_at'])
+        .where('agent_uuid', '=', agentUuid)
+        .where('completed_at', 'is not', null)
+        .orderBy('completed_at', 'desc')
+        .limit(count)
+        .execute(),
+    );
+    return rows
+      .filter((r) => r.started_at && r.completed_at)
+      .map((r) => Date.parse(r.completed_at as string) - Date.parse(r.started_at as string));
+  },
+
+  /** Tasks whose lease ran out before `now`. */
+  async expiredLeases(ex: Executor, now: string, limit: number): Promise<string[]> {
+    const rows = await guard(
+      ex.selectFrom('tasks').select('uuid').where('lease_expires_at', '<', now).limit(limit).execute(),
+    );
+    return rows.map((r) => r.uuid);
+  },
+
+  /** Running tasks past their timeout. */
+  async timedOut(ex: Executor, now: string, limit: number): Promise<string[]> {
+    const rows = await guard(
+      ex
+        .selectFrom('tasks')
+        .select('uuid')
+        .where('status', '=', 'running')
+        .where('timeout_at', '<', now)
+        .limit(limit)
+        .execute(),
+    );
+    return rows.map((r) => r.uuid);
+  },
+};
+
+export type TasksRepo = typeof tasksRepo;

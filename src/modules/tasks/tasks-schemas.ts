@@ -1,0 +1,179 @@
+import { type Static, Type } from '@sinclair/typebox';
+import {
+  PageQuerySchema,
+  PaginationSchema,
+  StrictObject,
+  TimestampSchema,
+  UuidSchema,
+} from '../../http/common-schemas.js';
+import { TASK_STATUSES } from './tasks-fns.js';
+
+export const MAX_MESSAGE_CHARS = 100_000;
+export const MAX_METADATA_BYTES = 16 * 1024;
+
+const Status = Type.Union(
+  TASK_STATUSES.map((s) => Type.Literal(s)),
+  { description: 'queued, running, awaiting_input, completed, failed or cancelled.' },
+);
+const MessageText = Type.String({ minLength: 1, maxLength: MAX_MESSAGE_CHARS });
+const Metadata = Type.Object({}, { additionalProperties: true, description: 'Free-form JSON object, at most 16 KiB.' });
+
+export const TaskParams = Type.Object({ id: UuidSchema, taskId: UuidSchema });
+export const AgentIdParams = Type.Object({ id: UuidSchema });
+
+export const SubmitBody = StrictObject({
+  message: Type.String({ minLength: 1, maxLength: MAX_MESSAGE_CHARS, description: 'Instructions for the agent.' }),
+  priority: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: 10, description: '1 to 10, 10 most urgent; default 5.' }),
+  ),
+  timeout_override: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: 86400, description: "Seconds; replaces the agent's default timeout." }),
+  ),
+  metadata: Type.Optional(Metadata),
+  callback_mode: Type.Optional(
+    Type.Union([Type.Literal('poll'), Type.Literal('webhook')], { description: 'Default poll.' }),
+  ),
+  webhook_url: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 2048,
+      description: 'Absolute http(s) URL; required with callback_mode webhook.',
+    }),
+  ),
+});
+export type SubmitInput = Static<typeof SubmitBody>;
+
+export const SubmitReply = Type.Object({
+  task_id: UuidSchema,
+  status: Type.Literal('queued'),
+  created_at: TimestampSchema,
+  estimated_start: TimestampSchema,
+  poll_url: Type.String({ description: 'Absolute URL of GET /agent/:id/task/:taskId.' }),
+  cancel_url: Type.String({ description: 'Absolute URL of POST /agent/:id/task/:taskId/cancel.' }),
+});
+export type SubmitResult = Static<typeof SubmitReply>;
+
+export const ConversationMessage = Type.Object({
+  role: Type.Union([Type.Literal('user'), Type.Literal('agent')]),
+  content: Type.String(),
+  created_at: TimestampSchema,
+});
+export type ConversationMessage = Static<typeof ConversationMessage>;
+
+export const ProgressSchema = Type.Object({
+  current_step: Type.String(),
+  steps_completed: Type.Integer(),
+  total_steps: Type.Integer(),
+});
+export type Progress = Static<typeof ProgressSchema>;
+
+const Finding = Type.Object(
+  {
+    file: Type.String({ maxLength: 4096 }),
+    line: Type.Integer({ minimum: 0 }),
+    severity: Type.String({ minLength: 1, maxLength: 64 }),
+    message: Type.String({ maxLength: 10_000 }),
+  },
+  { additionalProperties: true },
+);
+export const ResultSchema = Type.Object(
+  {
+    summary: Type.String({ maxLength: MAX_MESSAGE_CHARS }),
+    findings: Type.Optional(Type.Array(Finding, { maxItems: 10_000, default: [] })),
+  },
+  { additionalProperties: true, description: 'summary, findings, and any other fields the agent returns.' },
+);
+export type TaskResult = Static<typeof ResultSchema>;
+
+export const TaskErrorSchema = Type.Object({
+  code: Type.String({ description: 'TIMEOUT, LEASE_EXPIRED, AGENT_ERROR, or a code the worker reported.' }),
+  message: Type.String(),
+});
+
+export const TaskBody = Type.Object(
+  {
+    task_id: UuidSchema,
+    status: Status,
+    created_at: TimestampSchema,
+    agent_uuid: UuidSchema,
+    message: Type.String({ description: 'The original instructions.' }),
+    messages: Type.Array(ConversationMessage, { description: 'The conversation, the original message first.' }),
+    priority: Type.Integer(),
+    metadata: Metadata,
+    estimated_start: Type.Optional(TimestampSchema),
+    started_at: Type.Optional(TimestampSchema),
+    progress: Type.Optional(ProgressSchema),
+    input_request: Type.Optional(Type.Object({ message: Type.String(), requested_at: TimestampSchema })),
+    completed_at: Type.Optional(TimestampSchema),
+    result: Type.Optional(ResultSchema),
+    failed_at: Type.Optional(TimestampSchema),
+    error: Type.Optional(TaskErrorSchema),
+    cancelled_at: Type.Optional(TimestampSchema),
+  },
+  { title: 'Task', description: 'Fields by status as in the table of CONTRACT §5.' },
+);
+export type TaskView = Static<typeof TaskBody>;
+
+export const MessageBody = StrictObject({ message: MessageText });
+export const MessageReply = Type.Object({ task_id: UuidSchema, status: Status, message_received: Type.Boolean() });
+export const CancelReply = Type.Object({
+  task_id: UuidSchema,
+  status: Type.Literal('cancelled'),
+  cancelled_at: TimestampSchema,
+});
+
+export const ListQuery = Type.Composite([PageQuerySchema, Type.Object({ status: Type.Optional(Status) })]);
+export const ListReply = Type.Object({ tasks: Type.Array(TaskBody), pagination: PaginationSchema });
+
+const LeaseId = Type.String({ minLength: 1, maxLength: 64, description: 'The lease_id of your claim.' });
+
+export const ClaimBody = StrictObject({
+  worker_id: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+  max_tasks: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'Default 1.' })),
+  wait_seconds: Type.Optional(
+    Type.Integer({ minimum: 0, maximum: 30, description: 'Long poll: wait up to this long for work; default 0.' }),
+  ),
+  lease_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 600, description: 'Default 60.' })),
+});
+export type ClaimInput = Static<typeof ClaimBody>;
+
+export const ClaimedTask = Type.Object({
+  task_id: UuidSchema,
+  lease_id: Type.String(),
+  message: Type.String(),
+  messages: Type.Array(ConversationMessage),
+  priority: Type.Integer(),
+  metadata: Metadata,
+  attempt: Type.Integer({ description: 'Starts at 1; a lease expiry or retryable failure adds one.' }),
+  lease_expires_at: TimestampSchema,
+  timeout_at: TimestampSchema,
+});
+export type ClaimedTask = Static<typeof ClaimedTask>;
+export const ClaimReply = Type.Object({ tasks: Type.Array(ClaimedTask) });
+
+export const ProgressBody = StrictObject({
+  lease_id: LeaseId,
+  current_step: Type.String({ maxLength: 1000 }),
+  steps_completed: Type.Integer({ minimum: 0 }),
+  total_steps: Type.Integer({ minimum: 0 }),
+});
+export const ProgressReply = Type.Object({
+  task_id: UuidSchema,
+  status: Status,
+  lease_expires_at: Type.Union([TimestampSchema, Type.Null()], {
+    description: 'The extended lease; null when the task was cancelled (stop working on it).',
+  }),
+});
+
+export const InputRequestBody = StrictObject({ lease_id: LeaseId, message: MessageText });
+export const CompleteBody = StrictObject({ lease_id: LeaseId, result: ResultSchema });
+export const FailBody = StrictObject({
+  lease_id: LeaseId,
+  error: StrictObject({
+    code: Type.Optional(Type.String({ pattern: '^[A-Z][A-Z0-9_]{0,63}$', description: 'Default AGENT_ERROR.' })),
+    message: Type.String({ minLength: 1, maxLength: 10_000 }),
+  }),
+  retryable: Type.Optional(
+    Type.Boolean({ description: 'Queue the task again while attempts remain (3 in all); default false.' }),
+  ),
+});

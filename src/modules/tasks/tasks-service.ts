@@ -1,0 +1,269 @@
+import type { Db } from '../../db/connect.js';
+import { UniqueViolationError } from '../../db/errors.js';
+import { AppError, invalid, notFound } from '../../http/errors.js';
+import { newId } from '../../lib/ids.js';
+import { type Clock, iso } from '../../lib/time.js';
+import type { AgentsService } from '../agents/agents-service.js';
+import type { createEstimator } from './estimator.js';
+import type { IdempotencyRecord, idempotencyRepo } from './idempotency-repo.js';
+import { requestHash, type TaskStatus } from './tasks-fns.js';
+import type { TaskRecord, TasksRepo } from './tasks-repo.js';
+import { MAX_METADATA_BYTES, type SubmitInput, type SubmitResult, type TaskView } from './tasks-schemas.js';
+import { taskView } from './tasks-view.js';
+import type { TaskWriter } from './tasks-writer.js';
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+export const DEFAULT_PRIORITY = 5;
+
+export interface TaskRef {
+  userUuid: string;
+  agentUuid: string;
+  taskUuid: string;
+}
+
+/** Checks of a submission that a JSON schema cannot express. */
+export type SubmitValidator = (input: SubmitInput) => Promise<void>;
+
+/** The user's side of tasks: submit, read, converse, cancel (CONTRACT §5). */
+export function createTasksService(deps: {
+  db: Db;
+  repo: TasksRepo;
+  idempotency: typeof idempotencyRepo;
+  agents: Pick<AgentsService, 'requireOwned'>;
+  writer: TaskWriter;
+  estimator: ReturnType<typeof createEstimator>;
+  clock: Clock;
+  publicUrl: string;
+  validateSubmit: SubmitValidator;
+}) {
+  const { db, repo, writer } = deps;
+
+  function urls(agentUuid: string, taskUuid: string) {
+    const poll = `${deps.publicUrl}/agent/${agentUuid}/task/${taskUuid}`;
+    return { poll_url: poll, cancel_url: `${poll}/cancel` };
+  }
+
+  async function requireTask(ref: TaskRef, lock = false, ex = db.kysely as Parameters<TasksRepo['findTask']>[0]) {
+    const task = await repo.findTask(ex, ref, lock);
+    if (!task) throw notFound('Task');
+    return task;
+  }
+
+  async function view(task: TaskRecord): Promise<TaskView> {
+    return taskView(task, (await repo.messagesOf(db.kysely, [task.uuid])).get(task.uuid) ?? []);
+  }
+
+  async function validate(input: SubmitInput) {
+    if (input.metadata && Buffer.byteLength(JSON.stringify(input.metadata)) > MAX_METADATA_BYTES) {
+      throw invalid('metadata', `must be at most ${MAX_METADATA_BYTES} bytes as JSON`);
+    }
+    const mode = input.callback_mode ?? 'poll';
+    if (mode === 'webhook' && !input.webhook_url)
+      throw invalid('webhook_url', 'is required with callback_mode webhook');
+    if (mode === 'poll' && input.webhook_url)
+      throw invalid('webhook_url', 'is only allowed with callback_mode webhook');
+    await deps.validateSubmit(input);
+  }
+
+  return {
+    urls,
+
+    /**
+     * Queues a task. With an idempotency key, a repeat of the same request within 24 h answers
+     * the first response and creates nothing.
+     * @throws AppError NOT_FOUND, AGENT_UNAVAILABLE, INVALID_REQUEST, IDEMPOTENCY_KEY_REUSED.
+     */
+    async submit(
+      userUuid: string,
+      agentUuid: string,
+      input: SubmitInput,
+      idempotencyKey?: string,
+    ): Promise<{ response: SubmitResult; replayed: boolean }> {
+      await validate(input);
+      const agent = await deps.agents.requireOwned(userUuid, agentUuid);
+      if (agent.status !== 'active') {
+        throw new AppError('AGENT_UNAVAILABLE', `Agent is ${agent.status} and does not accept tasks`);
+      }
+      const nowMs = deps.clock.now();
+      const now = iso(nowMs);
+      const priority = input.priority ?? DEFAULT_PRIORITY;
+      const uuid = newId();
+      const estimatedStart = iso(await deps.estimator.estimate(agent, priority, nowMs));
+      const task: TaskRecord = {
+        uuid,
+        agentUuid,
+        userUuid,
+        status: 'queued',
+        ready: true,
+        priority,
+        message: input.message,
+        metadata: input.metadata ?? {},
+        callbackMode: input.callback_mode ?? 'poll',
+        webhookUrl: input.webhook_url ?? null,
+        timeoutSeconds: input.timeout_override ?? agent.default_timeout_seconds,
+        attempt: 1,
+        leaseId: null,
+        leaseSeconds: null,
+        leaseExpiresAt: null,
+        workerId: null,
+        progress: null,
+        inputRequest: null,
+        result: null,
+        error: null,
+        estimatedStart,
+        createdAt: now,
+        updatedAt: now,
+        startedAt: null,
+        timeoutAt: null,
+        completedAt: null,
+        failedAt: null,
+        cancelledAt: null,
+        seq: 1,
+      };
+      const response: SubmitResult = {
+        task_id: uuid,
+        status: 'queued',
+        created_at: now,
+        estimated_start: estimatedStart,
+        ...urls(agentUuid, uuid),
+      };
+      const key: IdempotencyRecord | null = idempotencyKey
+        ? {
+            userUuid,
+            key: idempotencyKey,
+            requestHash: requestHash(agentUuid, input),
+            taskUuid: uuid,
+            response,
+            createdAt: now,
+            expiresAt: iso(nowMs + DAY_MS),
+          }
+        : null;
+      try {
+        await db.transaction(async (trx) => {
+          if (key) await deps.idempotency.claim(trx, key);
+          await repo.insertTask(trx, task);
+          await repo.insertMessage(trx, {
+            uuid: newId(),
+            taskUuid: uuid,
+            role: 'user',
+            content: input.message,
+            created_at: now,
+          });
+        });
+      } catch (err) {
+        if (!(key && err instanceof UniqueViolationError)) throw err;
+        const first = await deps.idempotency.find(db.kysely, userUuid, key.key);
+        if (!first) throw new AppError('CONFLICT', 'A request with this Idempotency-Key is in flight; retry');
+        if (first.requestHash !== key.requestHash) {
+          throw new AppError(
+            'IDEMPOTENCY_KEY_REUSED',
+            'This Idempotency-Key was used with a different agent or request body',
+          );
+        }
+        return { response: first.response as SubmitResult, replayed: true };
+      }
+      writer.announce(task);
+      return { response, replayed: false };
+    },
+
+    async get(ref: TaskRef): Promise<TaskView> {
+      return view(await requireTask(ref));
+    },
+
+    /** The task's body with its event sequence number (the SSE event id). */
+    async snapshot(ref: TaskRef): Promise<{ seq: number; view: TaskView }> {
+      const task = await requireTask(ref);
+      return { seq: task.seq, view: await view(task) };
+    },
+
+    eventsAfter: (taskUuid: string, seq: number) => repo.eventsAfter(db.kysely, taskUuid, seq),
+
+    async list(userUuid: string, agentUuid: string, status: TaskStatus | undefined, page: number, limit: number) {
+      await deps.agents.requireOwned(userUuid, agentUuid);
+      const { tasks, total } = await repo.listTasks(
+        db.kysely,
+        { agentUuid, userUuid, status },
+        (page - 1) * limit,
+        limit,
+      );
+      const messages = await repo.messagesOf(
+        db.kysely,
+        tasks.map((t) => t.uuid),
+      );
+      return { tasks: tasks.map((t) => taskView(t, messages.get(t.uuid) ?? [])), total };
+    },
+
+    /**
+     * Sends a user message. awaiting_input → running (claimable again with the whole conversation);
+     * queued or running: appended for the agent; finished: TASK_NOT_ACCEPTING_MESSAGES.
+     */
+    async message(ref: TaskRef, content: string) {
+      const nowMs = deps.clock.now();
+      const now = iso(nowMs);
+      const { task, before } = await db.transaction(async (trx) => {
+        const current = await requireTask(ref, writer.lock, trx);
+        const changes: Partial<TaskRecord> = {};
+        if (current.status === 'awaiting_input') {
+          changes.ready = true;
+          changes.inputRequest = null;
+          // Time spent waiting for a person does not count against the task's timeout.
+          if (current.timeoutAt && current.inputRequest) {
+            const waited = nowMs - Date.parse(current.inputRequest.requested_at);
+            changes.timeoutAt = iso(Date.parse(current.timeoutAt) + Math.max(0, waited));
+          }
+        }
+        const applied = await writer.apply(trx, current, 'message', changes, {
+          now,
+          append: { role: 'user', content, created_at: now },
+        });
+        return { task: applied.task, before: current };
+      });
+      writer.announce(task, before);
+      return { task_id: task.uuid, status: task.status, message_received: true };
+    },
+
+    /** Cancels an open task; repeating it answers the original cancelled_at. */
+    async cancel(ref: TaskRef) {
+      const now = iso(deps.clock.now());
+      const { task, before } = await db.transaction(async (trx) => {
+        const current = await requireTask(ref, writer.lock, trx);
+        if (current.status === 'cancelled') {
+          writer.check(current, 'cancel');
+          return { task: current, before: null };
+        }
+        const applied = await writer.apply(
+          trx,
+          current,
+          'cancel',
+          { ready: false, leaseExpiresAt: null, cancelledAt: now },
+          { now },
+        );
+        return { task: applied.task, before: current };
+      });
+      if (before) writer.announce(task, before);
+      return { task_id: task.uuid, status: 'cancelled' as const, cancelled_at: task.cancelledAt ?? now };
+    },
+
+    /** Cancels every open task of an agent (it is being deleted), in the caller's transaction. */
+    async cancelAllOfAgent(trx: Parameters<TasksRepo['findTask']>[0], agentUuid: string, now: string) {
+      const cancelled: TaskRecord[] = [];
+      for (const uuid of await repo.openTaskUuids(trx, agentUuid)) {
+        const current = await repo.findByUuid(trx, uuid, writer.lock);
+        if (!current || !['queued', 'running', 'awaiting_input'].includes(current.status)) continue;
+        const applied = await writer.apply(
+          trx,
+          current,
+          'cancel',
+          { ready: false, leaseExpiresAt: null, cancelledAt: now },
+          { now },
+        );
+        cancelled.push(applied.task);
+      }
+      return cancelled;
+    },
+
+    requireTask,
+  };
+}
+
+export type TasksService = ReturnType<typeof createTasksService>;

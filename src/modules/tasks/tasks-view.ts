@@ -1,0 +1,43 @@
+import type { TaskRecord } from './tasks-repo.js';
+import type { ConversationMessage, TaskView } from './tasks-schemas.js';
+
+const NO_PROGRESS = { current_step: '', steps_completed: 0, total_steps: 0 };
+
+/** The body of GET /agent/:id/task/:taskId: common fields plus those of the task's status (CONTRACT §5). */
+export function taskView(task: TaskRecord, messages: ConversationMessage[]): TaskView {
+  const view: TaskView = {
+    task_id: task.uuid,
+    status: task.status,
+    created_at: task.createdAt,
+    agent_uuid: task.agentUuid,
+    message: task.message,
+    messages,
+    priority: task.priority,
+    metadata: task.metadata,
+  };
+  if (task.startedAt) view.started_at = task.startedAt;
+  switch (task.status) {
+    case 'queued':
+      view.estimated_start = task.estimatedStart;
+      break;
+    case 'running':
+      view.progress = task.progress ?? NO_PROGRESS;
+      break;
+    case 'awaiting_input':
+      view.progress = task.progress ?? NO_PROGRESS;
+      if (task.inputRequest) view.input_request = task.inputRequest;
+      break;
+    case 'completed':
+      if (task.completedAt) view.completed_at = task.completedAt;
+      if (task.result) view.result = { ...task.result, findings: task.result.findings ?? [] };
+      break;
+    case 'failed':
+      if (task.failedAt) view.failed_at = task.failedAt;
+      if (task.error) view.error = task.error;
+      break;
+    case 'cancelled':
+      if (task.cancelledAt) view.cancelled_at = task.cancelledAt;
+      break;
+  }
+  return view;
+}

@@ -1,0 +1,124 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
+import { errorResponses } from '../../http/error-schemas.js';
+import { principalOf } from '../../http/guard.js';
+import {
+  AgentIdParams,
+  ClaimBody,
+  ClaimReply,
+  CompleteBody,
+  FailBody,
+  InputRequestBody,
+  ProgressBody,
+  ProgressReply,
+  TaskBody,
+  TaskParams,
+} from './tasks-schemas.js';
+import type { WorkerService } from './worker-service.js';
+
+const tags = ['worker protocol'];
+const config = { auth: 'user' as const, feature: 'agents' as const };
+const reportErrors = errorResponses([404]);
+
+/** HTTP routes of the worker protocol (CONTRACT §6). Workers use a platform key of the agent's owner. */
+export function workerRoutes(service: WorkerService) {
+  return async function routes(base: FastifyInstance) {
+    const app = base.withTypeProvider<TypeBoxTypeProvider>();
+    const ref = (request: { params: { id: string; taskId: string } } & Parameters<typeof principalOf>[0]) => ({
+      userUuid: principalOf(request).userUuid,
+      agentUuid: request.params.id,
+      taskUuid: request.params.taskId,
+    });
+
+    app.post(
+      '/agent/:id/tasks/claim',
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'Claim tasks',
+          description:
+            "Claims up to max_tasks tasks (priority, then age) within the agent's concurrency. With wait_seconds the call long-polls and answers the moment work arrives; an empty list means none came. Claimed tasks are running; report with the lease_id.",
+          params: AgentIdParams,
+          body: ClaimBody,
+          response: { 200: ClaimReply, ...reportErrors },
+        },
+      },
+      async (request) => ({
+        tasks: await service.claim(principalOf(request).userUuid, request.params.id, request.body),
+      }),
+    );
+
+    app.post(
+      '/agent/:id/task/:taskId/progress',
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'Report progress (heartbeat)',
+          description:
+            'Records progress and extends the lease by its lease_seconds. If the task was cancelled the answer is 200 with status cancelled: stop working on it. A stale lease_id is 400 TASK_NOT_RUNNING.',
+          params: TaskParams,
+          body: ProgressBody,
+          response: { 200: ProgressReply, ...reportErrors },
+        },
+      },
+      async (request) => {
+        const { lease_id, ...progress } = request.body;
+        return service.progress(ref(request), lease_id, progress);
+      },
+    );
+
+    app.post(
+      '/agent/:id/task/:taskId/input_request',
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'Ask the user for input',
+          description:
+            "The task becomes awaiting_input and the question joins its messages; the lease ends. The user's reply makes it claimable again with the whole conversation.",
+          params: TaskParams,
+          body: InputRequestBody,
+          response: { 200: TaskBody, ...reportErrors },
+        },
+      },
+      async (request) => service.inputRequest(ref(request), request.body.lease_id, request.body.message),
+    );
+
+    app.post(
+      '/agent/:id/task/:taskId/complete',
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'Complete a task',
+          description:
+            'Stores the result; the task becomes completed. A lease that is not current is 400 TASK_NOT_RUNNING.',
+          params: TaskParams,
+          body: CompleteBody,
+          response: { 200: TaskBody, ...reportErrors },
+        },
+      },
+      async (request) => service.complete(ref(request), request.body.lease_id, request.body.result),
+    );
+
+    app.post(
+      '/agent/:id/task/:taskId/fail',
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'Fail a task',
+          description:
+            'The task fails with the error (code default AGENT_ERROR), or with retryable true is queued again at once with attempt + 1 while attempts remain (3 in all).',
+          params: TaskParams,
+          body: FailBody,
+          response: { 200: TaskBody, ...reportErrors },
+        },
+      },
+      async (request) =>
+        service.fail(ref(request), request.body.lease_id, request.body.error, request.body.retryable ?? false),
+    );
+  };
+}
