@@ -14,6 +14,7 @@ export const TASK_OPERATIONS = [
   'complete',
   'fail',
   'retry',
+  'release',
   'lease_expired',
   'timeout',
 ] as const;
@@ -36,6 +37,7 @@ const WORKER_REFUSED = {
   complete: NOT_RUNNING,
   fail: NOT_RUNNING,
   retry: NOT_RUNNING,
+  release: NOT_RUNNING,
   lease_expired: NOT_RUNNING,
   timeout: NOT_RUNNING,
 } as const;
@@ -44,6 +46,7 @@ const WORKER_REFUSED = {
  * The task state machine: (state, operation) → outcome. Every code path consults this table.
  * `claim` on a running task picks up one that is waiting for a worker again after a user's reply.
  * `progress` on a cancelled task answers with its status so the worker learns it must stop.
+ * `release` hands a task back unfinished (a worker shutting down): queued again, attempt unchanged.
  */
 export const TRANSITIONS: Record<TaskStatus, Record<TaskOperation, Outcome>> = {
   queued: { ...WORKER_REFUSED, claim: { to: 'running' }, cancel: { to: 'cancelled' }, message: SAME },
@@ -54,6 +57,7 @@ export const TRANSITIONS: Record<TaskStatus, Record<TaskOperation, Outcome>> = {
     complete: { to: 'completed' },
     fail: { to: 'failed' },
     retry: { to: 'queued' },
+    release: { to: 'queued' },
     lease_expired: { to: 'queued' },
     timeout: { to: 'failed' },
     cancel: { to: 'cancelled' },

@@ -16,7 +16,7 @@ const Status = Type.Union(
   { description: 'queued, running, awaiting_input, completed, failed or cancelled.' },
 );
 const MessageText = Type.String({ minLength: 1, maxLength: MAX_MESSAGE_CHARS });
-const Metadata = Type.Object({}, { additionalProperties: true, description: 'Free-form JSON object, at most 16 KiB.' });
+const Metadata = Type.Record(Type.String(), Type.Unknown(), { description: 'Free-form JSON object, at most 16 KiB.' });
 
 export const TaskParams = Type.Object({ id: UuidSchema, taskId: UuidSchema });
 export const AgentIdParams = Type.Object({ id: UuidSchema });
@@ -165,6 +165,7 @@ export const ProgressReply = Type.Object({
   }),
 });
 
+export const LeaseBody = StrictObject({ lease_id: LeaseId });
 export const InputRequestBody = StrictObject({ lease_id: LeaseId, message: MessageText });
 export const CompleteBody = StrictObject({ lease_id: LeaseId, result: ResultSchema });
 export const FailBody = StrictObject({

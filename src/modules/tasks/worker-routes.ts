@@ -9,6 +9,7 @@ import {
   CompleteBody,
   FailBody,
   InputRequestBody,
+  LeaseBody,
   ProgressBody,
   ProgressReply,
   TaskBody,
@@ -119,6 +120,23 @@ export function workerRoutes(service: WorkerService) {
       },
       async (request) =>
         service.fail(ref(request), request.body.lease_id, request.body.error, request.body.retryable ?? false),
+    );
+
+    app.post(
+      '/agent/:id/task/:taskId/release',
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'Release a task unfinished',
+          description:
+            'For a worker that shuts down: the task is queued again at once for another worker, without using up an attempt. Same lease rules as complete.',
+          params: TaskParams,
+          body: LeaseBody,
+          response: { 200: TaskBody, ...reportErrors },
+        },
+      },
+      async (request) => service.release(ref(request), request.body.lease_id),
     );
   };
 }

@@ -183,6 +183,10 @@ export function createWorkerService(deps: {
         return { changes: { ready: false, leaseExpiresAt: null, error: err, failedAt: iso(nowMs) } };
       }),
 
+    /** Hands the task back unfinished (the worker is shutting down): queued again, attempt unchanged. */
+    release: (ref: TaskRef, leaseId: string) =>
+      report(ref, leaseId, 'release', () => ({ changes: { ready: true, leaseExpiresAt: null, leaseId: null } })),
+
     /** Stops long polls at shutdown (they answer with what they have: nothing). */
     close() {
       closing = true;

@@ -1,0 +1,57 @@
+/** An error answer of the taskhook API. */
+export class TaskhookError extends Error {
+  constructor(
+    readonly status: number,
+    /** The envelope's error code (e.g. TASK_NOT_RUNNING), or undefined for flat auth errors. */
+    readonly code: string | undefined,
+    message: string,
+    readonly body: unknown,
+  ) {
+    super(message);
+    this.name = 'TaskhookError';
+  }
+}
+
+export interface HttpOptions {
+  baseUrl: string;
+  /** A platform API key (sk_service_…) or a session JWT. */
+  apiKey: string;
+  /** Extra headers on every request. */
+  headers?: Record<string, string>;
+}
+
+/** A JSON call to the API; non-2xx answers throw TaskhookError. */
+export async function callApi<T>(
+  opts: HttpOptions,
+  method: string,
+  path: string,
+  body?: unknown,
+  extra: { headers?: Record<string, string>; signal?: AbortSignal } = {},
+): Promise<{ status: number; body: T; headers: Headers }> {
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${opts.apiKey}`,
+    accept: 'application/json',
+    ...opts.headers,
+    ...extra.headers,
+  };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(new URL(path, opts.baseUrl.endsWith('/') ? opts.baseUrl : `${opts.baseUrl}/`), {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: extra.signal,
+  });
+  const text = await res.text();
+  const parsed = text ? (JSON.parse(text) as unknown) : undefined;
+  if (!res.ok) {
+    const err = (parsed as { error?: unknown } | undefined)?.error;
+    const code = typeof err === 'object' && err ? (err as { code?: string }).code : undefined;
+    const message =
+      typeof err === 'string' ? err : ((err as { message?: string } | undefined)?.message ?? `HTTP ${res.status}`);
+    throw new TaskhookError(res.status, code, message, parsed);
+  }
+  return { status: res.status, body: parsed as T, headers: res.headers };
+}
+
+/** Path segments are UUIDs, but encode them anyway. */
+export const seg = encodeURIComponent;

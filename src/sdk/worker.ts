@@ -1,0 +1,199 @@
+import type { ClaimedTask, TaskResult } from '../modules/tasks/tasks-schemas.js';
+import { callApi, type HttpOptions, seg, TaskhookError } from './http.js';
+
+export type { ClaimedTask, TaskResult };
+
+/** Thrown by `askForInput` to end this run of the handler; do not catch it. */
+export class InputRequested extends Error {
+  constructor(readonly question: string) {
+    super('The task is waiting for input');
+    this.name = 'InputRequested';
+  }
+}
+
+/** Throw this from a handler to fail the task with a code, optionally queueing it again. */
+export class TaskFailure extends Error {
+  constructor(
+    message: string,
+    readonly options: { code?: string; retryable?: boolean } = {},
+  ) {
+    super(message);
+    this.name = 'TaskFailure';
+  }
+}
+
+export interface WorkerContext {
+  /** Reports progress (sent with the next heartbeat, at once when `flush` is true). */
+  progress(currentStep: string, stepsCompleted: number, totalSteps: number, flush?: boolean): Promise<void>;
+  /**
+   * Puts the task in awaiting_input with this question and ends this run of the handler.
+   * The user's reply starts a new run with the whole conversation in `task.messages`.
+   */
+  askForInput(question: string): Promise<never>;
+  /** Aborted when the task is cancelled, the lease is lost, or the worker shuts down. */
+  signal: AbortSignal;
+}
+
+export type TaskHandler = (task: ClaimedTask, ctx: WorkerContext) => Promise<TaskResult>;
+
+export interface WorkerOptions extends HttpOptions {
+  agentId: string;
+  handler: TaskHandler;
+  /** Tasks run at once by this worker; default 1. */
+  concurrency?: number;
+  /** Lease asked for each claim, seconds; default 60. Heartbeats go out every third of it. */
+  leaseSeconds?: number;
+  /** Long-poll wait of each claim, seconds; default 20. */
+  waitSeconds?: number;
+  workerId?: string;
+  /** How long `stop()` lets running handlers finish before releasing their tasks; default 10 s. */
+  gracePeriodMs?: number;
+  /** Stop gracefully on SIGINT and SIGTERM; default true. */
+  handleSignals?: boolean;
+  log?: (level: 'info' | 'warn' | 'error', message: string, extra?: Record<string, unknown>) => void;
+}
+
+export interface RunningWorker {
+  /** Stops claiming, lets running handlers finish (up to the grace period), releases the rest. */
+  stop(): Promise<void>;
+  /** Settles when the worker has stopped. */
+  done: Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Runs a pull worker: claims tasks of `agentId` in batches (long poll), runs `handler` for each
+ * with a heartbeat on a timer, and reports the outcome. A cancelled task aborts its handler's
+ * signal and its result is dropped. On a signal it stops gracefully, releasing what it holds.
+ */
+export function runWorker(options: WorkerOptions): RunningWorker {
+  const concurrency = options.concurrency ?? 1;
+  const leaseSeconds = options.leaseSeconds ?? 60;
+  const log = options.log ?? ((level, message, extra) => console[level](`[taskhook worker] ${message}`, extra ?? ''));
+  const base = `agent/${seg(options.agentId)}`;
+  const running = new Map<string, { lease: string; abort: AbortController; done: Promise<void> }>();
+  const stopping = new AbortController();
+  let slotFreed: (() => void) | null = null;
+
+  const post = <T>(path: string, body: unknown, signal?: AbortSignal) =>
+    callApi<T>(options, 'POST', path, body, { signal }).then((r) => r.body);
+
+  async function runTask(task: ClaimedTask, abort: AbortController) {
+    const taskPath = `${base}/task/${seg(task.task_id)}`;
+    let progress = { current_step: '', steps_completed: 0, total_steps: 0 };
+    let finished = false;
+    const heartbeat = async () => {
+      try {
+        const res = await post<{ status: string }>(`${taskPath}/progress`, { lease_id: task.lease_id, ...progress });
+        if (res.status === 'cancelled') abort.abort(new Error('cancelled'));
+      } catch (err) {
+        if (err instanceof TaskhookError && err.status === 400) abort.abort(new Error('lease lost'));
+        else log('warn', 'heartbeat failed', { task: task.task_id, error: String(err) });
+      }
+    };
+    const timer = setInterval(() => void heartbeat(), Math.max(1000, (leaseSeconds * 1000) / 3));
+    const ctx: WorkerContext = {
+      signal: abort.signal,
+      async progress(current_step, steps_completed, total_steps, flush = false) {
+        progress = { current_step, steps_completed, total_steps };
+        if (flush) await heartbeat();
+      },
+      async askForInput(question) {
+        finished = true;
+        await post(`${taskPath}/input_request`, { lease_id: task.lease_id, message: question });
+        throw new InputRequested(question);
+      },
+    };
+    try {
+      const result = await options.handler(task, ctx);
+      if (!abort.signal.aborted && !finished) {
+        await post(`${taskPath}/complete`, { lease_id: task.lease_id, result });
+      }
+    } catch (err) {
+      if (err instanceof InputRequested || abort.signal.aborted || finished) return;
+      const failure = err instanceof TaskFailure ? err.options : {};
+      await post(`${taskPath}/fail`, {
+        lease_id: task.lease_id,
+        error: { ...(failure.code ? { code: failure.code } : {}), message: (err as Error)?.message || String(err) },
+        retryable: failure.retryable ?? false,
+      }).catch((e) => log('warn', 'could not report failure', { task: task.task_id, error: String(e) }));
+    } finally {
+      clearInterval(timer);
+    }
+  }
+
+  function start(task: ClaimedTask) {
+    const abort = new AbortController();
+    const done = runTask(task, abort)
+      .catch((err) => log('error', 'task run failed', { task: task.task_id, error: String(err) }))
+      .finally(() => {
+        running.delete(task.task_id);
+        slotFreed?.();
+      });
+    running.set(task.task_id, { lease: task.lease_id, abort, done });
+  }
+
+  async function loop() {
+    while (!stopping.signal.aborted) {
+      const free = concurrency - running.size;
+      if (free <= 0) {
+        await new Promise<void>((resolve) => {
+          slotFreed = resolve;
+          stopping.signal.addEventListener('abort', () => resolve(), { once: true });
+        });
+        slotFreed = null;
+        continue;
+      }
+      try {
+        const { tasks } = await post<{ tasks: ClaimedTask[] }>(
+          `${base}/tasks/claim`,
+          {
+            max_tasks: free,
+            wait_seconds: options.waitSeconds ?? 20,
+            lease_seconds: leaseSeconds,
+            ...(options.workerId ? { worker_id: options.workerId } : {}),
+          },
+          stopping.signal,
+        );
+        for (const task of tasks) start(task);
+      } catch (err) {
+        if (stopping.signal.aborted) break;
+        log('warn', 'claim failed; retrying', { error: String(err) });
+        await sleep(1000);
+      }
+    }
+  }
+
+  const done = loop();
+  let stopped: Promise<void> | null = null;
+
+  async function stop() {
+    stopped ??= (async () => {
+      stopping.abort();
+      await done;
+      const all = [...running.values()];
+      const grace = sleep(options.gracePeriodMs ?? 10_000).then(() => 'timeout' as const);
+      if ((await Promise.race([Promise.all(all.map((r) => r.done)), grace])) === 'timeout') {
+        for (const [taskId, r] of running) {
+          r.abort.abort(new Error('worker stopping'));
+          await post(`${base}/task/${seg(taskId)}/release`, { lease_id: r.lease }).catch(() => undefined);
+        }
+      }
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    })();
+    return stopped;
+  }
+
+  function onSignal() {
+    log('info', 'stopping: finishing running tasks');
+    void stop();
+  }
+  if (options.handleSignals ?? true) {
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+  }
+
+  return { stop, done: done.then(() => stopped ?? undefined) };
+}
