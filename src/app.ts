@@ -4,6 +4,7 @@ import { errorBody, handleError } from './http/error-handler.js';
 import { registerGuard } from './http/guard.js';
 import { registerOpenApi } from './http/openapi.js';
 import { createRateLimiter } from './http/rate-limit.js';
+import { createMemoryStore } from './http/rate-limit-stores.js';
 import { registerValidators } from './http/validation.js';
 import { createSecretBox } from './lib/crypto.js';
 import { newId } from './lib/ids.js';
@@ -48,6 +49,15 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  // While shutting down, answer in-flight requests with `Connection: close` so keep-alive
+  // clients let go and the process can exit as soon as they are done.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('connection', 'close');
+  });
   app.setErrorHandler(handleError);
   app.setNotFoundHandler((request, reply) =>
     reply
@@ -61,7 +71,13 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   const accounts = createAccountsModule({ config, runtime, box });
   registerGuard(app, {
     authenticate: accounts.authenticate,
-    rateLimit: createRateLimiter({ limit: config.rateLimit, store: runtime.rateLimitStore, clock: runtime.clock }),
+    rateLimit: createRateLimiter({
+      limit: config.rateLimit,
+      store: runtime.rateLimitStore,
+      clock: runtime.clock,
+      onStoreError: (err) => runtime.logger.warn({ err }, 'rate-limit store unavailable; request not counted'),
+    }),
+    localRateLimit: createRateLimiter({ limit: config.rateLimit, store: createMemoryStore(), clock: runtime.clock }),
   });
   const cascades: AgentDeleteCascade[] = [];
   const agents = createAgentsModule({ runtime, cascades });

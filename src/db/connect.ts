@@ -47,7 +47,7 @@ function connectSqlite(opts: ConnectOptions): Db {
   native.pragma(`synchronous = ${opts.sqliteSynchronous === 'full' ? 'FULL' : 'NORMAL'}`);
   native.pragma('busy_timeout = 5000');
   native.pragma('foreign_keys = ON');
-  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: native }) });
+  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(native) }) });
   const groupCommit = createGroupCommitter(kysely);
   return {
     dialect: 'sqlite',
@@ -63,6 +63,28 @@ function connectSqlite(opts: ConnectOptions): Db {
   };
 }
 
+const STATEMENT_CACHE_SIZE = 1000;
+
+/**
+ * Kysely prepares every query anew; preparing costs more than running a small indexed query,
+ * so prepared statements are kept per SQL text (bounded, oldest dropped first).
+ */
+function withStatementCache(native: SqliteDatabase.Database) {
+  const cache = new Map<string, SqliteDatabase.Statement>();
+  return {
+    close: () => native.close(),
+    prepare(text: string) {
+      let stmt = cache.get(text);
+      if (!stmt) {
+        stmt = native.prepare(text);
+        if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+        cache.set(text, stmt);
+      }
+      return stmt;
+    },
+  };
+}
+
 function connectPostgres(url: string, opts: ConnectOptions): Db {
   const pool = new pg.Pool({
     connectionString: url,
@@ -72,6 +94,9 @@ function connectPostgres(url: string, opts: ConnectOptions): Db {
     options: '-c synchronous_commit=on',
   });
   pool.on('error', (err) => opts.onPoolError?.(err));
+  // pg emits 'error' on a checked-out client whose connection drops between queries, and the pool
+  // only listens while the client is idle: without this listener that error crashes the process.
+  pool.on('connect', (client) => client.on('error', (err) => opts.onPoolError?.(err)));
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     dialect: 'postgres',

@@ -31,4 +31,7 @@ export function StrictObject<T extends Record<string, TSchema>>(properties: T, o
   return Type.Object(properties, { additionalProperties: false, ...options });
 }
 
+/** The body of an operation that takes none: absent, `null` or `{}`; any field in it is a 400. */
+export const NoBody = Type.Union([StrictObject({}), Type.Null()], { description: 'No body, or an empty object.' });
+
 export const NoContent = Type.Null({ description: 'No content.' });

@@ -11,6 +11,8 @@ declare module 'fastify' {
     feature?: 'agents';
     /** Rate-limit scope for unauthenticated routes (e.g. a trigger); null falls back to the client address. */
     rateLimitScope?: (request: FastifyRequest) => Promise<string | null>;
+    /** Count in this instance's memory only, so the route never waits on shared storage (health checks). */
+    rateLimitLocal?: boolean;
   }
   interface FastifyRequest {
     principal: Principal | null;
@@ -30,7 +32,10 @@ export function principalOf(request: FastifyRequest): Principal {
  * against its scope (the user, the route's own scope, or the client address), set the
  * X-RateLimit-* headers, and only then report a rate-limit or authentication failure.
  */
-export function registerGuard(app: FastifyInstance, deps: { authenticate: Authenticate; rateLimit: RateLimiter }) {
+export function registerGuard(
+  app: FastifyInstance,
+  deps: { authenticate: Authenticate; rateLimit: RateLimiter; localRateLimit: RateLimiter },
+) {
   app.decorateRequest('principal', null);
   app.addHook('onRequest', async (request, reply) => {
     const config = request.routeOptions.config;
@@ -46,7 +51,8 @@ export function registerGuard(app: FastifyInstance, deps: { authenticate: Authen
     }
     let scope = request.principal ? `user:${request.principal.userUuid}` : null;
     if (!scope && !failure && config.rateLimitScope) scope = await config.rateLimitScope(request);
-    const result = await deps.rateLimit(scope ?? `ip:${request.ip}`);
+    const limiter = config.rateLimitLocal ? deps.localRateLimit : deps.rateLimit;
+    const result = await limiter(scope ?? `ip:${request.ip}`);
     reply.header('x-ratelimit-limit', result.limit);
     reply.header('x-ratelimit-remaining', result.remaining);
     reply.header('x-ratelimit-reset', result.reset);

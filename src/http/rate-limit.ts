@@ -13,12 +13,44 @@ export interface RateLimitResult {
   retryAfter: number;
 }
 
-/** Fixed 60-second windows of `limit` requests per scope (CONTRACT §8). */
-export function createRateLimiter(opts: { limit: number; store: RateLimitStore; clock: Clock }) {
+/** How long a request waits for the counter store before it is let through uncounted. */
+export const STORE_TIMEOUT_MS = 1000;
+
+/** The store's count, or an error when it fails or does not answer within STORE_TIMEOUT_MS. */
+async function countWithin(store: RateLimitStore, scope: string, window: number): Promise<number> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('rate-limit store timed out')), STORE_TIMEOUT_MS);
+  });
+  const hit = store.hit(scope, window);
+  hit.catch(() => undefined);
+  try {
+    return await Promise.race([hit, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Fixed 60-second windows of `limit` requests per scope (CONTRACT §8). Fails open: when the
+ * counter store (PostgreSQL or Redis) is unreachable the request is let through uncounted, so an
+ * outage of the store never takes down the API or /health (CONTRACT §10).
+ */
+export function createRateLimiter(opts: {
+  limit: number;
+  store: RateLimitStore;
+  clock: Clock;
+  onStoreError?: (err: unknown) => void;
+}) {
   return async function hit(scope: string): Promise<RateLimitResult> {
     const nowSeconds = opts.clock.now() / 1000;
     const window = Math.floor(nowSeconds / WINDOW_SECONDS);
-    const count = await opts.store.hit(scope, window);
+    let count = 0;
+    try {
+      count = await countWithin(opts.store, scope, window);
+    } catch (err) {
+      opts.onStoreError?.(err);
+    }
     const reset = (window + 1) * WINDOW_SECONDS;
     return {
       limit: opts.limit,

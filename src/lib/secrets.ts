@@ -57,7 +57,15 @@ function fromFile(dataDir: string, wanted: Array<keyof ServiceSecrets>): Partial
   }
   if (changed) {
     mkdirSync(dataDir, { recursive: true });
-    writeFileSync(file, `${JSON.stringify(current, null, 2)}\n`, { mode: 0o600 });
+    const text = `${JSON.stringify(current, null, 2)}\n`;
+    try {
+      // A new file is created exclusively: of two processes starting at once, one writes and
+      // the other reads what it wrote, so both use the same secrets.
+      writeFileSync(file, text, { mode: 0o600, flag: existsSync(file) ? 'w' : 'wx' });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      return fromFile(dataDir, wanted);
+    }
     chmodSync(file, 0o600);
   }
   return Object.fromEntries(wanted.map((n) => [n, current[NAMES[n]]]));

@@ -33,7 +33,14 @@ export function manualClock(start = Date.now()) {
 /** The config a test app runs with: production defaults plus a temporary data dir. */
 export function testConfig(db: TestDatabase, overrides: Partial<Config> = {}): Config {
   const base = loadConfig({ TASKHOOK_LOG_LEVEL: 'silent', TASKHOOK_SQLITE_SYNCHRONOUS: 'normal' });
-  return validateConfig({ ...base, dataDir: tempDir(), databaseUrl: db.databaseUrl, ...overrides });
+  // Test files share PostgreSQL's rate-limit counters (and 127.0.0.1); only rate-limit tests set a real limit.
+  return validateConfig({
+    ...base,
+    rateLimit: 1_000_000,
+    dataDir: tempDir(),
+    databaseUrl: db.databaseUrl,
+    ...overrides,
+  });
 }
 
 /**
@@ -68,6 +75,7 @@ export function call(
     method,
     url,
     headers,
-    payload: opts.body === undefined ? undefined : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body),
+    payload:
+      opts.body === undefined ? undefined : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body),
   });
 }

@@ -9,7 +9,7 @@ export const migration001: DialectMigration = {
 
     await db.schema
       .createTable('users')
-      .addColumn('uuid', 'text', (c) => c.primaryKey())
+      .addColumn('uuid', 'text', (c) => c.primaryKey().notNull())
       .addColumn('email', 'text', (c) => c.notNull().unique())
       .addColumn('password_hash', 'text', (c) => c.notNull())
       .addColumn('email_verified', t.bool, (c) => c.notNull())
@@ -21,7 +21,7 @@ export const migration001: DialectMigration = {
 
     await db.schema
       .createTable('email_verifications')
-      .addColumn('token_hash', 'text', (c) => c.primaryKey())
+      .addColumn('token_hash', 'text', (c) => c.primaryKey().notNull())
       .addColumn('user_uuid', 'text', (c) => c.notNull().references('users.uuid').onDelete('cascade'))
       .addColumn('expires_at', 'text', (c) => c.notNull())
       .addColumn('created_at', 'text', (c) => c.notNull())
@@ -31,7 +31,7 @@ export const migration001: DialectMigration = {
       const secretColumn = table === 'platform_keys' ? 'key_hash' : 'token_hash';
       let builder = db.schema
         .createTable(table)
-        .addColumn('uuid', 'text', (c) => c.primaryKey())
+        .addColumn('uuid', 'text', (c) => c.primaryKey().notNull())
         .addColumn('user_uuid', 'text', (c) => c.notNull().references('users.uuid').onDelete('cascade'));
       if (table === 'platform_keys') builder = builder.addColumn('name', 'text', (c) => c.notNull());
       await builder
@@ -46,7 +46,7 @@ export const migration001: DialectMigration = {
 
     await db.schema
       .createTable('signing_secrets')
-      .addColumn('uuid', 'text', (c) => c.primaryKey())
+      .addColumn('uuid', 'text', (c) => c.primaryKey().notNull())
       .addColumn('user_uuid', 'text', (c) => c.notNull().references('users.uuid').onDelete('cascade'))
       .addColumn('secret_sealed', 'text', (c) => c.notNull())
       .addColumn('created_at', 'text', (c) => c.notNull())
@@ -60,7 +60,7 @@ export const migration001: DialectMigration = {
 
     await db.schema
       .createTable('agents')
-      .addColumn('uuid', 'text', (c) => c.primaryKey())
+      .addColumn('uuid', 'text', (c) => c.primaryKey().notNull())
       .addColumn('user_uuid', 'text', (c) => c.notNull().references('users.uuid').onDelete('cascade'))
       .addColumn('name', 'text', (c) => c.notNull())
       .addColumn('description', 'text')
@@ -76,7 +76,7 @@ export const migration001: DialectMigration = {
 
     await db.schema
       .createTable('settings')
-      .addColumn('key', 'text', (c) => c.primaryKey())
+      .addColumn('key', 'text', (c) => c.primaryKey().notNull())
       .addColumn('value', 'text', (c) => c.notNull())
       .execute();
 

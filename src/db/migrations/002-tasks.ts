@@ -9,7 +9,7 @@ export const migration002: DialectMigration = {
 
     await db.schema
       .createTable('tasks')
-      .addColumn('uuid', 'text', (c) => c.primaryKey())
+      .addColumn('uuid', 'text', (c) => c.primaryKey().notNull())
       .addColumn('agent_uuid', 'text', (c) => c.notNull().references('agents.uuid').onDelete('cascade'))
       .addColumn('user_uuid', 'text', (c) => c.notNull())
       .addColumn('status', 'text', (c) => c.notNull())
@@ -39,18 +39,26 @@ export const migration002: DialectMigration = {
       .addColumn('cancelled_at', 'text')
       .addColumn('seq', 'integer', (c) => c.notNull())
       .execute();
+    // Partial indexes: a row is in an index only while the index can need it, so a new task
+    // touches four b-trees and finished tasks cost the claim and sweep queries nothing.
     // Claim order: ready work of one agent, most urgent first, then oldest.
-    await sql`create index tasks_claim_idx on tasks (agent_uuid, ready, priority desc, created_at, uuid)`.execute(db);
+    await sql`create index tasks_claim_idx on tasks (agent_uuid, priority desc, created_at, uuid) where ready = true`.execute(
+      db,
+    );
     await sql`create index tasks_list_idx on tasks (agent_uuid, created_at desc, uuid desc)`.execute(db);
     await sql`create index tasks_status_idx on tasks (agent_uuid, status, created_at desc, uuid desc)`.execute(db);
-    await sql`create index tasks_held_idx on tasks (agent_uuid, lease_expires_at)`.execute(db);
-    await sql`create index tasks_lease_idx on tasks (lease_expires_at)`.execute(db);
-    await sql`create index tasks_timeout_idx on tasks (status, timeout_at)`.execute(db);
-    await sql`create index tasks_done_idx on tasks (agent_uuid, completed_at)`.execute(db);
+    await sql`create index tasks_held_idx on tasks (agent_uuid, lease_expires_at) where lease_expires_at is not null`.execute(
+      db,
+    );
+    await sql`create index tasks_lease_idx on tasks (lease_expires_at) where lease_expires_at is not null`.execute(db);
+    await sql`create index tasks_timeout_idx on tasks (timeout_at) where status = 'running'`.execute(db);
+    await sql`create index tasks_done_idx on tasks (agent_uuid, completed_at) where completed_at is not null`.execute(
+      db,
+    );
 
     await db.schema
       .createTable('task_messages')
-      .addColumn('uuid', 'text', (c) => c.primaryKey())
+      .addColumn('uuid', 'text', (c) => c.primaryKey().notNull())
       .addColumn('task_uuid', 'text', (c) => c.notNull().references('tasks.uuid').onDelete('cascade'))
       .addColumn('role', 'text', (c) => c.notNull())
       .addColumn('content', 'text', (c) => c.notNull())

@@ -71,7 +71,8 @@ function single(value: string | string[] | undefined): string | undefined | null
  * (`Bearer <jwt|platform key>`, or a bare ingest token).
  */
 export function readCredential(headers: Headers): PresentedCredential {
-  const keyHeader = single(headers['x-service-api-key']) ?? single(headers['x-api-key']);
+  const serviceKey = single(headers['x-service-api-key']);
+  const keyHeader = serviceKey === undefined ? single(headers['x-api-key']) : serviceKey;
   if (keyHeader === null) return { kind: 'malformed' };
   if (keyHeader !== undefined) {
     const key = keyHeader.trim();

@@ -1,6 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import { NoContent } from '../../http/common-schemas.js';
+import { NoBody, NoContent } from '../../http/common-schemas.js';
 import { errorResponses } from '../../http/error-schemas.js';
 import { principalOf } from '../../http/guard.js';
 import {
@@ -159,6 +159,7 @@ export function accountsRoutes(service: AccountsService) {
           summary: 'Create an ingest token',
           description:
             'A write-only telemetry credential (a UUID), sent as `Authorization: <token>`; shown only in this response.',
+          body: NoBody,
           response: { 201: CreatedTokenReply },
         },
       },
@@ -218,6 +219,7 @@ export function accountsRoutes(service: AccountsService) {
           tags,
           summary: 'Rotate the callback signing secret',
           description: 'Returns the new secret. For 24 hours callbacks carry two signatures, one per secret.',
+          body: NoBody,
           response: { 200: SigningSecretReply },
         },
       },

@@ -74,8 +74,8 @@ export function createHealthModule(deps: { db: Db; clock: Clock; intervalMs: num
         schema: {
           tags: ['health'],
           summary: 'Basic health',
-          description: `Answers from the database status refreshed in the background every ${deps.intervalMs} ms (TASKHOOK_HEALTH_INTERVAL_MS); 503 when the database is unreachable.`,
-          response: { 200: BasicHealth, 503: BasicHealth },
+          description: `Answers from the database status refreshed in the background every ${deps.intervalMs} ms (TASKHOOK_HEALTH_INTERVAL_MS); 503 when the database is unreachable. Never waits on storage: its rate limit is counted per instance.`,
+          response: { 200: BasicHealth, 503: Type.Union([BasicHealth, Type.Ref('ErrorEnvelope')]) },
         },
       },
       async (_request, reply) =>
@@ -91,7 +91,7 @@ export function createHealthModule(deps: { db: Db; clock: Clock; intervalMs: num
           tags: ['health'],
           summary: 'Deep health',
           description: `Runs a query now. healthy (200), degraded when it takes over ${DEGRADED_MS} ms (200), unhealthy when it fails or takes over ${DEEP_TIMEOUT_MS} ms (503).`,
-          response: { 200: DeepHealth, 503: DeepHealth },
+          response: { 200: DeepHealth, 503: Type.Union([DeepHealth, Type.Ref('ErrorEnvelope')]) },
         },
       },
       async (_request, reply) => {

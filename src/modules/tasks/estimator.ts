@@ -6,19 +6,40 @@ import type { TasksRepo } from './tasks-repo.js';
 export const DEFAULT_RUN_MS = 60_000;
 const SAMPLE = 20;
 const CACHE_MS = 10_000;
+/** Queue depths are re-counted at most this often per agent and priority. */
+const DEPTH_CACHE_MS = 1_000;
 /** Counting stops here, so the cost of an estimate stays flat however long the queue grows. */
 export const AHEAD_CAP = 10_000;
 
 /**
  * estimated_start at submission: now when a worker slot is free for it; otherwise waves of
  * `concurrency` tasks ahead of it, each taking the mean run time of the agent's last 20
- * completed tasks (cached for 10 s per agent).
+ * completed tasks (cached for 10 s per agent). The queue depth is counted at most once a second
+ * per agent and priority and advanced locally by each submission in between, so a submission
+ * costs the same however long the queue is.
  */
 export function createEstimator(deps: {
   db: Db;
   repo: Pick<TasksRepo, 'countHeld' | 'countAhead' | 'recentRunTimes'>;
 }) {
   const runTimes = new Map<string, { avg: number; at: number }>();
+  const depths = new Map<string, { held: number; ahead: number; at: number }>();
+
+  async function depth(agentUuid: string, priority: number, now: number) {
+    const key = `${agentUuid}:${priority}`;
+    const cached = depths.get(key);
+    if (cached && now - cached.at < DEPTH_CACHE_MS) {
+      cached.ahead += 1;
+      return { held: cached.held, ahead: cached.ahead - 1 };
+    }
+    const [held, ahead] = await Promise.all([
+      deps.repo.countHeld(deps.db.kysely, agentUuid),
+      deps.repo.countAhead(deps.db.kysely, agentUuid, priority, AHEAD_CAP),
+    ]);
+    if (depths.size > 10_000) depths.clear();
+    depths.set(key, { held, ahead: ahead + 1, at: now });
+    return { held, ahead };
+  }
 
   async function averageRunMs(agentUuid: string, now: number): Promise<number> {
     const cached = runTimes.get(agentUuid);
@@ -32,10 +53,7 @@ export function createEstimator(deps: {
 
   return {
     async estimate(agent: { uuid: string; concurrency: number }, priority: number, now: number): Promise<number> {
-      const [held, ahead] = await Promise.all([
-        deps.repo.countHeld(deps.db.kysely, agent.uuid),
-        deps.repo.countAhead(deps.db.kysely, agent.uuid, priority, AHEAD_CAP),
-      ]);
+      const { held, ahead } = await depth(agent.uuid, priority, now);
       const free = agent.concurrency - held;
       if (ahead < free) return now;
       return estimateStart({

@@ -80,6 +80,8 @@ export function eventsRoutes(deps: { service: TasksService; notifier: Notifier }
           connection: 'keep-alive',
           'x-accel-buffering': 'no',
         });
+        // Send the headers now: a resumed stream may have nothing to write for a while.
+        raw.flushHeaders();
         let closed = false;
         const end = () => {
           if (closed) return;
@@ -107,7 +109,10 @@ export function eventsRoutes(deps: { service: TasksService; notifier: Notifier }
             last = first.seq;
             if (isFinal(first.view)) return end();
           } else {
-            last = resume;
+            // An id past the newest event can only wait forever: resume from the newest instead.
+            last = Math.min(resume, first.seq);
+            // Resuming after the final event: nothing more will ever come.
+            if (last === first.seq && isFinal(first.view)) return end();
           }
           while (!closed) {
             signalled = false;

@@ -32,6 +32,8 @@ export function createNotifier(opts: { databaseUrl?: string | undefined; log: Lo
   let client: pg.Client | null = null;
   let closed = false;
   let retry: NodeJS.Timeout | undefined;
+  // One query at a time on the LISTEN client: pg deprecates overlapping queries on one client.
+  let sending: Promise<unknown> = Promise.resolve();
 
   async function connect(url: string) {
     const c = new pg.Client({ connectionString: url });
@@ -70,7 +72,9 @@ export function createNotifier(opts: { databaseUrl?: string | undefined; log: Lo
     publish(channel, id) {
       const key = `${channel}:${id}`;
       emit(key);
-      client?.query('select pg_notify($1, $2)', [PG_CHANNEL, key]).catch(() => undefined);
+      const c = client;
+      if (c)
+        sending = sending.then(() => c.query('select pg_notify($1, $2)', [PG_CHANNEL, key])).catch(() => undefined);
     },
     subscribe(channel, id, listener) {
       const key = `${channel}:${id}`;

@@ -285,7 +285,8 @@ export const tasksRepo = {
         .selectFrom('tasks')
         .selectAll()
         .where('agent_uuid', '=', agentUuid)
-        .where('ready', '=', 1)
+        // A literal, so both planners can use the partial index (`where ready = true`).
+        .where(sql<boolean>`ready = true`)
         .orderBy('priority', 'desc')
         .orderBy('created_at')
         .orderBy('uuid')
@@ -313,7 +314,7 @@ export const tasksRepo = {
   async countAhead(ex: Executor, agentUuid: string, priority: number, cap: number): Promise<number> {
     const row = await guard(
       sql<{ n: number | string }>`select count(*) as n from (select 1 from tasks
-        where agent_uuid = ${agentUuid} and ready = ${1} and priority >= ${priority} limit ${cap}) as ahead`.execute(
+        where agent_uuid = ${agentUuid} and ready = true and priority >= ${priority} limit ${cap}) as ahead`.execute(
         ex,
       ),
     );
@@ -351,7 +352,7 @@ export const tasksRepo = {
       ex
         .selectFrom('tasks')
         .select('uuid')
-        .where('status', '=', 'running')
+        .where(sql<boolean>`status = 'running'`)
         .where('timeout_at', '<', now)
         .limit(limit)
         .execute(),

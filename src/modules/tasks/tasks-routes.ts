@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { pagination } from '../../http/common-schemas.js';
+import { NoBody, pagination } from '../../http/common-schemas.js';
 import { errorResponses } from '../../http/error-schemas.js';
 import { principalOf } from '../../http/guard.js';
 import {
@@ -137,6 +137,7 @@ export function tasksRoutes(service: TasksService) {
           description:
             'From queued, running or awaiting_input. Cancelling again answers the original cancelled_at; a completed or failed task is 400 TASK_NOT_CANCELLABLE. A worker holding the task learns it on its next call.',
           params: TaskParams,
+          body: NoBody,
           response: { 200: CancelReply, ...errorResponses([404]) },
         },
       },

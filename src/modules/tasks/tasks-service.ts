@@ -65,6 +65,22 @@ export function createTasksService(deps: {
     await deps.validateSubmit(input);
   }
 
+  /**
+   * The first response to a live Idempotency-Key of the user, or null when there is none.
+   * @throws AppError IDEMPOTENCY_KEY_REUSED when the key was used for another agent or body.
+   */
+  async function replayOf(userUuid: string, key: string, hash: string, nowMs: number): Promise<SubmitResult | null> {
+    const first = await deps.idempotency.find(db.kysely, userUuid, key);
+    if (!first || first.expiresAt <= iso(nowMs)) return null;
+    if (first.requestHash !== hash) {
+      throw new AppError(
+        'IDEMPOTENCY_KEY_REUSED',
+        'This Idempotency-Key was used with a different agent or request body',
+      );
+    }
+    return first.response as SubmitResult;
+  }
+
   return {
     urls,
 
@@ -81,10 +97,14 @@ export function createTasksService(deps: {
     ): Promise<{ response: SubmitResult; replayed: boolean }> {
       await validate(input);
       const agent = await deps.agents.requireOwned(userUuid, agentUuid);
+      const nowMs = deps.clock.now();
+      const hash = requestHash(agentUuid, input);
+      // A retry gets the first answer whatever happened since, e.g. the agent was paused.
+      const earlier = idempotencyKey ? await replayOf(userUuid, idempotencyKey, hash, nowMs) : null;
+      if (earlier) return { response: earlier, replayed: true };
       if (agent.status !== 'active') {
         throw new AppError('AGENT_UNAVAILABLE', `Agent is ${agent.status} and does not accept tasks`);
       }
-      const nowMs = deps.clock.now();
       const now = iso(nowMs);
       const priority = input.priority ?? DEFAULT_PRIORITY;
       const uuid = newId();
@@ -131,7 +151,7 @@ export function createTasksService(deps: {
         ? {
             userUuid,
             key: idempotencyKey,
-            requestHash: requestHash(agentUuid, input),
+            requestHash: hash,
             taskUuid: uuid,
             response,
             createdAt: now,
@@ -152,15 +172,9 @@ export function createTasksService(deps: {
         });
       } catch (err) {
         if (!(key && err instanceof UniqueViolationError)) throw err;
-        const first = await deps.idempotency.find(db.kysely, userUuid, key.key);
+        const first = await replayOf(userUuid, key.key, hash, nowMs);
         if (!first) throw new AppError('CONFLICT', 'A request with this Idempotency-Key is in flight; retry');
-        if (first.requestHash !== key.requestHash) {
-          throw new AppError(
-            'IDEMPOTENCY_KEY_REUSED',
-            'This Idempotency-Key was used with a different agent or request body',
-          );
-        }
-        return { response: first.response as SubmitResult, replayed: true };
+        return { response: first, replayed: true };
       }
       writer.announce(task);
       return { response, replayed: false };

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type TestApp, buildTestApp, call } from '../../helpers/app.js';
+import { buildTestApp, call, type TestApp } from '../../helpers/app.js';
 import { DATABASES } from '../../helpers/databases.js';
 import { createUser, uniqueEmail } from '../../helpers/factories.js';
 
@@ -24,7 +24,9 @@ describe.each(DATABASES)('accounts on $name', (database) => {
     expect(reg.statusCode).toBe(201);
     expect(reg.json().user).toMatchObject({ email, email_verified: false });
 
-    const dup = await call(t.app, 'POST', '/auth/register', { body: { email: email.toUpperCase(), password: 'correct horse' } });
+    const dup = await call(t.app, 'POST', '/auth/register', {
+      body: { email: email.toUpperCase(), password: 'correct horse' },
+    });
     expect(dup.statusCode).toBe(400);
     expect(dup.json().error.code).toBe('INVALID_REQUEST');
 
@@ -83,7 +85,9 @@ describe.each(DATABASES)('accounts on $name', (database) => {
     expect(old.statusCode).toBe(401);
     expect(old.json()).toEqual({ error: 'Invalid or expired token' });
     expect((await call(t.app, 'GET', '/agent/list', { token: user.key })).statusCode).toBe(200);
-    const relogin = await call(t.app, 'POST', '/auth/login', { body: { email: user.email, password: 'a new password' } });
+    const relogin = await call(t.app, 'POST', '/auth/login', {
+      body: { email: user.email, password: 'a new password' },
+    });
     expect(relogin.statusCode).toBe(200);
     expect((await call(t.app, 'GET', '/agent/list', { token: relogin.json().token })).statusCode).toBe(200);
   });
@@ -94,7 +98,12 @@ describe.each(DATABASES)('accounts on $name', (database) => {
     expect(created.statusCode).toBe(201);
     const { key, uuid } = created.json();
     expect(key).toMatch(/^sk_service_[0-9A-Za-z]{49}$/);
-    for (const headers of [{ 'x-service-api-key': key }, { 'x-api-key': key }, { authorization: `Bearer ${key}` }]) {
+    const variants: Array<Record<string, string>> = [
+      { 'x-service-api-key': key },
+      { 'x-api-key': key },
+      { authorization: `Bearer ${key}` },
+    ];
+    for (const headers of variants) {
       expect((await call(t.app, 'GET', '/agent/list', { headers })).statusCode).toBe(200);
     }
     const list = await call(t.app, 'GET', '/auth/platform_keys', { token: user.token });

@@ -1,0 +1,316 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { existsSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTestApp, call, type TestApp } from '../helpers/app.js';
+import { DATABASES, type TestDatabase, tempDir } from '../helpers/databases.js';
+import { createUser, uniqueEmail } from '../helpers/factories.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const DIST_CLI = path.join(ROOT, 'dist/cli/index.js');
+/** The CLI under test: dist/ when it is up to date (CI builds it first), else a private build. */
+let CLI = DIST_CLI;
+
+interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Newest modification time of any file under `dir`. */
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestMtime(full) : statSync(full).mtimeMs);
+  }
+  return newest;
+}
+
+/**
+ * Uses dist/ when it is newer than every file of src/; otherwise compiles src/ into a directory of
+ * this run (under node_modules, so the CLI still finds its dependencies), leaving dist/ to others.
+ */
+async function ensureBuilt(): Promise<void> {
+  if (existsSync(DIST_CLI) && statSync(DIST_CLI).mtimeMs >= newestMtime(path.join(ROOT, 'src'))) return;
+  const outDir = path.join(ROOT, 'node_modules/.cache', `taskhook-cli-test-${process.pid}`);
+  const result = await new Promise<RunResult>((resolve) => {
+    execFile(
+      process.execPath,
+      [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', outDir],
+      { cwd: ROOT },
+      (err, stdout, stderr) => resolve({ code: err ? 1 : 0, stdout, stderr }),
+    );
+  });
+  if (result.code !== 0) throw new Error(`building the CLI failed:\n${result.stdout}\n${result.stderr}`);
+  // Module scope stops at node_modules: declare the compiled files ES modules again.
+  writeFileSync(path.join(outDir, 'package.json'), '{"type": "module"}\n');
+  CLI = path.join(outDir, 'cli/index.js');
+}
+
+/** The environment of a CLI process: ours without any taskhook settings, plus `env`. */
+function cliEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  const base = Object.fromEntries(
+    Object.entries(process.env).filter(
+      ([name]) => !/^(TASKHOOK_|DATABASE_URL$|REDIS_URL$|PORT$|HOST$|NODE_OPTIONS$|VITEST)/.test(name),
+    ),
+  );
+  return { ...base, TASKHOOK_SQLITE_SYNCHRONOUS: 'normal', ...env };
+}
+
+/** Runs the built CLI to completion. */
+function run(args: string[], env: Record<string, string>): Promise<RunResult> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [CLI, ...args],
+      { cwd: ROOT, env: cliEnv(env), timeout: 20_000 },
+      (err, stdout, stderr) =>
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr }),
+    );
+  });
+}
+
+/** Runs the CLI, expects success and one line of JSON on stdout. */
+async function runJson(args: string[], env: Record<string, string>): Promise<Record<string, unknown>> {
+  const result = await run(args, env);
+  expect(result.code, result.stderr).toBe(0);
+  expect(result.stdout.trim().split('\n')).toHaveLength(1);
+  return JSON.parse(result.stdout);
+}
+
+function expectFailure(result: RunResult, message: RegExp) {
+  expect(result.code).not.toBe(0);
+  expect(result.code).not.toBeNull();
+  expect(result.stdout).toBe('');
+  expect(result.stderr).toMatch(message);
+}
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as net.AddressInfo;
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+/** Resolves with the connection, or rejects (e.g. ECONNREFUSED once nothing listens). */
+function connect(port: number): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => resolve(socket));
+    socket.once('error', reject);
+  });
+}
+
+/** Resolves once `check()` holds, polling every 50 ms; fails after ~15 s. */
+async function waitFor(what: string, check: () => boolean): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    if (check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+function storage(database: TestDatabase) {
+  const dataDir = tempDir('taskhook-cli-');
+  const env: Record<string, string> = { TASKHOOK_DATA_DIR: dataDir };
+  if (database.databaseUrl) env.DATABASE_URL = database.databaseUrl;
+  return { dataDir, env };
+}
+
+beforeAll(ensureBuilt, 300_000);
+afterAll(() => {
+  if (CLI !== DIST_CLI) rmSync(path.dirname(path.dirname(CLI)), { recursive: true, force: true });
+});
+
+describe('taskhook CLI arguments', () => {
+  it('exits non-zero with a message on stderr for missing, unknown or bad options', async () => {
+    const { env } = storage(DATABASES[0] as TestDatabase);
+    const email = uniqueEmail();
+    const [noPassword, unknownOption, noName, shortPassword, shortReset, noCommand] = await Promise.all([
+      run(['user', 'create', '--email', email], env),
+      run(['user', 'create', '--email', email, '--password', 'long enough', '--admin'], env),
+      run(['key', 'create', '--email', email], env),
+      run(['user', 'create', '--email', email, '--password', 'short'], env),
+      run(['user', 'set-password', '--email', email, '--password', 'short'], env),
+      run(['user', 'delete', '--email', email], env),
+    ]);
+    expectFailure(noPassword, /required option '--password <password>' not specified/);
+    expectFailure(unknownOption, /unknown option '--admin'/);
+    expectFailure(noName, /required option '--name <name>' not specified/);
+    expectFailure(shortPassword, /^taskhook: .*at least 8 characters/);
+    expectFailure(shortReset, /^taskhook: .*at least 8 characters/);
+    expectFailure(noCommand, /unknown command 'delete'/);
+  });
+});
+
+describe.each(DATABASES)('taskhook CLI on $name', (database) => {
+  const { dataDir, env } = storage(database);
+  let migrations: RunResult[];
+  let t: TestApp;
+
+  beforeAll(async () => {
+    migrations = [await run(['migrate'], env), await run(['migrate'], env)];
+    // An app on the same storage: the same data dir (SQLite) or the same database (PostgreSQL).
+    t = await buildTestApp(database, { config: { dataDir } });
+  });
+  afterAll(() => t.close());
+
+  it('migrate prints the applied migrations as JSON, and none the second time', () => {
+    const [first, second] = migrations as [RunResult, RunResult];
+    expect(first.code, first.stderr).toBe(0);
+    const applied = JSON.parse(first.stdout).applied;
+    expect(Array.isArray(applied) && applied.every((m: unknown) => typeof m === 'string')).toBe(true);
+    if (database.name === 'sqlite') expect(applied).toContain('001-foundation');
+    expect(second.code, second.stderr).toBe(0);
+    expect(JSON.parse(second.stdout)).toEqual({ applied: [] });
+  });
+
+  it('user create prints {uuid, email} and refuses a duplicate e-mail', async () => {
+    const email = uniqueEmail();
+    const created = await runJson(
+      ['user', 'create', '--email', email, '--password', 'cli password 1', '--verified'],
+      env,
+    );
+    expect(created).toEqual({ uuid: expect.stringMatching(/^[0-9a-f-]{36}$/), email });
+    const login = await call(t.app, 'POST', '/auth/login', { body: { email, password: 'cli password 1' } });
+    expect(login.statusCode).toBe(200);
+    expect(login.json().user).toEqual(created);
+
+    const duplicate = await run(['user', 'create', '--email', email.toUpperCase(), '--password', 'another one'], env);
+    expectFailure(duplicate, /^taskhook: An account with this e-mail already exists\n$/);
+  });
+
+  it('user verify lets an unverified user log in', async () => {
+    const email = uniqueEmail();
+    await runJson(['user', 'create', '--email', email, '--password', 'cli password 2'], env);
+    const before = await call(t.app, 'POST', '/auth/login', { body: { email, password: 'cli password 2' } });
+    expect(before.statusCode).toBe(403);
+
+    const [verified, unknown] = await Promise.all([
+      runJson(['user', 'verify', '--email', email], env),
+      run(['user', 'verify', '--email', uniqueEmail()], env),
+    ]);
+    expect(verified).toEqual({ uuid: expect.any(String), email });
+    expectFailure(unknown, /not found/i);
+    const after = await call(t.app, 'POST', '/auth/login', { body: { email, password: 'cli password 2' } });
+    expect(after.statusCode).toBe(200);
+  });
+
+  it('user set-password voids earlier session tokens, not platform keys', async () => {
+    const user = await createUser(t);
+    expect((await call(t.app, 'GET', '/agent/list', { token: user.token })).statusCode).toBe(200);
+    const changed = await runJson(['user', 'set-password', '--email', user.email, '--password', 'brand new one'], env);
+    expect(changed).toEqual({ uuid: user.uuid, email: user.email });
+
+    const old = await call(t.app, 'GET', '/agent/list', { token: user.token });
+    expect(old.statusCode).toBe(401);
+    expect(old.json()).toEqual({ error: 'Invalid or expired token' });
+    expect((await call(t.app, 'GET', '/agent/list', { token: user.key })).statusCode).toBe(200);
+    const oldPassword = await call(t.app, 'POST', '/auth/login', {
+      body: { email: user.email, password: user.password },
+    });
+    expect(oldPassword.statusCode).toBe(401);
+    const relogin = await call(t.app, 'POST', '/auth/login', {
+      body: { email: user.email, password: 'brand new one' },
+    });
+    expect(relogin.statusCode).toBe(200);
+  });
+
+  it('key create prints {uuid, name, key} once, and the key works against the API', async () => {
+    const user = await createUser(t);
+    const [created, unknown] = await Promise.all([
+      runJson(['key', 'create', '--email', user.email, '--name', 'from the cli'], env),
+      run(['key', 'create', '--email', uniqueEmail(), '--name', 'x'], env),
+    ]);
+    expect(created).toEqual({
+      uuid: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      name: 'from the cli',
+      key: expect.stringMatching(/^sk_service_[0-9A-Za-z]{49}$/),
+    });
+    expectFailure(unknown, /not found/i);
+
+    const key = created.key as string;
+    const res = await call(t.app, 'GET', '/agent/list', { headers: { 'x-service-api-key': key } });
+    expect(res.statusCode).toBe(200);
+    const listed = (await call(t.app, 'GET', '/auth/platform_keys', { token: user.token })).json().keys;
+    expect(listed).toContainEqual(expect.objectContaining({ uuid: created.uuid, name: 'from the cli' }));
+  });
+
+  describe('serve', () => {
+    let child: ChildProcess | undefined;
+    let inFlight: { status: string; connection: string | undefined } | undefined;
+    afterAll(() => {
+      if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    });
+
+    it('serves until SIGTERM, finishes the request in flight, then exits 0 and frees the port', async () => {
+      const port = await freePort();
+      const server = spawn(process.execPath, [CLI, 'serve'], {
+        cwd: ROOT,
+        env: cliEnv({ ...env, PORT: String(port), HOST: '127.0.0.1', TASKHOOK_LOG_LEVEL: 'debug' }),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      child = server;
+      let output = '';
+      const collect = (chunk: Buffer) => {
+        output += chunk.toString();
+      };
+      server.stdout?.on('data', collect);
+      server.stderr?.on('data', collect);
+      const exited = once(server, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+
+      await waitFor('the server to listen', () => output.includes('taskhook is serving') || server.exitCode !== null);
+      const health = await fetch(`http://127.0.0.1:${port}/health`);
+      expect(health.status, output).toBe(200);
+      expect(await health.json()).toEqual({ status: 'healthy', database: 'connected' });
+
+      // A request whose body is only half sent when the signal arrives.
+      const requestId = `inflight-${randomUUID()}`;
+      const body = JSON.stringify({ email: uniqueEmail(), password: 'in flight password' });
+      const socket = await connect(port);
+      let response = '';
+      socket.on('data', (chunk: Buffer) => {
+        response += chunk.toString();
+      });
+      socket.write(
+        'POST /auth/register HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n' +
+          `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\n\r\n${body.slice(0, 10)}`,
+      );
+      await waitFor('the request to arrive', () => output.includes(requestId));
+
+      server.kill('SIGTERM');
+      await waitFor('shutdown to begin', () => output.includes('shutting down'));
+      expect(server.exitCode).toBeNull();
+      socket.write(body.slice(10));
+      await waitFor('the response', () => /\r\n\r\n.*\}$/s.test(response));
+      const [head = '', payload = ''] = response.split('\r\n\r\n');
+      expect(head.split('\r\n')[0], response).toBe('HTTP/1.1 201 Created');
+      expect(JSON.parse(payload).user.email_verified).toBe(false);
+      inFlight = {
+        status: head.split('\r\n')[0] ?? '',
+        connection: /^connection:\s*(.*)$/im.exec(head)?.[1]?.trim().toLowerCase(),
+      };
+      socket.destroy();
+
+      const [code, signal] = await exited;
+      expect({ code, signal }, output).toEqual({ code: 0, signal: null });
+      await expect(connect(port)).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    }, 30_000);
+
+    // Known bug (src/server.ts): during shutdown the in-flight response still says
+    // `Connection: keep-alive`, so a client that keeps its connection holds the process open until
+    // the 30 s force-exit, which exits 1. Drop `.fails` once shutdown closes those connections.
+    it.fails('tells the client of the in-flight request to close its connection', () => {
+      expect(inFlight?.status).toBe('HTTP/1.1 201 Created');
+      expect(inFlight?.connection).toBe('close');
+    });
+  });
+});

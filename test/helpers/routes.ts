@@ -1,0 +1,410 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { expect } from 'vitest';
+import { call, type TestApp } from './app.js';
+import { createAgent, type TestUser } from './factories.js';
+
+/** The kinds of owned resources a route's path can name. A new kind joins here and in createRouteContext. */
+export const ID_KINDS = ['agent', 'platformKey', 'ingestToken', 'task', 'runningTask', 'doneTask'] as const;
+export type IdKind = (typeof ID_KINDS)[number];
+
+/** What a route's example request needs: ids of resources the requesting user owns, and their password. */
+export interface RouteContext extends Record<IdKind, string> {
+  password: string;
+  /** The lease_id under which `runningTask` is held. */
+  lease: string;
+}
+
+type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+
+/** One authenticated route and one valid example request for it. */
+export interface CatalogueRoute {
+  method: Method;
+  /** The path as registered in Fastify (`/agent/:id`). */
+  path: string;
+  url(ctx: RouteContext): string;
+  body?(ctx: RouteContext): unknown;
+  /** 'user' takes a JWT or a platform key; 'session' a JWT only. */
+  auth: 'user' | 'session';
+  /** Routes of the agents feature answer 403 to accounts without it. */
+  feature?: 'agents';
+  /** The owned resources the url names, in path order. */
+  ids?: IdKind[];
+  /** The status of the example request when it succeeds. */
+  status: number;
+}
+
+/**
+ * Every route that requires a credential. Later capabilities append their routes here; the
+ * catalogue test fails while a registered authenticated route is missing.
+ */
+export const ROUTES: CatalogueRoute[] = [
+  {
+    method: 'POST',
+    path: '/auth/change_password',
+    url: () => '/auth/change_password',
+    body: (ctx) => ({ current_password: ctx.password, new_password: `new-${randomUUID()}` }),
+    auth: 'session',
+    status: 204,
+  },
+  {
+    method: 'POST',
+    path: '/auth/platform_keys',
+    url: () => '/auth/platform_keys',
+    body: () => ({ name: 'catalogue key' }),
+    auth: 'session',
+    status: 201,
+  },
+  { method: 'GET', path: '/auth/platform_keys', url: () => '/auth/platform_keys', auth: 'session', status: 200 },
+  {
+    method: 'DELETE',
+    path: '/auth/platform_keys/:uuid',
+    url: (ctx) => `/auth/platform_keys/${ctx.platformKey}`,
+    auth: 'session',
+    ids: ['platformKey'],
+    status: 204,
+  },
+  {
+    method: 'POST',
+    path: '/auth/generate_ingest_token',
+    url: () => '/auth/generate_ingest_token',
+    auth: 'session',
+    status: 201,
+  },
+  { method: 'GET', path: '/auth/ingest_tokens', url: () => '/auth/ingest_tokens', auth: 'session', status: 200 },
+  {
+    method: 'DELETE',
+    path: '/auth/ingest_tokens/:uuid',
+    url: (ctx) => `/auth/ingest_tokens/${ctx.ingestToken}`,
+    auth: 'session',
+    ids: ['ingestToken'],
+    status: 204,
+  },
+  {
+    method: 'GET',
+    path: '/auth/webhook_signing_secret',
+    url: () => '/auth/webhook_signing_secret',
+    auth: 'session',
+    status: 200,
+  },
+  {
+    method: 'POST',
+    path: '/auth/webhook_signing_secret/rotate',
+    url: () => '/auth/webhook_signing_secret/rotate',
+    auth: 'session',
+    status: 200,
+  },
+  {
+    method: 'POST',
+    path: '/agent',
+    url: () => '/agent',
+    body: () => ({ name: 'catalogue agent', concurrency: 3 }),
+    auth: 'user',
+    feature: 'agents',
+    status: 201,
+  },
+  {
+    method: 'GET',
+    path: '/agent/list',
+    url: () => '/agent/list?page=1&limit=5',
+    auth: 'user',
+    feature: 'agents',
+    status: 200,
+  },
+  {
+    method: 'GET',
+    path: '/agent/:id',
+    url: (ctx) => `/agent/${ctx.agent}`,
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent'],
+    status: 200,
+  },
+  {
+    method: 'PATCH',
+    path: '/agent/:id',
+    url: (ctx) => `/agent/${ctx.agent}`,
+    body: () => ({ name: 'renamed by catalogue', status: 'paused' }),
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent'],
+    status: 200,
+  },
+  {
+    method: 'DELETE',
+    path: '/agent/:id',
+    url: (ctx) => `/agent/${ctx.agent}`,
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent'],
+    status: 204,
+  },
+  {
+    method: 'POST',
+    path: '/agent/request/:id',
+    url: (ctx) => `/agent/request/${ctx.agent}`,
+    body: () => ({ message: 'catalogue task', priority: 3 }),
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent'],
+    status: 202,
+  },
+  {
+    method: 'GET',
+    path: '/agent/:id/task/:taskId',
+    url: (ctx) => `/agent/${ctx.agent}/task/${ctx.task}`,
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent', 'task'],
+    status: 200,
+  },
+  {
+    method: 'GET',
+    path: '/agent/:id/tasks',
+    url: (ctx) => `/agent/${ctx.agent}/tasks?status=queued&page=1&limit=5`,
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent'],
+    status: 200,
+  },
+  {
+    method: 'GET',
+    path: '/agent/:id/task/:taskId/events',
+    url: (ctx) => `/agent/${ctx.agent}/task/${ctx.doneTask}/events`,
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent', 'doneTask'],
+    status: 200,
+  },
+  {
+    method: 'POST',
+    path: '/agent/:id/task/:taskId/message',
+    url: (ctx) => `/agent/${ctx.agent}/task/${ctx.task}/message`,
+    body: () => ({ message: 'more context' }),
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent', 'task'],
+    status: 200,
+  },
+  {
+    method: 'POST',
+    path: '/agent/:id/task/:taskId/cancel',
+    url: (ctx) => `/agent/${ctx.agent}/task/${ctx.task}/cancel`,
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent', 'task'],
+    status: 200,
+  },
+  {
+    method: 'POST',
+    path: '/agent/:id/tasks/claim',
+    url: (ctx) => `/agent/${ctx.agent}/tasks/claim`,
+    body: () => ({ max_tasks: 2, lease_seconds: 30 }),
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent'],
+    status: 200,
+  },
+  ...(['progress', 'input_request', 'complete', 'fail', 'release'] as const).map(
+    (op): CatalogueRoute => ({
+      method: 'POST',
+      path: `/agent/:id/task/:taskId/${op}`,
+      url: (ctx) => `/agent/${ctx.agent}/task/${ctx.runningTask}/${op}`,
+      body: (ctx) => WORKER_BODIES[op](ctx.lease),
+      auth: 'user',
+      feature: 'agents',
+      ids: ['agent', 'runningTask'],
+      status: 200,
+    }),
+  ),
+];
+
+const WORKER_BODIES = {
+  progress: (lease: string) => ({ lease_id: lease, current_step: 'step', steps_completed: 1, total_steps: 2 }),
+  input_request: (lease: string) => ({ lease_id: lease, message: 'which branch?' }),
+  complete: (lease: string) => ({ lease_id: lease, result: { summary: 'done', findings: [] } }),
+  fail: (lease: string) => ({ lease_id: lease, error: { message: 'broke' } }),
+  release: (lease: string) => ({ lease_id: lease }),
+};
+
+/** `METHOD /path` of a catalogue entry or a registered route. */
+export const routeKey = (r: { method: string; path: string }) => `${r.method} ${r.path}`;
+
+/** Secrets of the context's credentials, for tests that need to use them afterwards. */
+export interface ContextSecrets {
+  platformKey: string;
+  ingestToken: string;
+}
+
+/**
+ * Creates one resource of each kind for `user` through the API, except the kinds given in
+ * `given` (e.g. another user's agent for an account without the agents feature).
+ */
+export async function createRouteContext(
+  t: TestApp,
+  user: TestUser,
+  given: Partial<RouteContext> = {},
+): Promise<{ ctx: RouteContext; secrets: ContextSecrets }> {
+  const key = await call(t.app, 'POST', '/auth/platform_keys', { token: user.token, body: { name: 'context key' } });
+  const token = await call(t.app, 'POST', '/auth/generate_ingest_token', { token: user.token });
+  if (key.statusCode !== 201 || token.statusCode !== 201) throw new Error(`context setup failed: ${key.body}`);
+  const agent = given.agent ?? (await createAgent(t, user)).uuid;
+  const tasks = given.agent ? placeholderTasks() : await createContextTasks(t, user, agent);
+  return {
+    ctx: {
+      agent,
+      platformKey: key.json().uuid,
+      ingestToken: token.json().uuid,
+      password: user.password,
+      ...tasks,
+      ...given,
+    },
+    secrets: { platformKey: key.json().key, ingestToken: token.json().token },
+  };
+}
+
+type TaskIds = Pick<RouteContext, 'task' | 'runningTask' | 'doneTask' | 'lease'>;
+
+function placeholderTasks(): TaskIds {
+  return { task: randomUUID(), runningTask: randomUUID(), doneTask: randomUUID(), lease: randomUUID() };
+}
+
+/** A task held by a worker (with its lease), a completed one, and a queued one, in that order. */
+async function createContextTasks(t: TestApp, user: TestUser, agent: string): Promise<TaskIds> {
+  const token = user.token;
+  const submit = async (message: string) => {
+    const res = await call(t.app, 'POST', `/agent/request/${agent}`, { token, body: { message } });
+    if (res.statusCode !== 202) throw new Error(`task setup failed: ${res.body}`);
+    return res.json().task_id as string;
+  };
+  const claimOne = async () => {
+    const res = await call(t.app, 'POST', `/agent/${agent}/tasks/claim`, { token, body: { max_tasks: 1 } });
+    const claimed = res.json().tasks?.[0];
+    if (!claimed) throw new Error(`task setup claim failed: ${res.body}`);
+    return claimed as { task_id: string; lease_id: string };
+  };
+  const runningTask = await submit('held by a worker');
+  const held = await claimOne();
+  const doneTask = await submit('already done');
+  const done = await claimOne();
+  const completed = await call(t.app, 'POST', `/agent/${agent}/task/${doneTask}/complete`, {
+    token,
+    body: { lease_id: done.lease_id, result: { summary: 'ok', findings: [] } },
+  });
+  if (held.task_id !== runningTask || done.task_id !== doneTask || completed.statusCode !== 200) {
+    throw new Error(`task setup failed: ${completed.body}`);
+  }
+  const task = await submit('waiting in the queue');
+  return { task, runningTask, doneTask, lease: held.lease_id };
+}
+
+/** Sends the route's example request with the given headers (and no credential unless they carry one). */
+export function sendRoute(
+  t: TestApp,
+  route: CatalogueRoute,
+  ctx: RouteContext,
+  headers: Record<string, string> = {},
+): Promise<LightMyRequestResponse> {
+  return call(t.app, route.method, route.url(ctx), { body: route.body?.(ctx), headers });
+}
+
+/** The three ways of presenting a platform key. */
+export function keyHeaders(key: string): Array<Record<string, string>> {
+  return [{ 'x-service-api-key': key }, { 'x-api-key': key }, { authorization: `Bearer ${key}` }];
+}
+
+export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+const LINE_RE = /^((?:│ {3}| {4})*)[├└]── (.+?)(?: \(([A-Z, ]+)\))?$/;
+
+/**
+ * Every registered route as `{method, path}`, read from `app.printRoutes()` (HEAD routes that
+ * Fastify adds for GETs are left out).
+ */
+export function registeredRoutes(app: FastifyInstance): Array<{ method: string; path: string }> {
+  const stack: string[] = [];
+  const out: Array<{ method: string; path: string }> = [];
+  for (const line of app.printRoutes({ commonPrefix: false }).split('\n')) {
+    const match = LINE_RE.exec(line);
+    if (!match) continue;
+    const depth = (match[1] ?? '').length / 4;
+    const path = (depth > 0 ? (stack[depth - 1] ?? '') : '') + match[2];
+    stack[depth] = path;
+    stack.length = depth + 1;
+    // A node without methods is only a shared prefix of its children.
+    for (const method of match[3]?.split(', ') ?? []) {
+      if (method !== 'HEAD') out.push({ method, path });
+    }
+  }
+  return out;
+}
+
+/** A concrete url for a registered path: every parameter a fresh UUID, every wildcard a word. */
+export function probeUrl(path: string): string {
+  return path.replace(/:[A-Za-z_]+/g, () => randomUUID()).replace(/\*/g, 'probe');
+}
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const INTEGER_RE = /^\d+$/;
+
+/** Every response carries X-Request-Id and the three X-RateLimit-* headers (CONTRACT §2, §8). */
+export function expectStandardHeaders(res: LightMyRequestResponse) {
+  expect(String(res.headers['x-request-id'] ?? '')).toMatch(/^[A-Za-z0-9._:-]{1,128}$/);
+  expect(String(res.headers['x-ratelimit-limit'] ?? '')).toMatch(INTEGER_RE);
+  expect(String(res.headers['x-ratelimit-remaining'] ?? '')).toMatch(INTEGER_RE);
+  const reset = String(res.headers['x-ratelimit-reset'] ?? '');
+  expect(reset).toMatch(INTEGER_RE);
+  // Unix seconds, not milliseconds or seconds-from-now.
+  expect(Number(reset)).toBeGreaterThan(1_000_000_000);
+  expect(Number(reset)).toBeLessThan(100_000_000_000);
+}
+
+/** A fresh server-made request id. */
+export function expectFreshRequestId(res: LightMyRequestResponse, notEqualTo: string) {
+  const id = String(res.headers['x-request-id']);
+  expect(id).toMatch(UUID_RE);
+  expect(id).not.toBe(notEqualTo);
+}
+
+/** The flat authentication-failure body of reference 5.5, with its status. */
+export function expectFlatError(res: LightMyRequestResponse, status: number, message: string) {
+  expect({ status: res.statusCode, body: res.json() }).toEqual({ status, body: { error: message } });
+  expectStandardHeaders(res);
+}
+
+/**
+ * The documented error envelope, exactly: `{success: false, error: {code, message, details?}, meta}`
+ * with `meta.request_id` equal to the X-Request-Id header. Returns the body.
+ */
+export function expectErrorEnvelope(
+  res: LightMyRequestResponse,
+  status: number,
+  code: string,
+  field?: string,
+): Record<string, unknown> {
+  expect({ status: res.statusCode, body: res.body }).toMatchObject({ status });
+  const body = res.json();
+  expect(Object.keys(body).sort()).toEqual(['error', 'meta', 'success']);
+  expect(body.success).toBe(false);
+  expect(body.error.code).toBe(code);
+  expect(typeof body.error.message).toBe('string');
+  expect(body.error.message.length).toBeGreaterThan(0);
+  const allowed = ['code', 'details', 'message'];
+  expect(Object.keys(body.error).every((k) => allowed.includes(k))).toBe(true);
+  if (body.error.details !== undefined) {
+    expect(Object.keys(body.error.details).sort()).toEqual(['field', 'reason']);
+    expect(typeof body.error.details.reason).toBe('string');
+  }
+  if (field !== undefined) expect(body.error.details?.field).toBe(field);
+  expect(Object.keys(body.meta).sort()).toEqual(['request_id', 'timestamp']);
+  expect(body.meta.request_id).toBe(res.headers['x-request-id']);
+  expect(body.meta.timestamp).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+  expectStandardHeaders(res);
+  return body;
+}
+
+/** An error body without the parts that differ on every request. */
+export function withoutVolatileMeta(body: Record<string, unknown>): Record<string, unknown> {
+  const { request_id: _id, timestamp: _ts, ...meta } = (body.meta ?? {}) as Record<string, unknown>;
+  return { ...body, meta };
+}

@@ -1,0 +1,392 @@
+import { randomUUID } from 'node:crypto';
+import type { LightMyRequestResponse } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTestApp, call, type TestApp } from '../helpers/app.js';
+import { DATABASES } from '../helpers/databases.js';
+import { createAgent, createUser } from '../helpers/factories.js';
+import {
+  bearer,
+  type CatalogueRoute,
+  createRouteContext,
+  expectErrorEnvelope,
+  ROUTES,
+  type RouteContext,
+  routeKey,
+} from '../helpers/routes.js';
+
+/** One malformed request: a body (raw text when `raw`), a content type, or a url of its own. */
+interface BadCase {
+  name: string;
+  status: number;
+  code: string;
+  field?: string;
+  body?: unknown;
+  raw?: string;
+  contentType?: string;
+  url?: (ctx: RouteContext) => string;
+}
+
+const byKey = (key: string): CatalogueRoute => {
+  const route = ROUTES.find((r) => routeKey(r) === key);
+  if (!route) throw new Error(`no catalogue entry ${key}`);
+  return route;
+};
+
+const invalid = (name: string, body: unknown, field?: string): BadCase => ({
+  name,
+  body,
+  field,
+  status: 400,
+  code: 'INVALID_REQUEST',
+});
+
+/** A raw body: 400 INVALID_REQUEST, or 415 when sent with the given content type ('' for none). */
+const raw = (name: string, text: string, contentType?: string): BadCase =>
+  contentType === undefined
+    ? { name, raw: text, status: 400, code: 'INVALID_REQUEST' }
+    : { name, raw: text, contentType, status: 415, code: 'UNSUPPORTED_MEDIA_TYPE' };
+
+const OTHER_MEDIA_TYPES = ['text/plain', 'application/x-www-form-urlencoded', 'application/xml', 'multipart/form-data'];
+
+/** Malformed bodies any route with a JSON body refuses, built from its valid example. */
+function bodyCases(example: Record<string, unknown>): BadCase[] {
+  const text = JSON.stringify(example);
+  return [
+    raw('not JSON', '{"name": '),
+    raw('trailing garbage', `${text}x`),
+    raw('prototype pollution', '{"__proto__": {"x": 1}}'),
+    raw('empty JSON body', ''),
+    ...['[]', '[{}]', '5', '"text"', 'null', 'true'].map((r) => raw(`JSON ${r} instead of an object`, r)),
+    invalid('an unknown field', { ...example, surprise: 1 }, 'surprise'),
+    raw('no content type', text, ''),
+    ...OTHER_MEDIA_TYPES.map((type) => raw(`content type ${type}`, text, type)),
+  ];
+}
+
+/** An operation without a body accepts none, `null` or `{}`, and refuses anything else. */
+const BODYLESS_CASES: BadCase[] = [
+  invalid('a field', { surprise: 1 }, 'surprise'),
+  ...['[]', '[1]', '"text"', '5', '{'].map((r) => raw(`body ${r}`, r)),
+  raw('content type text/plain', 'hello', 'text/plain'),
+];
+
+const long = (n: number) => 'x'.repeat(n);
+
+const AGENT_FIELD_CASES: BadCase[] = [
+  invalid('name as a number', { name: 123 }, 'name'),
+  invalid('name null', { name: null }, 'name'),
+  invalid('empty name', { name: '' }, 'name'),
+  invalid('name of 256 characters', { name: long(256) }, 'name'),
+  invalid('description as a number', { name: 'a', description: 5 }, 'description'),
+  invalid('description of 4001 characters', { name: 'a', description: long(4001) }, 'description'),
+  invalid('concurrency as a string', { name: 'a', concurrency: '5' }, 'concurrency'),
+  invalid('concurrency 0', { name: 'a', concurrency: 0 }, 'concurrency'),
+  invalid('concurrency 1001', { name: 'a', concurrency: 1001 }, 'concurrency'),
+  invalid('concurrency 1.5', { name: 'a', concurrency: 1.5 }, 'concurrency'),
+  invalid('default_timeout_seconds 0', { name: 'a', default_timeout_seconds: 0 }, 'default_timeout_seconds'),
+  invalid('default_timeout_seconds 86401', { name: 'a', default_timeout_seconds: 86401 }, 'default_timeout_seconds'),
+  invalid(
+    'default_timeout_seconds as a string',
+    { name: 'a', default_timeout_seconds: '60' },
+    'default_timeout_seconds',
+  ),
+  invalid('runtime as a string', { name: 'a', runtime: 'worker' }, 'runtime'),
+  invalid('runtime of an unknown type', { name: 'a', runtime: { type: 'teleport' } }),
+  invalid('runtime with an unknown field', { name: 'a', runtime: { type: 'worker', extra: 1 } }),
+];
+
+const CASES: Record<string, BadCase[]> = {
+  'POST /agent': [
+    ...bodyCases({ name: 'a' }),
+    ...AGENT_FIELD_CASES,
+    invalid('missing name', { concurrency: 2 }, 'name'),
+    invalid('status on create', { name: 'a', status: 'active' }, 'status'),
+  ],
+  'PATCH /agent/:id': [
+    ...bodyCases({ name: 'a' }),
+    ...AGENT_FIELD_CASES,
+    invalid('status error', { status: 'error' }, 'status'),
+    invalid('status deleted', { status: 'deleted' }, 'status'),
+    invalid('uuid in the body', { uuid: randomUUID() }, 'uuid'),
+  ],
+  'POST /auth/platform_keys': [
+    ...bodyCases({ name: 'k' }),
+    invalid('missing name', {}, 'name'),
+    invalid('name as a number', { name: 123 }, 'name'),
+    invalid('empty name', { name: '' }, 'name'),
+    invalid('name of 256 characters', { name: long(256) }, 'name'),
+  ],
+  'POST /auth/change_password': [
+    ...bodyCases({ current_password: 'whatever1', new_password: 'whatever2' }),
+    invalid('missing current_password', { new_password: 'long enough' }, 'current_password'),
+    invalid('missing new_password', { current_password: 'long enough' }, 'new_password'),
+    invalid(
+      'current_password as a number',
+      { current_password: 12345678, new_password: 'long enough' },
+      'current_password',
+    ),
+    invalid('new_password as a number', { current_password: 'long enough', new_password: 12345678 }, 'new_password'),
+    invalid('new_password too short', { current_password: 'long enough', new_password: 'short' }, 'new_password'),
+    invalid('empty current_password', { current_password: '', new_password: 'long enough' }, 'current_password'),
+  ],
+  'POST /auth/generate_ingest_token': BODYLESS_CASES,
+  'POST /auth/webhook_signing_secret/rotate': BODYLESS_CASES,
+  'POST /agent/request/:id': [
+    ...bodyCases({ message: 'review' }),
+    invalid('missing message', { priority: 5 }, 'message'),
+    invalid('empty message', { message: '' }, 'message'),
+    invalid('message as a number', { message: 123 }, 'message'),
+    invalid('message of 100,001 characters', { message: long(100_001) }, 'message'),
+    invalid('priority 0', { message: 'm', priority: 0 }, 'priority'),
+    invalid('priority 11', { message: 'm', priority: 11 }, 'priority'),
+    invalid('priority as a string', { message: 'm', priority: '5' }, 'priority'),
+    invalid('priority 5.5', { message: 'm', priority: 5.5 }, 'priority'),
+    invalid('timeout_override 0', { message: 'm', timeout_override: 0 }, 'timeout_override'),
+    invalid('timeout_override 86401', { message: 'm', timeout_override: 86401 }, 'timeout_override'),
+    invalid('metadata as a string', { message: 'm', metadata: 'x' }, 'metadata'),
+    invalid('metadata as an array', { message: 'm', metadata: [1] }, 'metadata'),
+    invalid('metadata over 16 KiB', { message: 'm', metadata: { blob: long(17 * 1024) } }, 'metadata'),
+    invalid('unknown callback_mode', { message: 'm', callback_mode: 'email' }, 'callback_mode'),
+    invalid('webhook mode without webhook_url', { message: 'm', callback_mode: 'webhook' }, 'webhook_url'),
+    invalid('webhook_url in poll mode', { message: 'm', webhook_url: 'https://example.com/hook' }, 'webhook_url'),
+    invalid(
+      'webhook_url not http(s)',
+      { message: 'm', callback_mode: 'webhook', webhook_url: 'ftp://example.com/x' },
+      'webhook_url',
+    ),
+    invalid(
+      'webhook_url not absolute',
+      { message: 'm', callback_mode: 'webhook', webhook_url: '/relative' },
+      'webhook_url',
+    ),
+  ],
+  'POST /agent/:id/task/:taskId/message': [
+    ...bodyCases({ message: 'more' }),
+    invalid('missing message', {}, 'message'),
+    invalid('empty message', { message: '' }, 'message'),
+    invalid('message as a number', { message: 7 }, 'message'),
+  ],
+  'POST /agent/:id/task/:taskId/cancel': BODYLESS_CASES,
+  'POST /agent/:id/tasks/claim': [
+    ...bodyCases({ max_tasks: 1 }),
+    invalid('max_tasks 0', { max_tasks: 0 }, 'max_tasks'),
+    invalid('max_tasks 101', { max_tasks: 101 }, 'max_tasks'),
+    invalid('max_tasks as a string', { max_tasks: '1' }, 'max_tasks'),
+    invalid('wait_seconds 31', { wait_seconds: 31 }, 'wait_seconds'),
+    invalid('wait_seconds -1', { wait_seconds: -1 }, 'wait_seconds'),
+    invalid('lease_seconds 0', { lease_seconds: 0 }, 'lease_seconds'),
+    invalid('lease_seconds 601', { lease_seconds: 601 }, 'lease_seconds'),
+    invalid('empty worker_id', { worker_id: '' }, 'worker_id'),
+  ],
+  'POST /agent/:id/task/:taskId/progress': [
+    ...bodyCases({ lease_id: 'l', current_step: 's', steps_completed: 0, total_steps: 1 }),
+    invalid('missing lease_id', { current_step: 's', steps_completed: 0, total_steps: 1 }, 'lease_id'),
+    invalid('negative steps_completed', { lease_id: 'l', current_step: 's', steps_completed: -1, total_steps: 1 }),
+    invalid('steps as a string', { lease_id: 'l', current_step: 's', steps_completed: '1', total_steps: 1 }),
+  ],
+  'POST /agent/:id/task/:taskId/input_request': [
+    ...bodyCases({ lease_id: 'l', message: 'which?' }),
+    invalid('missing message', { lease_id: 'l' }, 'message'),
+    invalid('empty message', { lease_id: 'l', message: '' }, 'message'),
+  ],
+  'POST /agent/:id/task/:taskId/complete': [
+    ...bodyCases({ lease_id: 'l', result: { summary: 's', findings: [] } }),
+    invalid('missing result', { lease_id: 'l' }, 'result'),
+    invalid('result without summary', { lease_id: 'l', result: { findings: [] } }, 'result.summary'),
+    invalid('findings not an array', { lease_id: 'l', result: { summary: 's', findings: {} } }, 'result.findings'),
+    invalid('finding with a negative line', {
+      lease_id: 'l',
+      result: { summary: 's', findings: [{ file: 'a', line: -1, severity: 'info', message: 'm' }] },
+    }),
+  ],
+  'POST /agent/:id/task/:taskId/fail': [
+    ...bodyCases({ lease_id: 'l', error: { message: 'm' } }),
+    invalid('missing error', { lease_id: 'l' }, 'error'),
+    invalid('empty error message', { lease_id: 'l', error: { message: '' } }, 'error.message'),
+    invalid('lower-case error code', { lease_id: 'l', error: { code: 'oops', message: 'm' } }, 'error.code'),
+    invalid('retryable as a string', { lease_id: 'l', error: { message: 'm' }, retryable: 'yes' }, 'retryable'),
+  ],
+  'POST /agent/:id/task/:taskId/release': [
+    ...bodyCases({ lease_id: 'l' }),
+    invalid('missing lease_id', {}, 'lease_id'),
+  ],
+  'GET /agent/:id/tasks': 'status=bogus limit=0 limit=101 page=0 page=x'.split(' ').map((query) => ({
+    name: `query ${query}`,
+    url: (ctx: RouteContext) => `/agent/${ctx.agent}/tasks?${query}`,
+    field: query.split('=')[0],
+    status: 400,
+    code: 'INVALID_REQUEST',
+  })),
+  'GET /agent/list': 'limit=0 limit=101 limit=abc limit=-1 limit=2.5 limit= page=0 page=1.5 page=abc page=-1'
+    .split(' ')
+    .map((query) => ({
+      name: `query ${query}`,
+      url: () => `/agent/list?${query}`,
+      field: query.split('=')[0],
+      status: 400,
+      code: 'INVALID_REQUEST',
+    })),
+};
+
+/** Every route that names an id answers 400 for ids that are not UUIDs. */
+function badIdCases(route: CatalogueRoute): BadCase[] {
+  const params = (route.path.match(/:[A-Za-z]+/g) ?? []).map((p) => p.slice(1));
+  return (route.ids ?? []).flatMap((kind, i) =>
+    ['not-a-uuid', '123', randomUUID().replaceAll('-', ''), `${randomUUID()}x`].map((bad) => ({
+      name: `${kind} id ${bad}`,
+      url: (ctx: RouteContext) => route.url({ ...ctx, [kind]: bad }),
+      field: params[i],
+      status: 400,
+      code: 'INVALID_REQUEST',
+    })),
+  );
+}
+
+function send(t: TestApp, route: CatalogueRoute, ctx: RouteContext, c: BadCase, token: string) {
+  const body = c.body ?? route.body?.(ctx);
+  const payload = c.raw ?? (body === undefined ? undefined : JSON.stringify(body));
+  const headers: Record<string, string> = { ...bearer(token) };
+  if (payload !== undefined && c.contentType !== '') headers['content-type'] = c.contentType ?? 'application/json';
+  return t.app.inject({ method: route.method, url: c.url ? c.url(ctx) : route.url(ctx), headers, payload });
+}
+
+function expectRefused(res: LightMyRequestResponse, c: BadCase) {
+  expect({ case: c.name, status: res.statusCode, body: res.body }).toMatchObject({ case: c.name, status: c.status });
+  expectErrorEnvelope(res, c.status, c.code, c.field);
+}
+
+const TABLE = ROUTES.map((route) => ({
+  key: routeKey(route),
+  route,
+  cases: [...(CASES[routeKey(route)] ?? []), ...badIdCases(route)],
+})).filter((entry) => entry.cases.length > 0);
+
+describe.each(DATABASES)('bad input on $name', (database) => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await buildTestApp(database);
+  });
+  afterAll(() => t.close());
+
+  it('has a case table for every route that takes a body or a query (ids are generated)', () => {
+    const takesInput = (r: CatalogueRoute) =>
+      r.method === 'POST' || r.method === 'PATCH' || r.method === 'PUT' || r.url.toString().includes('?');
+    expect(
+      ROUTES.filter(takesInput)
+        .map(routeKey)
+        .filter((key) => !CASES[key]),
+    ).toEqual([]);
+    expect(Object.keys(CASES).filter((key) => !ROUTES.some((r) => routeKey(r) === key))).toEqual([]);
+  });
+
+  it.each(TABLE)('$key refuses each malformed request with the documented envelope', async ({ route, cases }) => {
+    const user = await createUser(t);
+    const { ctx } = await createRouteContext(t, user);
+    for (const c of cases) expectRefused(await send(t, route, ctx, c, user.token), c);
+    // The valid example still succeeds afterwards: the refusals were about the input.
+    const ok = await send(t, route, ctx, { name: 'valid example', status: 0, code: '' }, user.token);
+    expect({ status: ok.statusCode, body: ok.body }).toMatchObject({ status: route.status });
+  });
+
+  it('answers unknown routes and methods with 404 NOT_FOUND', async () => {
+    const user = await createUser(t);
+    for (const [method, url] of [
+      ['GET', '/nope'],
+      ['POST', '/nope'],
+      ['DELETE', '/agent'],
+      ['PUT', `/agent/${randomUUID()}`],
+      ['GET', `/agent/${randomUUID()}/nope`],
+    ] as const) {
+      const res = await call(t.app, method, url, { token: user.token, body: method === 'GET' ? undefined : {} });
+      expectErrorEnvelope(res, 404, 'NOT_FOUND');
+    }
+  });
+
+  it('leaves nothing behind after a refused write', async () => {
+    const user = await createUser(t);
+    const agents = () => call(t.app, 'GET', '/agent/list', { token: user.token }).then((r) => r.json());
+    for (const c of [...AGENT_FIELD_CASES, ...bodyCases({ name: 'a' })]) {
+      expectRefused(await send(t, byKey('POST /agent'), {} as RouteContext, c, user.token), c);
+    }
+    expect((await agents()).pagination.total).toBe(0);
+
+    const agent = await createAgent(t, user, { name: 'kept' });
+    const before = (await call(t.app, 'GET', `/agent/${agent.uuid}`, { token: user.token })).json();
+    const patch = await call(t.app, 'PATCH', `/agent/${agent.uuid}`, {
+      token: user.token,
+      body: { name: 'changed', status: 'paused', concurrency: 0 },
+    });
+    expectErrorEnvelope(patch, 400, 'INVALID_REQUEST', 'concurrency');
+    expect((await call(t.app, 'GET', `/agent/${agent.uuid}`, { token: user.token })).json()).toEqual(before);
+    expect((await agents()).pagination.total).toBe(1);
+
+    const keys = () => call(t.app, 'GET', '/auth/platform_keys', { token: user.token }).then((r) => r.json().keys);
+    const keyCount = (await keys()).length;
+    for (const body of [{ name: '' }, { name: 'k', extra: true }, { name: 5 }]) {
+      expect((await call(t.app, 'POST', '/auth/platform_keys', { token: user.token, body })).statusCode).toBe(400);
+    }
+    expect(await keys()).toHaveLength(keyCount);
+
+    const short = await call(t.app, 'POST', '/auth/change_password', {
+      token: user.token,
+      body: { current_password: user.password, new_password: 'short' },
+    });
+    expectErrorEnvelope(short, 400, 'INVALID_REQUEST', 'new_password');
+    expect((await call(t.app, 'GET', '/agent/list', { token: user.token })).statusCode).toBe(200);
+    const login = await call(t.app, 'POST', '/auth/login', { body: { email: user.email, password: user.password } });
+    expect(login.statusCode).toBe(200);
+  });
+
+  describe('with a 2 KB body limit', () => {
+    let small: TestApp;
+
+    beforeAll(async () => {
+      small = await buildTestApp(database, { config: { maxBodyBytes: 2048 } });
+    });
+    afterAll(() => small.close());
+
+    it('answers 413 PAYLOAD_TOO_LARGE to a 4 KB body on every route that takes one', async () => {
+      const user = await createUser(small);
+      const { ctx } = await createRouteContext(small, user);
+      const routes = [...ROUTES.filter((r) => r.body), byKey('POST /auth/generate_ingest_token')];
+      for (const route of routes) {
+        const c: BadCase = {
+          name: 'a 4 KB body',
+          raw: JSON.stringify({ name: long(4096) }),
+          status: 413,
+          code: 'PAYLOAD_TOO_LARGE',
+        };
+        expectRefused(await send(small, route, ctx, c, user.token), c);
+      }
+      expect((await call(small.app, 'GET', '/agent/list', { token: user.token })).json().pagination.total).toBe(1);
+      const fits = await call(small.app, 'POST', '/agent', {
+        token: user.token,
+        body: { name: 'fits', description: long(1500) },
+      });
+      expect(fits.statusCode).toBe(201);
+    });
+  });
+
+  it('accepts JSON with a charset parameter (positive control for the 415 cases)', async () => {
+    const user = await createUser(t);
+    const res = await call(t.app, 'POST', '/agent', {
+      token: user.token,
+      headers: { 'content-type': 'application/json; charset=utf-8' },
+      body: { name: 'charset' },
+    });
+    expect(res.statusCode).toBe(201);
+  });
+
+  it('accepts an absent, null or empty body on operations that take none', async () => {
+    const user = await createUser(t);
+    const { ctx } = await createRouteContext(t, user);
+    for (const route of ROUTES.filter((r) => r.method === 'POST' && !r.body)) {
+      for (const text of [undefined, '', 'null', '{}']) {
+        const res = await send(t, route, ctx, { name: `body ${text}`, raw: text, status: 0, code: '' }, user.token);
+        const seen = { route: routeKey(route), body: text };
+        expect({ ...seen, status: res.statusCode }).toEqual({ ...seen, status: route.status });
+      }
+    }
+  });
+});
