@@ -305,10 +305,8 @@ describe.each(DATABASES)('taskhook CLI on $name', (database) => {
       await expect(connect(port)).rejects.toMatchObject({ code: 'ECONNREFUSED' });
     }, 30_000);
 
-    // Known bug (src/server.ts): during shutdown the in-flight response still says
-    // `Connection: keep-alive`, so a client that keeps its connection holds the process open until
-    // the 30 s force-exit, which exits 1. Drop `.fails` once shutdown closes those connections.
-    it.fails('tells the client of the in-flight request to close its connection', () => {
+    // A keep-alive client would otherwise hold the process open until the 30 s force-exit.
+    it('tells the client of the in-flight request to close its connection', () => {
       expect(inFlight?.status).toBe('HTTP/1.1 201 Created');
       expect(inFlight?.connection).toBe('close');
     });

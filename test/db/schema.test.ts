@@ -90,10 +90,8 @@ describe('migrations on SQLite', () => {
   });
 });
 
-// Known bug (src/db/migrations/001-foundation.ts): single-column primary keys are declared without
-// NOT NULL, and SQLite (unlike PostgreSQL) then accepts NULL in them. Drop `.fails` once every
-// primary key is `.primaryKey().notNull()`; the comparison below then holds without its exception.
-it.fails('SQLite refuses a NULL primary key, as PostgreSQL does', async () => {
+// SQLite accepts NULL in a text primary key unless it is declared NOT NULL; every migration does.
+it('SQLite refuses a NULL primary key, as PostgreSQL does', async () => {
   const db = openSqlite();
   try {
     await migrateToLatest(db);
@@ -174,10 +172,7 @@ describe.runIf(POSTGRES_URL)('migrations on PostgreSQL', () => {
           const where = `${table}.${pgColumn.name}`;
           const [pgLogical, liteLogical] = logicalType(pgColumn.type, liteColumn.type);
           expect(liteLogical, `${where}: ${pgColumn.type} vs ${liteColumn.type}`).toBe(pgLogical);
-          // Known difference (see the test below): SQLite reports its text primary keys nullable.
-          const expected = liteColumn.primaryKey ? liteColumn.nullable : pgColumn.nullable;
-          expect(liteColumn.nullable, `${where} nullable`).toBe(expected);
-          if (liteColumn.primaryKey) expect(pgColumn.nullable, `${where} nullable`).toBe(false);
+          expect(liteColumn.nullable, `${where} nullable`).toBe(pgColumn.nullable);
           expect(liteColumn.hasDefault, `${where} default`).toBe(pgColumn.hasDefault);
         });
       }
