@@ -88,6 +88,7 @@ export interface TasksTable {
   ready: DbBool;
   priority: number;
   message: string;
+  messages: DbJson;
   metadata: DbJson;
   callback_mode: string;
   webhook_url: string | null;
@@ -110,14 +111,6 @@ export interface TasksTable {
   failed_at: string | null;
   cancelled_at: string | null;
   seq: number;
-}
-
-export interface TaskMessagesTable {
-  uuid: string;
-  task_uuid: string;
-  role: string;
-  content: string;
-  created_at: string;
 }
 
 export interface TaskEventsTable {
@@ -147,7 +140,6 @@ export interface Database {
   settings: SettingsTable;
   rate_limits: RateLimitsTable;
   tasks: TasksTable;
-  task_messages: TaskMessagesTable;
   task_events: TaskEventsTable;
   idempotency_keys: IdempotencyKeysTable;
 }

@@ -1,5 +1,5 @@
 import type { ClaimedTask, SubmitInput, SubmitResult, TaskView } from '../modules/tasks/tasks-schemas.js';
-import { callApi, type HttpOptions, seg, TaskhookError } from './http.js';
+import { callApi, errorOf, type HttpOptions, seg } from './http.js';
 import { parseEventStream } from './sse.js';
 
 export type { ClaimedTask, SubmitInput, SubmitResult, TaskView };
@@ -87,7 +87,7 @@ export class TaskhookClient {
     });
     if (!res.ok || !res.body) {
       const body = await res.json().catch(() => undefined);
-      throw new TaskhookError(res.status, undefined, `Event stream refused: HTTP ${res.status}`, body);
+      throw errorOf(res.status, body);
     }
     for await (const event of parseEventStream(res.body)) {
       if (event.event === 'task') yield { id: Number(event.id), task: JSON.parse(event.data) as TaskView };

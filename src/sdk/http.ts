@@ -42,15 +42,25 @@ export async function callApi<T>(
     signal: extra.signal,
   });
   const text = await res.text();
-  const parsed = text ? (JSON.parse(text) as unknown) : undefined;
-  if (!res.ok) {
-    const err = (parsed as { error?: unknown } | undefined)?.error;
-    const code = typeof err === 'object' && err ? (err as { code?: string }).code : undefined;
-    const message =
-      typeof err === 'string' ? err : ((err as { message?: string } | undefined)?.message ?? `HTTP ${res.status}`);
-    throw new TaskhookError(res.status, code, message, parsed);
+  let parsed: unknown;
+  try {
+    parsed = text ? (JSON.parse(text) as unknown) : undefined;
+  } catch (err) {
+    // A proxy or load balancer may answer an error in HTML: still a TaskhookError with the status.
+    if (res.ok) throw err;
+    parsed = text;
   }
+  if (!res.ok) throw errorOf(res.status, parsed);
   return { status: res.status, body: parsed as T, headers: res.headers };
+}
+
+/** The TaskhookError of an error answer: the envelope `{error: {code, message}}` or a flat `{error: "…"}`. */
+export function errorOf(status: number, body: unknown): TaskhookError {
+  const err = (body as { error?: unknown } | undefined)?.error;
+  const code = typeof err === 'object' && err ? (err as { code?: string }).code : undefined;
+  const message =
+    typeof err === 'string' ? err : ((err as { message?: string } | undefined)?.message ?? `HTTP ${status}`);
+  return new TaskhookError(status, code, message, body);
 }
 
 /** Path segments are UUIDs, but encode them anyway. */

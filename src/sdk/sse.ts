@@ -12,10 +12,14 @@ export async function* parseEventStream(body: ReadableStream<Uint8Array>): Async
   let event = 'message';
   let data: string[] = [];
   const reader = body.getReader();
+  let ended = false;
   try {
     for (;;) {
       const { value, done } = await reader.read();
-      if (done) break;
+      if (done) {
+        ended = true;
+        break;
+      }
       buffer += decoder.decode(value, { stream: true });
       let newline = buffer.search(/\r?\n/);
       while (newline >= 0) {
@@ -37,6 +41,8 @@ export async function* parseEventStream(body: ReadableStream<Uint8Array>): Async
       }
     }
   } finally {
+    // A consumer that stops early (break, return, throw) closes the connection instead of leaving it open.
+    if (!ended) await reader.cancel().catch(() => undefined);
     reader.releaseLock();
   }
 }

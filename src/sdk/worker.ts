@@ -93,6 +93,9 @@ export function runWorker(options: WorkerOptions): RunningWorker {
       }
     };
     const timer = setInterval(() => void heartbeat(), Math.max(1000, (leaseSeconds * 1000) / 3));
+    // Once aborted (cancelled, lease lost, released at shutdown) the lease is gone: stop heartbeating,
+    // even if the handler ignores the signal and keeps running.
+    abort.signal.addEventListener('abort', () => clearInterval(timer), { once: true });
     const ctx: WorkerContext = {
       signal: abort.signal,
       async progress(current_step, steps_completed, total_steps, flush = false) {
@@ -173,8 +176,14 @@ export function runWorker(options: WorkerOptions): RunningWorker {
       stopping.abort();
       await done;
       const all = [...running.values()];
-      const grace = sleep(options.gracePeriodMs ?? 10_000).then(() => 'timeout' as const);
-      if ((await Promise.race([Promise.all(all.map((r) => r.done)), grace])) === 'timeout') {
+      let graceTimer: NodeJS.Timeout | undefined;
+      const grace = new Promise<'timeout'>((resolve) => {
+        graceTimer = setTimeout(() => resolve('timeout'), options.gracePeriodMs ?? 10_000);
+      });
+      const outcome = await Promise.race([Promise.all(all.map((r) => r.done)), grace]);
+      // Do not keep the process alive for the rest of the grace period once everything finished.
+      clearTimeout(graceTimer);
+      if (outcome === 'timeout') {
         for (const [taskId, r] of running) {
           r.abort.abort(new Error('worker stopping'));
           await post(`${base}/task/${seg(taskId)}/release`, { lease_id: r.lease }).catch(() => undefined);

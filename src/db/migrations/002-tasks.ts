@@ -2,7 +2,7 @@ import { type Kysely, sql } from 'kysely';
 import type { Dialect } from '../connect.js';
 import { columnTypes, type DialectMigration } from './types.js';
 
-/** Tasks (the rows are the queue), their conversation, their event log, and idempotency keys. */
+/** Tasks (the rows are the queue, each with its conversation), their event log, and idempotency keys. */
 export const migration002: DialectMigration = {
   async up(db: Kysely<unknown>, dialect: Dialect) {
     const t = columnTypes(dialect);
@@ -16,6 +16,8 @@ export const migration002: DialectMigration = {
       .addColumn('ready', t.bool, (c) => c.notNull())
       .addColumn('priority', 'integer', (c) => c.notNull())
       .addColumn('message', 'text', (c) => c.notNull())
+      // The conversation, oldest first: read with the task in one row, appended by rewriting.
+      .addColumn('messages', t.json, (c) => c.notNull())
       .addColumn('metadata', t.json, (c) => c.notNull())
       .addColumn('callback_mode', 'text', (c) => c.notNull())
       .addColumn('webhook_url', 'text')
@@ -55,16 +57,6 @@ export const migration002: DialectMigration = {
     await sql`create index tasks_done_idx on tasks (agent_uuid, completed_at) where completed_at is not null`.execute(
       db,
     );
-
-    await db.schema
-      .createTable('task_messages')
-      .addColumn('uuid', 'text', (c) => c.primaryKey().notNull())
-      .addColumn('task_uuid', 'text', (c) => c.notNull().references('tasks.uuid').onDelete('cascade'))
-      .addColumn('role', 'text', (c) => c.notNull())
-      .addColumn('content', 'text', (c) => c.notNull())
-      .addColumn('created_at', 'text', (c) => c.notNull())
-      .execute();
-    await sql`create index task_messages_task_idx on task_messages (task_uuid, created_at, uuid)`.execute(db);
 
     await db.schema
       .createTable('task_events')

@@ -15,6 +15,8 @@ export interface TaskRecord {
   ready: boolean;
   priority: number;
   message: string;
+  /** The conversation, the original message first. */
+  messages: ConversationMessage[];
   metadata: Record<string, unknown>;
   callbackMode: 'poll' | 'webhook';
   webhookUrl: string | null;
@@ -41,7 +43,7 @@ export interface TaskRecord {
   seq: number;
 }
 
-const JSON_FIELDS = new Set(['metadata', 'progress', 'inputRequest', 'result', 'error']);
+const JSON_FIELDS = new Set(['messages', 'metadata', 'progress', 'inputRequest', 'result', 'error']);
 const COLUMNS: Record<keyof TaskRecord, keyof TasksTable> = {
   uuid: 'uuid',
   agentUuid: 'agent_uuid',
@@ -50,6 +52,7 @@ const COLUMNS: Record<keyof TaskRecord, keyof TasksTable> = {
   ready: 'ready',
   priority: 'priority',
   message: 'message',
+  messages: 'messages',
   metadata: 'metadata',
   callbackMode: 'callback_mode',
   webhookUrl: 'webhook_url',
@@ -97,6 +100,7 @@ export function toRecord(row: Selectable<TasksTable>): TaskRecord {
     ready: Boolean(row.ready),
     priority: row.priority,
     message: row.message,
+    messages: fromDbJson(row.messages),
     metadata: fromDbJson(row.metadata),
     callbackMode: row.callback_mode as TaskRecord['callbackMode'],
     webhookUrl: row.webhook_url,
@@ -181,43 +185,6 @@ export const tasksRepo = {
         .executeTakeFirst(),
     );
     return row && toRecord(row);
-  },
-
-  insertMessage(ex: Executor, msg: { uuid: string; taskUuid: string } & ConversationMessage) {
-    return guard(
-      ex
-        .insertInto('task_messages')
-        .values({
-          uuid: msg.uuid,
-          task_uuid: msg.taskUuid,
-          role: msg.role,
-          content: msg.content,
-          created_at: msg.created_at,
-        })
-        .execute(),
-    );
-  },
-
-  /** The conversations of the given tasks, each in order. */
-  async messagesOf(ex: Executor, taskUuids: string[]): Promise<Map<string, ConversationMessage[]>> {
-    const out = new Map<string, ConversationMessage[]>(taskUuids.map((u) => [u, []]));
-    if (taskUuids.length === 0) return out;
-    const rows = await guard(
-      ex
-        .selectFrom('task_messages')
-        .select(['task_uuid', 'role', 'content', 'created_at'])
-        .where('task_uuid', 'in', taskUuids)
-        .orderBy('task_uuid')
-        .orderBy('created_at')
-        .orderBy('uuid')
-        .execute(),
-    );
-    for (const r of rows) {
-      out
-        .get(r.task_uuid)
-        ?.push({ role: r.role as ConversationMessage['role'], content: r.content, created_at: r.created_at });
-    }
-    return out;
   },
 
   insertEvent(ex: Executor, event: { taskUuid: string; seq: number; data: unknown; createdAt: string }) {

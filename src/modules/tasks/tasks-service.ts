@@ -49,9 +49,7 @@ export function createTasksService(deps: {
     return task;
   }
 
-  async function view(task: TaskRecord): Promise<TaskView> {
-    return taskView(task, (await repo.messagesOf(db.kysely, [task.uuid])).get(task.uuid) ?? []);
-  }
+  const view = (task: TaskRecord): TaskView => taskView(task);
 
   async function validate(input: SubmitInput) {
     if (input.metadata && Buffer.byteLength(JSON.stringify(input.metadata)) > MAX_METADATA_BYTES) {
@@ -117,6 +115,7 @@ export function createTasksService(deps: {
         ready: true,
         priority,
         message: input.message,
+        messages: [{ role: 'user', content: input.message, created_at: now }],
         metadata: input.metadata ?? {},
         callbackMode: input.callback_mode ?? 'poll',
         webhookUrl: input.webhook_url ?? null,
@@ -162,13 +161,6 @@ export function createTasksService(deps: {
         await db.transaction(async (trx) => {
           if (key) await deps.idempotency.claim(trx, key);
           await repo.insertTask(trx, task);
-          await repo.insertMessage(trx, {
-            uuid: newId(),
-            taskUuid: uuid,
-            role: 'user',
-            content: input.message,
-            created_at: now,
-          });
         });
       } catch (err) {
         if (!(key && err instanceof UniqueViolationError)) throw err;
@@ -200,11 +192,7 @@ export function createTasksService(deps: {
         (page - 1) * limit,
         limit,
       );
-      const messages = await repo.messagesOf(
-        db.kysely,
-        tasks.map((t) => t.uuid),
-      );
-      return { tasks: tasks.map((t) => taskView(t, messages.get(t.uuid) ?? [])), total };
+      return { tasks: tasks.map(view), total };
     },
 
     /**

@@ -35,7 +35,7 @@ export function createSweeper(deps: {
     const now = iso(nowMs);
     const result = await db.transaction(async (trx) => {
       const task = await repo.findByUuid(trx, uuid, writer.lock);
-      if (!task || task.status !== 'running') return null;
+      if (task?.status !== 'running') return null;
       if (task.leaseExpiresAt && task.leaseExpiresAt < now) {
         const changes = { ready: task.attempt < MAX_ATTEMPTS, leaseExpiresAt: null, leaseId: null };
         if (task.attempt < MAX_ATTEMPTS) {
@@ -43,7 +43,7 @@ export function createSweeper(deps: {
             trx,
             task,
             'lease_expired',
-            { ...changes, attempt: task.attempt + 1 },
+            { ...changes, attempt: task.attempt + 1, estimatedStart: now },
             { now },
           );
           return { after: applied.task, before: task };

@@ -1,17 +1,17 @@
 import type { TaskRecord } from './tasks-repo.js';
-import type { ConversationMessage, TaskView } from './tasks-schemas.js';
+import type { TaskView } from './tasks-schemas.js';
 
 const NO_PROGRESS = { current_step: '', steps_completed: 0, total_steps: 0 };
 
 /** The body of GET /agent/:id/task/:taskId: common fields plus those of the task's status (CONTRACT §5). */
-export function taskView(task: TaskRecord, messages: ConversationMessage[]): TaskView {
+export function taskView(task: TaskRecord): TaskView {
   const view: TaskView = {
     task_id: task.uuid,
     status: task.status,
     created_at: task.createdAt,
     agent_uuid: task.agentUuid,
     message: task.message,
-    messages,
+    messages: task.messages,
     priority: task.priority,
     metadata: task.metadata,
   };

@@ -1,6 +1,5 @@
 import type { Db, Executor } from '../../db/connect.js';
 import { AppError } from '../../http/errors.js';
-import { newId } from '../../lib/ids.js';
 import type { Notifier } from './notifier.js';
 import { outcomeOf, type TaskOperation } from './tasks-fns.js';
 import type { TaskRecord, TasksRepo } from './tasks-repo.js';
@@ -41,12 +40,15 @@ export function createTaskWriter(deps: { db: Db; repo: TasksRepo; notifier: Noti
   ): Promise<{ task: TaskRecord; view: TaskView }> {
     const outcome = check(task, operation);
     const status = 'to' in outcome ? outcome.to : task.status;
-    const next: TaskRecord = { ...task, ...changes, status, seq: task.seq + 1, updatedAt: opts.now };
-    await repo.updateTask(trx, task.uuid, { ...changes, status, seq: next.seq, updatedAt: opts.now });
-    if (opts.append) await repo.insertMessage(trx, { uuid: newId(), taskUuid: task.uuid, ...opts.append });
-    const messages = (await repo.messagesOf(trx, [task.uuid])).get(task.uuid) ?? [];
-    const view = taskView(next, messages);
-    await repo.insertEvent(trx, { taskUuid: task.uuid, seq: next.seq, data: view, createdAt: opts.now });
+    const all: Partial<TaskRecord> = { ...changes, status, updatedAt: opts.now };
+    if (opts.append) all.messages = [...task.messages, opts.append];
+    // An event only for a change a reader can see (a re-claim after a reply changes nothing visible).
+    const visible = status !== task.status || opts.append !== undefined || changes.progress !== undefined;
+    if (visible) all.seq = task.seq + 1;
+    const next: TaskRecord = { ...task, ...all };
+    await repo.updateTask(trx, task.uuid, all);
+    const view = taskView(next);
+    if (visible) await repo.insertEvent(trx, { taskUuid: task.uuid, seq: next.seq, data: view, createdAt: opts.now });
     if (status !== task.status) for (const hook of deps.hooks) await hook(trx, next, view);
     return { task: next, view };
   }

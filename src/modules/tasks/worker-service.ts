@@ -34,7 +34,7 @@ export function createWorkerService(deps: {
     const leaseSeconds = input.lease_seconds ?? DEFAULT_LEASE_SECONDS;
     const claimed = await db.transaction(async (trx) => {
       const agent = await deps.agentsRepo.findForClaim(trx, agentUuid, writer.lock);
-      if (!agent || agent.status !== 'active') return [];
+      if (agent?.status !== 'active') return [];
       const free = agent.concurrency - (await repo.countHeld(trx, agentUuid));
       const limit = Math.min(input.max_tasks ?? 1, free);
       if (limit <= 0) return [];
@@ -177,7 +177,14 @@ export function createWorkerService(deps: {
         if (retryable && task.attempt < MAX_ATTEMPTS) {
           return {
             op: 'retry',
-            changes: { ready: true, leaseExpiresAt: null, leaseId: null, attempt: task.attempt + 1, error: err },
+            changes: {
+              ready: true,
+              leaseExpiresAt: null,
+              leaseId: null,
+              attempt: task.attempt + 1,
+              error: err,
+              estimatedStart: iso(nowMs),
+            },
           };
         }
         return { changes: { ready: false, leaseExpiresAt: null, error: err, failedAt: iso(nowMs) } };
@@ -185,7 +192,9 @@ export function createWorkerService(deps: {
 
     /** Hands the task back unfinished (the worker is shutting down): queued again, attempt unchanged. */
     release: (ref: TaskRef, leaseId: string) =>
-      report(ref, leaseId, 'release', () => ({ changes: { ready: true, leaseExpiresAt: null, leaseId: null } })),
+      report(ref, leaseId, 'release', (_task, nowMs) => ({
+        changes: { ready: true, leaseExpiresAt: null, leaseId: null, estimatedStart: iso(nowMs) },
+      })),
 
     /** Stops long polls at shutdown (they answer with what they have: nothing). */
     close() {
