@@ -11,12 +11,15 @@ const MAX_BATCH = 512;
 
 /**
  * Group commit for SQLite: writes queued in the same turn of the event loop share one
- * transaction (one WAL fsync). Each write runs in its own savepoint, so a write that throws
- * leaves no partial rows and does not disturb its neighbours. Promises settle after COMMIT.
+ * transaction. Each write runs in its own savepoint, so a write that throws leaves no partial
+ * rows and does not disturb its neighbours. Promises settle after COMMIT and, when `sync` is
+ * given, after a WAL sync that started after that COMMIT: the sync runs off the event loop, and
+ * the next batch commits while the previous one's sync is still in flight.
  */
-export function createGroupCommitter(kysely: Kysely<Database>) {
+export function createGroupCommitter(kysely: Kysely<Database>, opts: { sync?: () => Promise<void> } = {}) {
   let queue: Pending[] = [];
   let running: Promise<void> | null = null;
+  const syncing = new Set<Promise<void>>();
 
   async function runBatch(batch: Pending[]): Promise<void> {
     const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
@@ -43,11 +46,20 @@ export function createGroupCommitter(kysely: Kysely<Database>) {
       for (const item of batch) item.reject(error);
       return;
     }
-    batch.forEach((item, i) => {
-      const outcome = outcomes[i];
-      if (outcome?.ok) item.resolve(outcome.value);
-      else item.reject(outcome?.error);
-    });
+    const settle = () =>
+      batch.forEach((item, i) => {
+        const outcome = outcomes[i];
+        if (outcome?.ok) item.resolve(outcome.value);
+        else item.reject(outcome?.error);
+      });
+    if (!opts.sync) return settle();
+    const synced: Promise<void> = opts
+      .sync()
+      .then(settle, (err) => {
+        for (const item of batch) item.reject(err);
+      })
+      .finally(() => syncing.delete(synced));
+    syncing.add(synced);
   }
 
   async function loop(): Promise<void> {
@@ -71,6 +83,7 @@ export function createGroupCommitter(kysely: Kysely<Database>) {
     /** Resolves once every queued write has been committed or rejected. */
     async drain(): Promise<void> {
       while (running) await running;
+      await Promise.all(syncing);
     },
   };
 }

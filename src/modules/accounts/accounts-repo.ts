@@ -2,6 +2,7 @@ import type { Selectable } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import type { UsersTable } from '../../db/database.js';
 import { translateDbError } from '../../db/errors.js';
+import { prepareQuery } from '../../db/prepared.js';
 
 export interface UserRow {
   uuid: string;
@@ -50,6 +51,27 @@ async function guard<T>(work: Promise<T>): Promise<T> {
   }
 }
 
+// Queries on the path of every authenticated request, built once (see prepareQuery).
+const userByUuid = prepareQuery(1, (ex, uuid: string) => ex.selectFrom('users').selectAll().where('uuid', '=', uuid));
+const liveKeyByHash = prepareQuery(1, (ex, hash: string) =>
+  ex
+    .selectFrom('users as u')
+    .selectAll('u')
+    .innerJoin('platform_keys as c', 'c.user_uuid', 'u.uuid')
+    .select(['c.uuid as credential_uuid', 'c.last_used_at as credential_last_used_at'])
+    .where('c.key_hash', '=', hash)
+    .where('c.revoked_at', 'is', null),
+);
+const liveTokenByHash = prepareQuery(1, (ex, hash: string) =>
+  ex
+    .selectFrom('users as u')
+    .selectAll('u')
+    .innerJoin('ingest_tokens as c', 'c.user_uuid', 'u.uuid')
+    .select(['c.uuid as credential_uuid', 'c.last_used_at as credential_last_used_at'])
+    .where('c.token_hash', '=', hash)
+    .where('c.revoked_at', 'is', null),
+);
+
 /** The only code that touches the accounts tables. */
 export const accountsRepo = {
   insertUser(ex: Executor, user: UserRow): Promise<unknown> {
@@ -76,7 +98,7 @@ export const accountsRepo = {
   },
 
   async findUserByUuid(ex: Executor, uuid: string): Promise<UserRow | undefined> {
-    const row = await guard(ex.selectFrom('users').selectAll().where('uuid', '=', uuid).executeTakeFirst());
+    const [row] = await guard(userByUuid(ex, uuid));
     return row && toUser(row);
   },
 
@@ -197,20 +219,7 @@ export const accountsRepo = {
     table: CredentialTable,
     hash: string,
   ): Promise<CredentialWithUser | undefined> {
-    const users = ex.selectFrom('users as u').selectAll('u');
-    const query =
-      table === 'platform_keys'
-        ? users
-            .innerJoin('platform_keys as c', 'c.user_uuid', 'u.uuid')
-            .select(['c.uuid as credential_uuid', 'c.last_used_at as credential_last_used_at'])
-            .where('c.key_hash', '=', hash)
-            .where('c.revoked_at', 'is', null)
-        : users
-            .innerJoin('ingest_tokens as c', 'c.user_uuid', 'u.uuid')
-            .select(['c.uuid as credential_uuid', 'c.last_used_at as credential_last_used_at'])
-            .where('c.token_hash', '=', hash)
-            .where('c.revoked_at', 'is', null);
-    const row = await guard(query.executeTakeFirst());
+    const [row] = await guard(table === 'platform_keys' ? liveKeyByHash(ex, hash) : liveTokenByHash(ex, hash));
     if (!row) return undefined;
     return { credentialUuid: row.credential_uuid, lastUsedAt: row.credential_last_used_at, user: toUser(row) };
   },

@@ -3,6 +3,7 @@ import type { Executor } from '../../db/connect.js';
 import type { AgentsTable } from '../../db/database.js';
 import { translateDbError } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
+import { prepareQuery } from '../../db/prepared.js';
 import type { Agent, AgentStatus, Runtime } from './agents-schemas.js';
 
 export interface AgentRow extends Agent {
@@ -32,6 +33,16 @@ async function guard<T>(work: Promise<T>): Promise<T> {
   }
 }
 
+// On the path of every submit, built once (see prepareQuery).
+const ownedAgent = prepareQuery(2, (ex, uuid: string, userUuid: string) =>
+  ex
+    .selectFrom('agents')
+    .selectAll()
+    .where('uuid', '=', uuid)
+    .where('user_uuid', '=', userUuid)
+    .where('deleted_at', 'is', null),
+);
+
 /** The only code that touches the agents table. Deleted agents are invisible to every read. */
 export const agentsRepo = {
   insert(ex: Executor, agent: AgentRow) {
@@ -57,15 +68,7 @@ export const agentsRepo = {
 
   /** The user's live agent, or undefined when it does not exist, is deleted or is someone else's. */
   async findOwned(ex: Executor, userUuid: string, uuid: string): Promise<AgentRow | undefined> {
-    const row = await guard(
-      ex
-        .selectFrom('agents')
-        .selectAll()
-        .where('uuid', '=', uuid)
-        .where('user_uuid', '=', userUuid)
-        .where('deleted_at', 'is', null)
-        .executeTakeFirst(),
-    );
+    const [row] = await guard(ownedAgent(ex, uuid, userUuid));
     return row && toAgent(row);
   },
 

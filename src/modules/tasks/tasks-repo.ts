@@ -3,6 +3,7 @@ import type { Executor } from '../../db/connect.js';
 import type { TasksTable } from '../../db/database.js';
 import { translateDbError } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
+import { prepareQuery } from '../../db/prepared.js';
 import type { TaskStatus } from './tasks-fns.js';
 import type { ConversationMessage, Progress, TaskResult } from './tasks-schemas.js';
 
@@ -134,15 +135,27 @@ async function guard<T>(work: Promise<T>): Promise<T> {
   }
 }
 
+const TASK_COLUMNS = Object.values(COLUMNS);
+
+// Queries on the path of every submit, poll and report, built once (see prepareQuery).
+const insertTaskRow = prepareQuery(TASK_COLUMNS.length, (ex, ...values: unknown[]) =>
+  ex.insertInto('tasks').values(Object.fromEntries(TASK_COLUMNS.map((c, i) => [c, values[i]])) as never),
+);
+const ownTaskQuery = (ex: Executor, taskUuid: string, agentUuid: string, userUuid: string) =>
+  ex
+    .selectFrom('tasks')
+    .selectAll()
+    .where('uuid', '=', taskUuid)
+    .where('agent_uuid', '=', agentUuid)
+    .where('user_uuid', '=', userUuid);
+const ownTask = prepareQuery(3, ownTaskQuery);
+const ownTaskLocked = prepareQuery(3, (ex, t: string, a: string, u: string) => ownTaskQuery(ex, t, a, u).forUpdate());
+
 /** The only code that touches the task tables (claiming lives in tasks-claim-repo.ts). */
 export const tasksRepo = {
   insertTask(ex: Executor, task: TaskRecord) {
-    return guard(
-      ex
-        .insertInto('tasks')
-        .values(toColumns(task) as never)
-        .execute(),
-    );
+    const columns = toColumns(task);
+    return guard(insertTaskRow(ex, ...TASK_COLUMNS.map((c) => columns[c] ?? null)));
   },
 
   /** Writes the changed fields; `lock` takes a row lock first on PostgreSQL (SQLite has one writer). */
@@ -162,16 +175,7 @@ export const tasksRepo = {
     where: { userUuid: string; agentUuid: string; taskUuid: string },
     lock = false,
   ): Promise<TaskRecord | undefined> {
-    const row = await guard(
-      ex
-        .selectFrom('tasks')
-        .selectAll()
-        .where('uuid', '=', where.taskUuid)
-        .where('agent_uuid', '=', where.agentUuid)
-        .where('user_uuid', '=', where.userUuid)
-        .$if(lock, (qb) => qb.forUpdate())
-        .executeTakeFirst(),
-    );
+    const [row] = await guard((lock ? ownTaskLocked : ownTask)(ex, where.taskUuid, where.agentUuid, where.userUuid));
     return row && toRecord(row);
   },
 

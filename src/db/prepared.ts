@@ -1,0 +1,44 @@
+import { type Compilable, CompiledQuery, type Kysely, type Transaction } from 'kysely';
+import type { Database } from './database.js';
+
+type Executor = Kysely<Database> | Transaction<Database>;
+
+interface Compiled {
+  sql: string;
+  /** For each SQL parameter, the index of the argument that fills it, or -1 for a constant. */
+  slots: number[];
+  constants: readonly unknown[];
+}
+
+const sentinel = (i: number) => `\u0000taskhook-arg-${i}\u0000`;
+
+/**
+ * A query built with Kysely once per dialect and then run with new arguments, skipping the
+ * query builder on hot paths (building a query costs more than running it on SQLite).
+ * `build` is called once with placeholder arguments; each argument must be used as a plain
+ * value (compared, inserted), never inspected, so its position in the SQL is the same for any value.
+ */
+export function prepareQuery<Args extends unknown[], Row>(
+  arity: number,
+  build: (ex: Executor, ...args: Args) => Compilable<Row>,
+) {
+  const byAdapter = new WeakMap<object, Compiled>();
+  return async function run(ex: Executor, ...args: Args): Promise<Row[]> {
+    const adapter = ex.getExecutor().adapter;
+    let compiled = byAdapter.get(adapter);
+    if (!compiled) {
+      const placeholders = Array.from({ length: arity }, (_, i) => sentinel(i)) as Args;
+      const query = build(ex, ...placeholders).compile();
+      compiled = {
+        sql: query.sql,
+        slots: query.parameters.map((p) => (typeof p === 'string' ? placeholders.indexOf(p) : -1)),
+        constants: query.parameters,
+      };
+      byAdapter.set(adapter, compiled);
+    }
+    const { slots, constants } = compiled;
+    const parameters = slots.map((slot, i) => (slot >= 0 ? args[slot] : constants[i]));
+    const result = await ex.executeQuery<Row>(CompiledQuery.raw(compiled.sql, parameters));
+    return result.rows;
+  };
+}
