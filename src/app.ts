@@ -13,6 +13,7 @@ import { createAgentsModule } from './modules/agents/agents-module.js';
 import type { AgentDeleteCascade } from './modules/agents/agents-service.js';
 import { createHealthModule } from './modules/health/health-module.js';
 import { createTasksModule } from './modules/tasks/tasks-module.js';
+import { createTriggersModule } from './modules/triggers/triggers-module.js';
 import type { Runtime } from './runtime.js';
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -82,12 +83,14 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   const cascades: AgentDeleteCascade[] = [];
   const agents = createAgentsModule({ runtime, cascades });
   const tasks = createTasksModule({ config, runtime, agents: agents.service });
-  cascades.push(tasks.cascade);
+  const triggers = createTriggersModule({ config, runtime, box, agents: agents.service, tasks: tasks.service });
+  cascades.push(tasks.cascade, triggers.cascade);
   const health = createHealthModule({ db: runtime.db, clock: runtime.clock, intervalMs: config.healthIntervalMs });
 
   await app.register(health.routes);
   await app.register(accounts.routes);
   await app.register(agents.routes);
   await app.register(tasks.routes);
+  await app.register(triggers.routes);
   return app;
 }

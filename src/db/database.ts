@@ -130,6 +130,32 @@ export interface IdempotencyKeysTable {
   expires_at: string;
 }
 
+export interface TriggersTable {
+  uuid: string;
+  agent_uuid: string;
+  user_uuid: string;
+  name: string;
+  message_template: string;
+  enabled: DbBool;
+  secret_sealed: string;
+  previous_secret_sealed: string | null;
+  previous_secret_expires_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface TriggerDeliveriesTable {
+  uuid: string;
+  trigger_uuid: string;
+  delivery_id: string;
+  dedup_key: string | null;
+  received_at: string;
+  status_code: number;
+  task_uuid: string | null;
+  error: string | null;
+  response: DbJson | null;
+}
+
 export interface Database {
   users: UsersTable;
   email_verifications: EmailVerificationsTable;
@@ -142,4 +168,6 @@ export interface Database {
   tasks: TasksTable;
   task_events: TaskEventsTable;
   idempotency_keys: IdempotencyKeysTable;
+  triggers: TriggersTable;
+  trigger_deliveries: TriggerDeliveriesTable;
 }

@@ -1,8 +1,9 @@
-import type { Db } from '../../db/connect.js';
+import type { Db, Executor } from '../../db/connect.js';
 import { UniqueViolationError } from '../../db/errors.js';
 import { AppError, invalid, notFound } from '../../http/errors.js';
 import { newId } from '../../lib/ids.js';
 import { type Clock, iso } from '../../lib/time.js';
+import type { AgentRow } from '../agents/agents-repo.js';
 import type { AgentsService } from '../agents/agents-service.js';
 import type { createEstimator } from './estimator.js';
 import type { IdempotencyRecord, idempotencyRepo } from './idempotency-repo.js';
@@ -79,8 +80,69 @@ export function createTasksService(deps: {
     return first.response as SubmitResult;
   }
 
+  /** A new queued task for the agent and the submit response announcing it (nothing written yet). */
+  async function prepare(
+    agent: Pick<AgentRow, 'uuid' | 'concurrency' | 'default_timeout_seconds'>,
+    userUuid: string,
+    input: SubmitInput,
+    nowMs: number,
+  ): Promise<{ task: TaskRecord; response: SubmitResult }> {
+    const now = iso(nowMs);
+    const priority = input.priority ?? DEFAULT_PRIORITY;
+    const uuid = newId();
+    const estimatedStart = iso(await deps.estimator.estimate(agent, priority, nowMs));
+    const task: TaskRecord = {
+      uuid,
+      agentUuid: agent.uuid,
+      userUuid,
+      status: 'queued',
+      ready: true,
+      priority,
+      message: input.message,
+      messages: [{ role: 'user', content: input.message, created_at: now }],
+      metadata: input.metadata ?? {},
+      callbackMode: input.callback_mode ?? 'poll',
+      webhookUrl: input.webhook_url ?? null,
+      timeoutSeconds: input.timeout_override ?? agent.default_timeout_seconds,
+      attempt: 1,
+      leaseId: null,
+      leaseSeconds: null,
+      leaseExpiresAt: null,
+      workerId: null,
+      progress: null,
+      inputRequest: null,
+      result: null,
+      error: null,
+      estimatedStart,
+      createdAt: now,
+      updatedAt: now,
+      startedAt: null,
+      timeoutAt: null,
+      completedAt: null,
+      failedAt: null,
+      cancelledAt: null,
+      seq: 1,
+    };
+    const response: SubmitResult = {
+      task_id: uuid,
+      status: 'queued',
+      created_at: now,
+      estimated_start: estimatedStart,
+      ...urls(agent.uuid, uuid),
+    };
+    return { task, response };
+  }
+
   return {
     urls,
+
+    /**
+     * For other capabilities that create tasks in their own transaction (webhook triggers):
+     * `prepare` outside it, `insert` inside it, `announce` after it commits.
+     */
+    prepare,
+    insert: (trx: Executor, task: TaskRecord) => repo.insertTask(trx, task),
+    announce: (task: TaskRecord) => writer.announce(task),
 
     /**
      * Queues a task. With an idempotency key, a repeat of the same request within 24 h answers
@@ -103,49 +165,9 @@ export function createTasksService(deps: {
       if (agent.status !== 'active') {
         throw new AppError('AGENT_UNAVAILABLE', `Agent is ${agent.status} and does not accept tasks`);
       }
-      const now = iso(nowMs);
-      const priority = input.priority ?? DEFAULT_PRIORITY;
-      const uuid = newId();
-      const estimatedStart = iso(await deps.estimator.estimate(agent, priority, nowMs));
-      const task: TaskRecord = {
-        uuid,
-        agentUuid,
-        userUuid,
-        status: 'queued',
-        ready: true,
-        priority,
-        message: input.message,
-        messages: [{ role: 'user', content: input.message, created_at: now }],
-        metadata: input.metadata ?? {},
-        callbackMode: input.callback_mode ?? 'poll',
-        webhookUrl: input.webhook_url ?? null,
-        timeoutSeconds: input.timeout_override ?? agent.default_timeout_seconds,
-        attempt: 1,
-        leaseId: null,
-        leaseSeconds: null,
-        leaseExpiresAt: null,
-        workerId: null,
-        progress: null,
-        inputRequest: null,
-        result: null,
-        error: null,
-        estimatedStart,
-        createdAt: now,
-        updatedAt: now,
-        startedAt: null,
-        timeoutAt: null,
-        completedAt: null,
-        failedAt: null,
-        cancelledAt: null,
-        seq: 1,
-      };
-      const response: SubmitResult = {
-        task_id: uuid,
-        status: 'queued',
-        created_at: now,
-        estimated_start: estimatedStart,
-        ...urls(agentUuid, uuid),
-      };
+      const { task, response } = await prepare(agent, userUuid, input, nowMs);
+      const now = task.createdAt;
+      const uuid = task.uuid;
       const key: IdempotencyRecord | null = idempotencyKey
         ? {
             userUuid,

@@ -1,0 +1,39 @@
+import type { FastifyInstance } from 'fastify';
+import type { Config } from '../../config.js';
+import type { SecretBox } from '../../lib/crypto.js';
+import type { Runtime } from '../../runtime.js';
+import { agentsRepo } from '../agents/agents-repo.js';
+import type { AgentDeleteCascade, AgentsService } from '../agents/agents-service.js';
+import type { TasksService } from '../tasks/tasks-service.js';
+import { triggersRepo } from './triggers-repo.js';
+import { triggersRoutes } from './triggers-routes.js';
+import { createTriggersService } from './triggers-service.js';
+import { webhookRoutes } from './webhook-routes.js';
+
+/** Wires webhook triggers: management routes, the receive address, and deletion with their agent. */
+export function createTriggersModule(deps: {
+  config: Config;
+  runtime: Runtime;
+  box: SecretBox;
+  agents: AgentsService;
+  tasks: TasksService;
+}) {
+  const service = createTriggersService({
+    db: deps.runtime.db,
+    repo: triggersRepo,
+    agents: deps.agents,
+    agentsRepo,
+    tasks: deps.tasks,
+    box: deps.box,
+    clock: deps.runtime.clock,
+    publicUrl: deps.config.publicUrl,
+  });
+  const cascade: AgentDeleteCascade = (trx, agentUuid) => triggersRepo.removeAllOfAgent(trx, agentUuid);
+
+  async function routes(app: FastifyInstance) {
+    await app.register(triggersRoutes(service));
+    await app.register(webhookRoutes(service));
+  }
+
+  return { service, cascade, routes };
+}

@@ -1,0 +1,218 @@
+import type { Selectable } from 'kysely';
+import type { Executor } from '../../db/connect.js';
+import type { TriggerDeliveriesTable, TriggersTable } from '../../db/database.js';
+import { translateDbError } from '../../db/errors.js';
+import { fromDbJson, toDbJson } from '../../db/json.js';
+import { prepareQuery } from '../../db/prepared.js';
+
+export interface TriggerRow {
+  uuid: string;
+  agentUuid: string;
+  userUuid: string;
+  name: string;
+  messageTemplate: string;
+  enabled: boolean;
+  secretSealed: string;
+  previousSecretSealed: string | null;
+  previousSecretExpiresAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface DeliveryRow {
+  uuid: string;
+  triggerUuid: string;
+  deliveryId: string;
+  dedupKey: string | null;
+  receivedAt: string;
+  statusCode: number;
+  taskUuid: string | null;
+  error: string | null;
+  response: unknown;
+}
+
+function toTrigger(r: Selectable<TriggersTable>): TriggerRow {
+  return {
+    uuid: r.uuid,
+    agentUuid: r.agent_uuid,
+    userUuid: r.user_uuid,
+    name: r.name,
+    messageTemplate: r.message_template,
+    enabled: Boolean(r.enabled),
+    secretSealed: r.secret_sealed,
+    previousSecretSealed: r.previous_secret_sealed,
+    previousSecretExpiresAt: r.previous_secret_expires_at,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+function toDelivery(r: Selectable<TriggerDeliveriesTable>): DeliveryRow {
+  return {
+    uuid: r.uuid,
+    triggerUuid: r.trigger_uuid,
+    deliveryId: r.delivery_id,
+    dedupKey: r.dedup_key,
+    receivedAt: r.received_at,
+    statusCode: r.status_code,
+    taskUuid: r.task_uuid,
+    error: r.error,
+    response: r.response === null ? null : fromDbJson(r.response),
+  };
+}
+
+async function guard<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    throw translateDbError(err);
+  }
+}
+
+// Looked up on every delivery, before anything else (built once, see prepareQuery).
+const triggerByUuid = prepareQuery(1, (ex, uuid: string) =>
+  ex.selectFrom('triggers').selectAll().where('uuid', '=', uuid),
+);
+
+/** The only code that touches the trigger tables. */
+export const triggersRepo = {
+  insert(ex: Executor, t: TriggerRow) {
+    return guard(
+      ex
+        .insertInto('triggers')
+        .values({
+          uuid: t.uuid,
+          agent_uuid: t.agentUuid,
+          user_uuid: t.userUuid,
+          name: t.name,
+          message_template: t.messageTemplate,
+          enabled: t.enabled ? 1 : 0,
+          secret_sealed: t.secretSealed,
+          previous_secret_sealed: t.previousSecretSealed,
+          previous_secret_expires_at: t.previousSecretExpiresAt,
+          created_at: t.createdAt,
+          updated_at: t.updatedAt,
+        })
+        .execute(),
+    );
+  },
+
+  update(ex: Executor, t: TriggerRow) {
+    return guard(
+      ex
+        .updateTable('triggers')
+        .set({
+          name: t.name,
+          message_template: t.messageTemplate,
+          enabled: t.enabled ? 1 : 0,
+          secret_sealed: t.secretSealed,
+          previous_secret_sealed: t.previousSecretSealed,
+          previous_secret_expires_at: t.previousSecretExpiresAt,
+          updated_at: t.updatedAt,
+        })
+        .where('uuid', '=', t.uuid)
+        .execute(),
+    );
+  },
+
+  async findByUuid(ex: Executor, uuid: string): Promise<TriggerRow | undefined> {
+    const [row] = await guard(triggerByUuid(ex, uuid));
+    return row && toTrigger(row);
+  },
+
+  /** The trigger when it belongs to this agent of this user. */
+  async findOwned(ex: Executor, userUuid: string, agentUuid: string, uuid: string): Promise<TriggerRow | undefined> {
+    const row = await guard(
+      ex
+        .selectFrom('triggers')
+        .selectAll()
+        .where('uuid', '=', uuid)
+        .where('agent_uuid', '=', agentUuid)
+        .where('user_uuid', '=', userUuid)
+        .executeTakeFirst(),
+    );
+    return row && toTrigger(row);
+  },
+
+  async list(ex: Executor, agentUuid: string, offset: number, limit: number) {
+    const base = ex.selectFrom('triggers').where('agent_uuid', '=', agentUuid);
+    const [rows, count] = await Promise.all([
+      guard(
+        base.selectAll().orderBy('created_at', 'desc').orderBy('uuid', 'desc').offset(offset).limit(limit).execute(),
+      ),
+      guard(base.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()),
+    ]);
+    return { triggers: rows.map(toTrigger), total: Number(count.n) };
+  },
+
+  async count(ex: Executor, agentUuid: string): Promise<number> {
+    const row = await guard(
+      ex
+        .selectFrom('triggers')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('agent_uuid', '=', agentUuid)
+        .executeTakeFirstOrThrow(),
+    );
+    return Number(row.n);
+  },
+
+  async remove(ex: Executor, uuid: string) {
+    await guard(ex.deleteFrom('trigger_deliveries').where('trigger_uuid', '=', uuid).execute());
+    await guard(ex.deleteFrom('triggers').where('uuid', '=', uuid).execute());
+  },
+
+  async removeAllOfAgent(ex: Executor, agentUuid: string) {
+    const rows = await guard(ex.selectFrom('triggers').select('uuid').where('agent_uuid', '=', agentUuid).execute());
+    for (const { uuid } of rows) await this.remove(ex, uuid);
+  },
+
+  insertDelivery(ex: Executor, d: DeliveryRow) {
+    return guard(
+      ex
+        .insertInto('trigger_deliveries')
+        .values({
+          uuid: d.uuid,
+          trigger_uuid: d.triggerUuid,
+          delivery_id: d.deliveryId,
+          dedup_key: d.dedupKey,
+          received_at: d.receivedAt,
+          status_code: d.statusCode,
+          task_uuid: d.taskUuid,
+          error: d.error,
+          response: d.response === null ? null : toDbJson(d.response),
+        })
+        .execute(),
+    );
+  },
+
+  /** The accepted delivery that still holds this id for the trigger, if any. */
+  async findByDedupKey(ex: Executor, triggerUuid: string, key: string): Promise<DeliveryRow | undefined> {
+    const row = await guard(
+      ex
+        .selectFrom('trigger_deliveries')
+        .selectAll()
+        .where('trigger_uuid', '=', triggerUuid)
+        .where('dedup_key', '=', key)
+        .executeTakeFirst(),
+    );
+    return row && toDelivery(row);
+  },
+
+  /** Lets an accepted delivery's id be used again (its 24 h are over). */
+  releaseDedupKey(ex: Executor, uuid: string) {
+    return guard(ex.updateTable('trigger_deliveries').set({ dedup_key: null }).where('uuid', '=', uuid).execute());
+  },
+
+  async listDeliveries(ex: Executor, triggerUuid: string, offset: number, limit: number) {
+    const base = ex.selectFrom('trigger_deliveries').where('trigger_uuid', '=', triggerUuid);
+    const [rows, count] = await Promise.all([
+      guard(
+        base.selectAll().orderBy('received_at', 'desc').orderBy('uuid', 'desc').offset(offset).limit(limit).execute(),
+      ),
+      guard(base.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()),
+    ]);
+    return { deliveries: rows.map(toDelivery), total: Number(count.n) };
+  },
+};
+
+export type TriggersRepo = typeof triggersRepo;

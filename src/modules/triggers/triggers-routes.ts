@@ -1,0 +1,160 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
+import { NoBody, NoContent, pagination } from '../../http/common-schemas.js';
+import { errorResponses } from '../../http/error-schemas.js';
+import { principalOf } from '../../http/guard.js';
+import {
+  AgentParams,
+  CreateTriggerBody,
+  DeliveryListReply,
+  PatchTriggerBody,
+  TriggerListQuery,
+  TriggerListReply,
+  TriggerParams,
+  TriggerSchema,
+  TriggerWithSecretSchema,
+} from './triggers-schemas.js';
+import type { TriggersService } from './triggers-service.js';
+
+const tags = ['triggers'];
+const config = { auth: 'user' as const, feature: 'agents' as const };
+const notFound = errorResponses([404]);
+
+/** Management of webhook triggers (reference 4.5, 4.6; CONTRACT §7). */
+export function triggersRoutes(service: TriggersService) {
+  return async function routes(base: FastifyInstance) {
+    const app = base.withTypeProvider<TypeBoxTypeProvider>();
+    const who = (request: Parameters<typeof principalOf>[0]) => principalOf(request).userUuid;
+
+    app.post(
+      '/v1/agent/:id/triggers',
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'Create a trigger',
+          description:
+            'Creates a webhook address for the agent. The response holds webhook_secret, shown only here. An invalid template is a 400 whose details name the position; an agent has at most 1,000 triggers.',
+          params: AgentParams,
+          body: CreateTriggerBody,
+          response: { 201: TriggerWithSecretSchema, ...notFound },
+        },
+      },
+      async (request, reply) =>
+        reply.code(201).send(await service.create(who(request), request.params.id, request.body)),
+    );
+
+    app.get(
+      '/v1/agent/:id/triggers',
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'List triggers',
+          description: 'Newest first, without secrets.',
+          params: AgentParams,
+          querystring: TriggerListQuery,
+          response: { 200: TriggerListReply, ...notFound },
+        },
+      },
+      async (request) => {
+        const { page, limit } = request.query;
+        const { triggers, total } = await service.list(who(request), request.params.id, page, limit);
+        return { triggers, pagination: pagination(page, limit, total) };
+      },
+    );
+
+    app.get(
+      '/v1/agent/:id/triggers/:triggerId',
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'Get a trigger',
+          params: TriggerParams,
+          response: { 200: TriggerSchema, ...notFound },
+        },
+      },
+      async (request) => service.get(who(request), request.params.id, request.params.triggerId),
+    );
+
+    app.patch(
+      '/v1/agent/:id/triggers/:triggerId',
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'Change a trigger',
+          description:
+            'Any of name, message_template, enabled. A disabled trigger answers its deliveries 403 and creates nothing.',
+          params: TriggerParams,
+          body: PatchTriggerBody,
+          response: { 200: TriggerSchema, ...notFound },
+        },
+      },
+      async (request) => service.patch(who(request), request.params.id, request.params.triggerId, request.body),
+    );
+
+    app.delete(
+      '/v1/agent/:id/triggers/:triggerId',
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'Delete a trigger',
+          description: 'Its address stops working at once (404); its delivery log goes with it.',
+          params: TriggerParams,
+          response: { 204: NoContent, ...notFound },
+        },
+      },
+      async (request, reply) => {
+        await service.remove(who(request), request.params.id, request.params.triggerId);
+        return reply.code(204).send(null);
+      },
+    );
+
+    app.post(
+      '/v1/agent/:id/triggers/:triggerId/rotate_secret',
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'Rotate the webhook secret',
+          description:
+            'Returns the trigger with a new webhook_secret (shown only here). The previous secret keeps working for 24 hours, so senders can be switched without losing deliveries.',
+          params: TriggerParams,
+          body: NoBody,
+          response: { 200: TriggerWithSecretSchema, ...notFound },
+        },
+      },
+      async (request) => service.rotateSecret(who(request), request.params.id, request.params.triggerId),
+    );
+
+    app.get(
+      '/v1/agent/:id/triggers/:triggerId/deliveries',
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'List recent deliveries',
+          description:
+            'Every request that named this trigger, refused ones included, newest first: when, what it was answered, the task it created, and why it was refused.',
+          params: TriggerParams,
+          querystring: TriggerListQuery,
+          response: { 200: DeliveryListReply, ...notFound },
+        },
+      },
+      async (request) => {
+        const { page, limit } = request.query;
+        const { deliveries, total } = await service.deliveries(
+          who(request),
+          request.params.id,
+          request.params.triggerId,
+          page,
+          limit,
+        );
+        return { deliveries, pagination: pagination(page, limit, total) };
+      },
+    );
+  };
+}

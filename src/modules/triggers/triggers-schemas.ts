@@ -1,0 +1,86 @@
+import { type Static, Type } from '@sinclair/typebox';
+import {
+  PageQuerySchema,
+  PaginationSchema,
+  StrictObject,
+  TimestampSchema,
+  UuidSchema,
+} from '../../http/common-schemas.js';
+
+export const MAX_TEMPLATE_CHARS = 10_000;
+export const MAX_TRIGGERS_PER_AGENT = 1000;
+
+const Name = Type.String({ minLength: 1, maxLength: 255, description: '1 to 255 characters.' });
+const Template = Type.String({
+  minLength: 1,
+  maxLength: MAX_TEMPLATE_CHARS,
+  description:
+    'The task message; {{payload.a.b}} is replaced by the value at that path of the delivered JSON ({{payload}} for all of it, numeric segments index arrays). Strings as they are, numbers and booleans as JSON text, objects and arrays as compact JSON; a missing path or null renders empty and is listed in the task metadata.template_missing.',
+});
+
+export const TriggerSchema = Type.Object(
+  {
+    uuid: UuidSchema,
+    agent_uuid: UuidSchema,
+    name: Type.String(),
+    message_template: Type.String(),
+    enabled: Type.Boolean(),
+    webhook_url: Type.String({ description: '{base_url}/v1/webhooks/triggers/<uuid>: where external systems POST.' }),
+    created_at: TimestampSchema,
+    updated_at: TimestampSchema,
+  },
+  { title: 'Trigger' },
+);
+export type TriggerView = Static<typeof TriggerSchema>;
+
+export const TriggerWithSecretSchema = Type.Composite(
+  [
+    TriggerSchema,
+    Type.Object({
+      webhook_secret: Type.String({
+        description:
+          'whs_… Send it as X-Webhook-Secret, or sign the body with it (X-Hub-Signature-256). Shown only here.',
+      }),
+    }),
+  ],
+  { title: 'TriggerWithSecret' },
+);
+
+export const CreateTriggerBody = StrictObject({
+  name: Name,
+  message_template: Template,
+  enabled: Type.Optional(Type.Boolean({ description: 'Default true.' })),
+});
+export type CreateTriggerInput = Static<typeof CreateTriggerBody>;
+
+export const PatchTriggerBody = StrictObject({
+  name: Type.Optional(Name),
+  message_template: Type.Optional(Template),
+  enabled: Type.Optional(Type.Boolean()),
+});
+export type PatchTriggerInput = Static<typeof PatchTriggerBody>;
+
+export const AgentParams = Type.Object({ id: UuidSchema });
+export const TriggerParams = Type.Object({ id: UuidSchema, triggerId: UuidSchema });
+export const WebhookParams = Type.Object({ trigger_uuid: UuidSchema });
+
+export const TriggerListQuery = PageQuerySchema;
+export const TriggerListReply = Type.Object({ triggers: Type.Array(TriggerSchema), pagination: PaginationSchema });
+
+export const DeliverySchema = Type.Object({
+  delivery_id: Type.String({ description: 'X-GitHub-Delivery, webhook-id or Idempotency-Key, or a generated UUID.' }),
+  received_at: TimestampSchema,
+  status_code: Type.Integer({ description: 'What the delivery was answered.' }),
+  task_id: Type.Union([UuidSchema, Type.Null()]),
+  error: Type.Union([Type.String(), Type.Null()], { description: 'Why it was refused; null on success.' }),
+});
+export const DeliveryListReply = Type.Object({ deliveries: Type.Array(DeliverySchema), pagination: PaginationSchema });
+
+export const WebhookAccepted = Type.Object({
+  task_id: UuidSchema,
+  status: Type.Literal('queued'),
+  trigger_uuid: UuidSchema,
+  delivery_id: Type.String(),
+  poll_url: Type.String(),
+});
+export type WebhookAccepted = Static<typeof WebhookAccepted>;

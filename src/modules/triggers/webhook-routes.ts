@@ -1,0 +1,61 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { errorResponses } from '../../http/error-schemas.js';
+import { notFound } from '../../http/errors.js';
+import { isUuid } from '../../lib/ids.js';
+import type { TriggerRow } from './triggers-repo.js';
+import { WebhookAccepted } from './triggers-schemas.js';
+import type { TriggersService } from './triggers-service.js';
+
+const found = new WeakMap<FastifyRequest, TriggerRow | undefined>();
+
+async function triggerOf(service: TriggersService, request: FastifyRequest): Promise<TriggerRow | undefined> {
+  if (found.has(request)) return found.get(request);
+  const uuid = (request.params as { trigger_uuid?: string }).trigger_uuid ?? '';
+  const trigger = isUuid(uuid) ? await service.lookup(uuid) : undefined;
+  found.set(request, trigger);
+  return trigger;
+}
+
+/**
+ * POST /v1/webhooks/triggers/:trigger_uuid (reference 4.7, 5.4; CONTRACT §7). The body is kept
+ * as raw bytes: the signature is checked over exactly what was sent, before any parsing.
+ */
+export function webhookRoutes(service: TriggersService) {
+  return async function routes(app: FastifyInstance) {
+    // Encapsulated: only this route reads bodies raw, whatever their content type.
+    app.removeAllContentTypeParsers();
+    app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+
+    app.post(
+      '/v1/webhooks/triggers/:trigger_uuid',
+      {
+        config: {
+          // Counted per trigger (an unknown address counts against the client address).
+          rateLimitScope: async (request) =>
+            (await triggerOf(service, request))
+              ? `trigger:${(request.params as { trigger_uuid: string }).trigger_uuid}`
+              : null,
+        },
+        schema: {
+          tags: ['triggers'],
+          summary: 'Fire a trigger (receive a webhook)',
+          description: `Authenticate with the trigger's secret: \`X-Webhook-Secret: <webhook_secret>\`, or \`X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the raw body>\` (GitHub's signature). Body: any JSON (\`application/json\` or \`application/*+json\`), or GitHub's \`application/x-www-form-urlencoded\` with a \`payload\` field.
+
+Checked in this order: unknown trigger 404; no secret or signature 401; a wrong one 401; another content type 415; a body that does not parse 400; trigger disabled 403 TRIGGER_DISABLED; agent unavailable 503.
+
+On success a task is queued on the trigger's agent with the rendered template as its message and \`{trigger_uuid, delivery_id, template_missing}\` as its metadata. A delivery id in \`X-GitHub-Delivery\`, \`webhook-id\` or \`Idempotency-Key\` (the first present) makes repeats within 24 h answer the first 202 and create nothing.`,
+          params: Type.Object({ trigger_uuid: Type.String({ description: 'The trigger UUID.' }) }),
+          response: { 202: WebhookAccepted, ...errorResponses([401, 403, 404]) },
+        },
+      },
+      async (request, reply) => {
+        const trigger = await triggerOf(service, request);
+        if (!trigger) throw notFound('Trigger');
+        const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+        const accepted = await service.receive(trigger, { headers: request.headers, body });
+        return reply.code(202).send(accepted);
+      },
+    );
+  };
+}
