@@ -11,6 +11,7 @@ import { newId } from './lib/ids.js';
 import { createAccountsModule } from './modules/accounts/accounts-module.js';
 import { createAgentsModule } from './modules/agents/agents-module.js';
 import type { AgentDeleteCascade } from './modules/agents/agents-service.js';
+import { createCallbacksModule } from './modules/callbacks/callbacks-module.js';
 import { createHealthModule } from './modules/health/health-module.js';
 import { createTasksModule } from './modules/tasks/tasks-module.js';
 import { createTriggersModule } from './modules/triggers/triggers-module.js';
@@ -82,7 +83,14 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   });
   const cascades: AgentDeleteCascade[] = [];
   const agents = createAgentsModule({ runtime, cascades });
-  const tasks = createTasksModule({ config, runtime, agents: agents.service });
+  const callbacks = createCallbacksModule({ config, runtime, accounts: accounts.service });
+  const tasks = createTasksModule({
+    config,
+    runtime,
+    agents: agents.service,
+    hooks: [callbacks.hook],
+    validateSubmit: callbacks.validateSubmit,
+  });
   const triggers = createTriggersModule({ config, runtime, box, agents: agents.service, tasks: tasks.service });
   cascades.push(tasks.cascade, triggers.cascade);
   const health = createHealthModule({ db: runtime.db, clock: runtime.clock, intervalMs: config.healthIntervalMs });
@@ -92,5 +100,6 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   await app.register(agents.routes);
   await app.register(tasks.routes);
   await app.register(triggers.routes);
+  await app.register(callbacks.attach(tasks.service));
   return app;
 }

@@ -24,6 +24,7 @@ export const ConfigSchema = Type.Object({
   trustProxy: Type.Boolean(),
   healthIntervalMs: Type.Integer({ minimum: 50 }),
   sweepIntervalMs: Type.Integer({ minimum: 10 }),
+  callbackTimeoutMs: Type.Integer({ minimum: 100 }),
 });
 
 export type Config = Static<typeof ConfigSchema>;
@@ -88,6 +89,7 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: bool(env, 'TASKHOOK_TRUST_PROXY', false),
     healthIntervalMs: int(env, 'TASKHOOK_HEALTH_INTERVAL_MS', 2000),
     sweepIntervalMs: int(env, 'TASKHOOK_SWEEP_INTERVAL_MS', 1000),
+    callbackTimeoutMs: int(env, 'TASKHOOK_CALLBACK_TIMEOUT_MS', 10_000),
   };
   return validateConfig(config);
 }

@@ -1,3 +1,4 @@
+import type { LookupAddress } from 'node:dns';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import pino, { type Logger } from 'pino';
@@ -38,6 +39,8 @@ export interface Runtime {
   clock: Clock;
   logger: Logger;
   redis: Redis | null;
+  /** Name resolution for outbound calls; the system resolver unless a test gives its own. */
+  lookup?: ((host: string) => Promise<LookupAddress[]>) | undefined;
   close(): Promise<void>;
 }
 
@@ -48,7 +51,12 @@ export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
 /** Connects storage (running migrations), resolves secrets and picks the rate-limit store. */
 export async function openRuntime(
   config: Config,
-  opts: { logger?: Logger; clock?: Clock; migrate?: boolean } = {},
+  opts: {
+    logger?: Logger;
+    clock?: Clock;
+    migrate?: boolean;
+    lookup?: (host: string) => Promise<LookupAddress[]>;
+  } = {},
 ): Promise<Runtime> {
   const logger = opts.logger ?? createLogger(config);
   const db = connectDb({
@@ -74,6 +82,7 @@ export async function openRuntime(
       clock: opts.clock ?? systemClock,
       logger,
       redis,
+      lookup: opts.lookup,
       async close() {
         redis?.disconnect();
         await db.close();

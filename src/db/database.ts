@@ -156,6 +156,22 @@ export interface TriggerDeliveriesTable {
   response: DbJson | null;
 }
 
+export interface CallbacksTable {
+  uuid: string;
+  task_uuid: string;
+  user_uuid: string;
+  url: string;
+  event_type: string;
+  /** The exact JSON text that is signed and sent, identical on every attempt. */
+  payload: string;
+  status: string;
+  attempts: DbJson;
+  next_attempt_at: string | null;
+  lease_until: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface Database {
   users: UsersTable;
   email_verifications: EmailVerificationsTable;
@@ -170,4 +186,5 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   triggers: TriggersTable;
   trigger_deliveries: TriggerDeliveriesTable;
+  callbacks: CallbacksTable;
 }

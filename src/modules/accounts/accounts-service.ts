@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Db } from '../../db/connect.js';
 import { UniqueViolationError } from '../../db/errors.js';
 import { AppError, AUTH_MESSAGES, AuthError, invalid, notFound } from '../../http/errors.js';
@@ -18,6 +19,11 @@ import type { Mailer } from './mailer.js';
 import { checkPassword, hashPassword } from './passwords.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** A Standard Webhooks signing secret: `whsec_` + 32 random bytes in standard base64 (what verifiers decode). */
+function newSigningSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`;
+}
 
 export interface AccountsDeps {
   db: Db;
@@ -69,7 +75,7 @@ export function createAccountsService(deps: AccountsDeps) {
       tokenVersion: 0,
       createdAt: now(),
     };
-    const sealed = deps.box.seal(`whsec_${randomSecret(32)}`);
+    const sealed = deps.box.seal(newSigningSecret());
     try {
       await db.transaction(async (trx) => {
         await repo.insertUser(trx, user);
@@ -219,7 +225,7 @@ export function createAccountsService(deps: AccountsDeps) {
     activeSigningSecrets: (userUuid: string) => signingSecrets(userUuid).then((rows) => rows.map((r) => r.secret)),
 
     async rotateSigningSecret(userUuid: string): Promise<{ secret: string; created_at: string }> {
-      const secret = `whsec_${randomSecret(32)}`;
+      const secret = newSigningSecret();
       const createdAt = now();
       await db.transaction(async (trx) => {
         await repo.expireCurrentSigningSecrets(trx, userUuid, iso(clock.now() + DAY_MS));

@@ -1,0 +1,169 @@
+import { isIP } from 'node:net';
+import { type Dispatcher, request } from 'undici';
+import type { Db } from '../../db/connect.js';
+import { isPrivateAddress } from '../../lib/outbound.js';
+import { type Clock, iso } from '../../lib/time.js';
+import { classify, nextDelaySeconds, retryAfterSeconds, signatureHeader } from './callbacks-fns.js';
+import type { Attempt, CallbackRow, CallbacksRepo } from './callbacks-repo.js';
+
+const POLL_MS = 500;
+const BATCH = 32;
+
+interface Log {
+  warn(obj: object, msg: string): void;
+}
+
+/**
+ * Sends due callbacks with bounded concurrency. Each delivery is leased before it is sent, so
+ * instances sharing a database never send the same attempt twice; a sender that dies leaves its
+ * lease to expire and the delivery is sent again, with the same webhook-id.
+ */
+export function createDispatcher(deps: {
+  db: Db;
+  repo: CallbacksRepo;
+  signingSecrets: (userUuid: string) => Promise<string[]>;
+  dispatcher: Dispatcher;
+  allowPrivate: boolean;
+  schedule: number[];
+  timeoutMs: number;
+  concurrency: number;
+  clock: Clock;
+  log: Log;
+}) {
+  const { db, repo } = deps;
+  const lock = db.dialect === 'postgres';
+  const leaseMs = deps.timeoutMs + 5000;
+  let inFlight = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = true;
+  let pumping: Promise<void> | null = null;
+  let again = false;
+  const sending = new Set<Promise<void>>();
+
+  async function attempt(row: CallbackRow): Promise<Attempt & { retryAfter: number | null }> {
+    const startedAt = deps.clock.now();
+    const started = performance.now();
+    const done = (status_code: number | null, error: string | null, retryAfter: number | null = null) => ({
+      at: iso(startedAt),
+      status_code,
+      duration_ms: Math.round(performance.now() - started),
+      error,
+      retryAfter,
+    });
+    const host = new URL(row.url).hostname.replace(/^\[|\]$/g, '');
+    if (!deps.allowPrivate && isIP(host) && isPrivateAddress(host)) return done(null, 'private address refused');
+    const timestamp = Math.floor(startedAt / 1000);
+    try {
+      const res = await request(row.url, {
+        method: 'POST',
+        body: row.payload,
+        dispatcher: deps.dispatcher,
+        signal: AbortSignal.timeout(deps.timeoutMs),
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'taskhook-callbacks/1',
+          'webhook-id': row.uuid,
+          'webhook-timestamp': String(timestamp),
+          'webhook-signature': signatureHeader(
+            row.uuid,
+            timestamp,
+            row.payload,
+            await deps.signingSecrets(row.userUuid),
+          ),
+        },
+      });
+      await res.body.dump().catch(() => undefined);
+      const header = res.headers['retry-after'];
+      const retryAfter = retryAfterSeconds(Array.isArray(header) ? header[0] : header, deps.clock.now());
+      const ok = classify(res.statusCode) === 'delivered';
+      return done(res.statusCode, ok ? null : `HTTP ${res.statusCode}`, retryAfter);
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      const reason = e.name === 'TimeoutError' || e.name === 'AbortError' ? 'timed out' : (e.code ?? e.message);
+      return done(null, String(reason).slice(0, 200));
+    }
+  }
+
+  async function deliver(row: CallbackRow) {
+    const result = await attempt(row);
+    const { retryAfter, ...entry } = result;
+    const attempts = [...row.attempts, entry];
+    const outcome = classify(entry.status_code);
+    const nowMs = deps.clock.now();
+    let status: CallbackRow['status'] = outcome === 'delivered' ? 'delivered' : 'failed';
+    let nextAttemptAt: string | null = null;
+    if (outcome === 'retry') {
+      const delay = nextDelaySeconds(deps.schedule, attempts.length);
+      if (delay !== null) {
+        status = 'pending';
+        nextAttemptAt = iso(nowMs + Math.max(delay, retryAfter ?? 0) * 1000);
+      }
+    }
+    await db.transaction((trx) =>
+      repo.recordAttempt(trx, row.uuid, { attempts, status, nextAttemptAt, now: iso(nowMs) }),
+    );
+  }
+
+  async function pump() {
+    do {
+      again = false;
+      const room = deps.concurrency - inFlight;
+      if (room <= 0 || stopped) return;
+      const nowMs = deps.clock.now();
+      const due = await db.transaction((trx) =>
+        repo.claimDue(trx, iso(nowMs), iso(nowMs + leaseMs), Math.min(room, BATCH), lock),
+      );
+      for (const row of due) {
+        inFlight++;
+        const p: Promise<void> = deliver(row)
+          .catch((err) => deps.log.warn({ err, callback: row.uuid }, 'callback delivery failed to record'))
+          .finally(() => {
+            inFlight--;
+            sending.delete(p);
+            nudge();
+          });
+        sending.add(p);
+      }
+      if (due.length === Math.min(room, BATCH)) again = true;
+    } while (again);
+  }
+
+  /** Look for due deliveries now (after a commit that queued one, or a slot freed). */
+  function nudge() {
+    if (stopped) return;
+    if (pumping) {
+      again = true;
+      return;
+    }
+    pumping = pump()
+      .catch((err) => deps.log.warn({ err }, 'callback dispatch failed'))
+      .finally(() => {
+        pumping = null;
+      });
+  }
+
+  function schedule() {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      nudge();
+      schedule();
+    }, POLL_MS);
+    timer.unref();
+  }
+
+  return {
+    nudge,
+    start() {
+      stopped = false;
+      schedule();
+      nudge();
+    },
+    /** Stops looking for work and waits for attempts in flight to be recorded. */
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await pumping;
+      await Promise.all(sending);
+    },
+  };
+}

@@ -1,0 +1,40 @@
+import { createHmac } from 'node:crypto';
+
+/**
+ * Standard Webhooks signature: base64 HMAC-SHA256 of `${id}.${timestamp}.${body}` keyed with the
+ * base64-decoded part of a `whsec_` secret; one `v1,<sig>` per secret, space-separated.
+ */
+export function signatureHeader(id: string, timestamp: number, body: string, secrets: string[]): string {
+  return secrets
+    .map((secret) => {
+      const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
+      return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
+    })
+    .join(' ');
+}
+
+/** Seconds to wait before attempt `failedAttempts + 1`, or null when the schedule is exhausted. */
+export function nextDelaySeconds(schedule: number[], failedAttempts: number, random = Math.random): number | null {
+  const base = schedule[failedAttempts - 1];
+  if (base === undefined) return null;
+  return base * (0.8 + 0.4 * random()); // ±20% jitter
+}
+
+/** A Retry-After header (delay seconds or an HTTP date) in seconds, capped at a day; null when absent or invalid. */
+export function retryAfterSeconds(value: string | undefined, now: number): number | null {
+  if (!value) return null;
+  const trimmed = value.trim();
+  if (/^\d+$/.test(trimmed)) return Math.min(Number(trimmed), 86_400);
+  const at = Date.parse(trimmed);
+  if (Number.isNaN(at)) return null;
+  return Math.min(Math.max(0, (at - now) / 1000), 86_400);
+}
+
+/** What an attempt's answer means for the delivery. */
+export function classify(statusCode: number | null): 'delivered' | 'gone' | 'retry' {
+  if (statusCode !== null && statusCode >= 200 && statusCode < 300) return 'delivered';
+  if (statusCode === 410) return 'gone';
+  return 'retry';
+}
+
+export const ANNOUNCED_STATUSES = new Set(['awaiting_input', 'completed', 'failed', 'cancelled']);

@@ -1,0 +1,173 @@
+import type { Selectable } from 'kysely';
+import { sql } from 'kysely';
+import type { Executor } from '../../db/connect.js';
+import type { CallbacksTable } from '../../db/database.js';
+import { translateDbError } from '../../db/errors.js';
+import { fromDbJson, toDbJson } from '../../db/json.js';
+
+export interface Attempt {
+  at: string;
+  status_code: number | null;
+  duration_ms: number;
+  error: string | null;
+}
+
+export type CallbackStatus = 'pending' | 'delivered' | 'failed';
+
+export interface CallbackRow {
+  uuid: string;
+  taskUuid: string;
+  userUuid: string;
+  url: string;
+  eventType: string;
+  payload: string;
+  status: CallbackStatus;
+  attempts: Attempt[];
+  nextAttemptAt: string | null;
+  leaseUntil: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+function toRow(r: Selectable<CallbacksTable>): CallbackRow {
+  return {
+    uuid: r.uuid,
+    taskUuid: r.task_uuid,
+    userUuid: r.user_uuid,
+    url: r.url,
+    eventType: r.event_type,
+    payload: r.payload,
+    status: r.status as CallbackStatus,
+    attempts: fromDbJson(r.attempts),
+    nextAttemptAt: r.next_attempt_at,
+    leaseUntil: r.lease_until,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+async function guard<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    throw translateDbError(err);
+  }
+}
+
+/** The only code that touches the callbacks outbox. */
+export const callbacksRepo = {
+  insert(ex: Executor, c: CallbackRow) {
+    return guard(
+      ex
+        .insertInto('callbacks')
+        .values({
+          uuid: c.uuid,
+          task_uuid: c.taskUuid,
+          user_uuid: c.userUuid,
+          url: c.url,
+          event_type: c.eventType,
+          payload: c.payload,
+          status: c.status,
+          attempts: toDbJson(c.attempts),
+          next_attempt_at: c.nextAttemptAt,
+          lease_until: c.leaseUntil,
+          created_at: c.createdAt,
+          updated_at: c.updatedAt,
+        })
+        .execute(),
+    );
+  },
+
+  async listForTask(ex: Executor, taskUuid: string): Promise<CallbackRow[]> {
+    const rows = await guard(
+      ex
+        .selectFrom('callbacks')
+        .selectAll()
+        .where('task_uuid', '=', taskUuid)
+        .orderBy('created_at')
+        .orderBy('uuid')
+        .execute(),
+    );
+    return rows.map(toRow);
+  },
+
+  async find(ex: Executor, taskUuid: string, uuid: string, lock = false): Promise<CallbackRow | undefined> {
+    const row = await guard(
+      ex
+        .selectFrom('callbacks')
+        .selectAll()
+        .where('uuid', '=', uuid)
+        .where('task_uuid', '=', taskUuid)
+        .$if(lock, (qb) => qb.forUpdate())
+        .executeTakeFirst(),
+    );
+    return row && toRow(row);
+  },
+
+  /**
+   * Takes up to `limit` due deliveries for this sender until `leaseUntil`: pending, due, and not
+   * leased by another sender (PostgreSQL skips rows another instance is claiming right now).
+   */
+  async claimDue(ex: Executor, now: string, leaseUntil: string, limit: number, lock: boolean): Promise<CallbackRow[]> {
+    const rows = await guard(
+      ex
+        .selectFrom('callbacks')
+        .selectAll()
+        .where(sql<boolean>`status = 'pending'`)
+        .where('next_attempt_at', '<=', now)
+        .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
+        .orderBy('next_attempt_at')
+        .limit(limit)
+        .$if(lock, (qb) => qb.forUpdate().skipLocked())
+        .execute(),
+    );
+    if (rows.length === 0) return [];
+    await guard(
+      ex
+        .updateTable('callbacks')
+        .set({ lease_until: leaseUntil })
+        .where(
+          'uuid',
+          'in',
+          rows.map((r) => r.uuid),
+        )
+        .execute(),
+    );
+    return rows.map((r) => toRow({ ...r, lease_until: leaseUntil }));
+  },
+
+  /** Stores an attempt's outcome and releases the lease. */
+  recordAttempt(
+    ex: Executor,
+    uuid: string,
+    change: { attempts: Attempt[]; status: CallbackStatus; nextAttemptAt: string | null; now: string },
+  ) {
+    return guard(
+      ex
+        .updateTable('callbacks')
+        .set({
+          attempts: toDbJson(change.attempts),
+          status: change.status,
+          next_attempt_at: change.nextAttemptAt,
+          lease_until: null,
+          updated_at: change.now,
+        })
+        .where('uuid', '=', uuid)
+        .execute(),
+    );
+  },
+
+  /** Makes the delivery due now (a manual retry), whatever its status, unless an attempt is in flight. */
+  rearm(ex: Executor, uuid: string, now: string) {
+    return guard(
+      ex
+        .updateTable('callbacks')
+        .set({ status: 'pending', next_attempt_at: now, updated_at: now })
+        .where('uuid', '=', uuid)
+        .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
+        .execute(),
+    );
+  },
+};
+
+export type CallbacksRepo = typeof callbacksRepo;

@@ -1,0 +1,71 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { NoBody, TimestampSchema, UuidSchema } from '../../http/common-schemas.js';
+import { errorResponses } from '../../http/error-schemas.js';
+import { principalOf } from '../../http/guard.js';
+import type { CallbacksService } from './callbacks-service.js';
+
+const Attempt = Type.Object({
+  at: TimestampSchema,
+  status_code: Type.Union([Type.Integer(), Type.Null()], { description: 'null when no answer came.' }),
+  duration_ms: Type.Integer(),
+  error: Type.Union([Type.String(), Type.Null()]),
+});
+const Delivery = Type.Object({
+  delivery_id: Type.String({ description: 'The webhook-id header sent, the same on every attempt.' }),
+  event_type: Type.String({ description: 'task.awaiting_input, task.completed, task.failed or task.cancelled.' }),
+  status: Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')], {
+    description: 'failed: the schedule ran out or the receiver answered 410.',
+  }),
+  attempts: Type.Array(Attempt),
+  next_attempt_at: Type.Union([TimestampSchema, Type.Null()]),
+});
+const Params = Type.Object({ id: UuidSchema, taskId: UuidSchema });
+const RetryParams = Type.Object({ id: UuidSchema, taskId: UuidSchema, deliveryId: UuidSchema });
+
+const config = { auth: 'user' as const, feature: 'agents' as const };
+
+/** Visibility of task callbacks (CONTRACT §9). */
+export function callbacksRoutes(service: CallbacksService) {
+  return async function routes(base: FastifyInstance) {
+    const app = base.withTypeProvider<TypeBoxTypeProvider>();
+    const ref = (request: { params: { id: string; taskId: string } } & Parameters<typeof principalOf>[0]) => ({
+      userUuid: principalOf(request).userUuid,
+      agentUuid: request.params.id,
+      taskUuid: request.params.taskId,
+    });
+
+    app.get(
+      '/agent/:id/task/:taskId/deliveries',
+      {
+        config,
+        schema: {
+          tags: ['callbacks'],
+          summary: "List a task's callback deliveries",
+          description:
+            'One delivery per announced change (awaiting_input, completed, failed, cancelled) of a task submitted with callback_mode webhook, with every attempt.',
+          params: Params,
+          response: { 200: Type.Object({ deliveries: Type.Array(Delivery) }), ...errorResponses([404]) },
+        },
+      },
+      async (request) => ({ deliveries: await service.list(ref(request)) }),
+    );
+
+    app.post(
+      '/agent/:id/task/:taskId/deliveries/:deliveryId/retry',
+      {
+        config,
+        schema: {
+          tags: ['callbacks'],
+          summary: 'Send a delivery again now',
+          description: 'Makes the delivery due at once (also after it failed); the same webhook-id is sent.',
+          params: RetryParams,
+          body: NoBody,
+          response: { 200: Delivery, ...errorResponses([404]) },
+        },
+      },
+      async (request) => service.retry(ref(request), request.params.deliveryId),
+    );
+  };
+}

@@ -1,0 +1,76 @@
+import type { Db, Executor } from '../../db/connect.js';
+import { notFound } from '../../http/errors.js';
+import { newId } from '../../lib/ids.js';
+import { type Clock, iso } from '../../lib/time.js';
+import type { TaskRecord } from '../tasks/tasks-repo.js';
+import type { TaskView } from '../tasks/tasks-schemas.js';
+import type { TaskRef, TasksService } from '../tasks/tasks-service.js';
+import { ANNOUNCED_STATUSES } from './callbacks-fns.js';
+import type { CallbackRow, CallbacksRepo } from './callbacks-repo.js';
+
+/** Task callbacks (CONTRACT §9): the outbox entry written with each announced change, and its visibility. */
+export function createCallbacksService(deps: {
+  db: Db;
+  repo: CallbacksRepo;
+  tasks: Pick<TasksService, 'requireTask'>;
+  clock: Clock;
+  nudge: () => void;
+}) {
+  const { db, repo } = deps;
+
+  const view = (c: CallbackRow) => ({
+    delivery_id: c.uuid,
+    event_type: c.eventType,
+    status: c.status,
+    attempts: c.attempts,
+    next_attempt_at: c.status === 'pending' ? c.nextAttemptAt : null,
+  });
+
+  return {
+    /**
+     * The status-change hook: in the transaction of the change, queue a callback for a task
+     * submitted with callback_mode webhook, so no announced change is lost or invented.
+     */
+    async onStatusChange(trx: Executor, task: TaskRecord, taskView: TaskView) {
+      if (task.callbackMode !== 'webhook' || !task.webhookUrl || !ANNOUNCED_STATUSES.has(task.status)) return;
+      const now = iso(deps.clock.now());
+      const type = `task.${task.status}`;
+      await repo.insert(trx, {
+        uuid: newId(),
+        taskUuid: task.uuid,
+        userUuid: task.userUuid,
+        url: task.webhookUrl,
+        eventType: type,
+        payload: JSON.stringify({ type, timestamp: now, data: taskView }),
+        status: 'pending',
+        attempts: [],
+        nextAttemptAt: now,
+        leaseUntil: null,
+        createdAt: now,
+        updatedAt: now,
+      });
+      // Look for it once this transaction has committed (the poll would find it anyway).
+      setTimeout(deps.nudge, 0);
+    },
+
+    async list(ref: TaskRef) {
+      await deps.tasks.requireTask(ref);
+      return (await repo.listForTask(db.kysely, ref.taskUuid)).map(view);
+    },
+
+    /** Sends the delivery again now (after a failure, or early), keeping its webhook-id. */
+    async retry(ref: TaskRef, deliveryId: string) {
+      await deps.tasks.requireTask(ref);
+      const row = await db.transaction(async (trx) => {
+        const found = await repo.find(trx, ref.taskUuid, deliveryId, db.dialect === 'postgres');
+        if (!found) throw notFound('Delivery');
+        await repo.rearm(trx, deliveryId, iso(deps.clock.now()));
+        return repo.find(trx, ref.taskUuid, deliveryId);
+      });
+      deps.nudge();
+      return view(row as CallbackRow);
+    },
+  };
+}
+
+export type CallbacksService = ReturnType<typeof createCallbacksService>;
