@@ -131,8 +131,12 @@ export function parseUnifiedDiff(text: string): SourceFile[] {
   const files: SourceFile[] = [];
   let current: SourceFile | null = null;
   let newLine = 0;
+  let previous = '';
   for (const raw of text.split(/\r?\n/)) {
-    if (raw.startsWith('+++ ')) {
+    // A file header is `--- old` then `+++ new`; an added line `++ x` also starts with `+++ `.
+    const header = raw.startsWith('+++ ') && (previous.startsWith('--- ') || !current);
+    previous = raw;
+    if (header) {
       const name = raw.slice(4).replace(/^b\//, '').split('\t')[0] ?? 'unknown';
       current = { file: name, lines: [], complete: false };
       if (name !== '/dev/null') files.push(current);
@@ -147,7 +151,8 @@ export function parseUnifiedDiff(text: string): SourceFile[] {
     if (raw.startsWith('+')) {
       current.lines.push({ line: newLine, text: raw.slice(1) });
       newLine++;
-    } else if (raw.startsWith(' ')) {
+    } else if (raw.startsWith(' ') || raw === '') {
+      // An empty line is a context line whose trailing space was stripped (editors, e-mail, chat).
       newLine++;
     }
   }

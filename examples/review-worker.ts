@@ -21,9 +21,21 @@ const MAX_FETCH_BYTES = 1024 * 1024;
 async function fetchSource(url: string, signal: AbortSignal): Promise<string> {
   const res = await fetch(url, { signal, redirect: 'follow' });
   if (!res.ok) throw new TaskFailure(`Fetching ${url} answered HTTP ${res.status}`, { code: 'FETCH_FAILED' });
-  const text = await res.text();
-  if (text.length > MAX_FETCH_BYTES) throw new TaskFailure(`${url} is larger than 1 MiB`, { code: 'TOO_LARGE' });
-  return text;
+  const tooLarge = () => new TaskFailure(`${url} is larger than 1 MiB`, { code: 'TOO_LARGE' });
+  if (Number(res.headers.get('content-length') ?? 0) > MAX_FETCH_BYTES) {
+    await res.body?.cancel();
+    throw tooLarge();
+  }
+  // Count bytes as they arrive: never hold more than the limit of a huge (or endless) body.
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of res.body ?? []) {
+    size += chunk.byteLength;
+    // Leaving the loop cancels the body.
+    if (size > MAX_FETCH_BYTES) throw tooLarge();
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 const worker = runWorker({

@@ -1,3 +1,5 @@
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { Config } from './config.js';
 import { errorBody, handleError } from './http/error-handler.js';
@@ -54,8 +56,17 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   // While shutting down, answer in-flight requests with `Connection: close` so keep-alive
   // clients let go and the process can exit as soon as they are done.
   let closing = false;
+  // Connections that never sent a request (pre-connects, aborted fetches, TCP probes) would hold
+  // server.close() open forever; idle keep-alive ones Fastify closes itself.
+  const silent = new Set<Socket>();
+  app.server.on('connection', (socket: Socket) => {
+    silent.add(socket);
+    socket.once('close', () => silent.delete(socket));
+  });
+  app.server.on('request', (req: IncomingMessage) => silent.delete(req.socket));
   app.addHook('preClose', async () => {
     closing = true;
+    for (const socket of silent) socket.destroy();
   });
   app.addHook('onSend', async (_request, reply) => {
     if (closing) reply.header('connection', 'close');

@@ -39,3 +39,12 @@ export function translateDbError(err: unknown): unknown {
 export function isUniqueViolation(err: unknown): boolean {
   return translateDbError(err) instanceof UniqueViolationError;
 }
+
+/** Awaits a query, translating a driver error into the portable errors above. */
+export async function withDbErrors<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    throw translateDbError(err);
+  }
+}

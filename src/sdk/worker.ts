@@ -60,8 +60,6 @@ export interface RunningWorker {
   done: Promise<void>;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /**
  * Runs a pull worker: claims tasks of `agentId` in batches (long poll), runs `handler` for each
  * with a heartbeat on a timer, and reports the outcome. A cancelled task aborts its handler's
@@ -137,13 +135,31 @@ export function runWorker(options: WorkerOptions): RunningWorker {
     running.set(task.task_id, { lease: task.lease_id, abort, done });
   }
 
+  /**
+   * Resolves when `wait` calls back or the worker starts stopping, whichever comes first. The abort
+   * listener is removed afterwards: a worker that is often full must not pile up one per wait.
+   */
+  function untilStopping(wait: (resolve: () => void) => (() => void) | undefined): Promise<void> {
+    return new Promise<void>((resolve) => {
+      if (stopping.signal.aborted) return resolve();
+      let cleanup: (() => void) | undefined;
+      const finish = () => {
+        stopping.signal.removeEventListener('abort', finish);
+        cleanup?.();
+        resolve();
+      };
+      stopping.signal.addEventListener('abort', finish, { once: true });
+      cleanup = wait(finish);
+    });
+  }
+
   async function loop() {
     while (!stopping.signal.aborted) {
       const free = concurrency - running.size;
       if (free <= 0) {
-        await new Promise<void>((resolve) => {
+        await untilStopping((resolve) => {
           slotFreed = resolve;
-          stopping.signal.addEventListener('abort', () => resolve(), { once: true });
+          return undefined;
         });
         slotFreed = null;
         continue;
@@ -163,7 +179,10 @@ export function runWorker(options: WorkerOptions): RunningWorker {
       } catch (err) {
         if (stopping.signal.aborted) break;
         log('warn', 'claim failed; retrying', { error: String(err) });
-        await sleep(1000);
+        await untilStopping((resolve) => {
+          const timer = setTimeout(resolve, 1000);
+          return () => clearTimeout(timer);
+        });
       }
     }
   }

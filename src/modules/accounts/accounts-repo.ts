@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import type { UsersTable } from '../../db/database.js';
-import { translateDbError } from '../../db/errors.js';
+import { withDbErrors as guard } from '../../db/errors.js';
 import { prepareQuery } from '../../db/prepared.js';
 
 export interface UserRow {
@@ -41,14 +41,6 @@ export interface CredentialWithUser {
   credentialUuid: string;
   lastUsedAt: string | null;
   user: UserRow;
-}
-
-async function guard<T>(work: Promise<T>): Promise<T> {
-  try {
-    return await work;
-  } catch (err) {
-    throw translateDbError(err);
-  }
 }
 
 // Queries on the path of every authenticated request, built once (see prepareQuery).

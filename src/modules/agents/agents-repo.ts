@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import type { AgentsTable } from '../../db/database.js';
-import { translateDbError } from '../../db/errors.js';
+import { withDbErrors as guard } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
 import { prepareQuery } from '../../db/prepared.js';
 import type { Agent, AgentStatus, Runtime } from './agents-schemas.js';
@@ -23,14 +23,6 @@ function toAgent(row: Selectable<AgentsTable>): AgentRow {
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
-}
-
-async function guard<T>(work: Promise<T>): Promise<T> {
-  try {
-    return await work;
-  } catch (err) {
-    throw translateDbError(err);
-  }
 }
 
 // On the path of every submit, built once (see prepareQuery).

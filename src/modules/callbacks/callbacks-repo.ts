@@ -2,7 +2,7 @@ import type { Selectable } from 'kysely';
 import { sql } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import type { CallbacksTable } from '../../db/database.js';
-import { translateDbError } from '../../db/errors.js';
+import { withDbErrors as guard } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
 
 export interface Attempt {
@@ -44,14 +44,6 @@ function toRow(r: Selectable<CallbacksTable>): CallbackRow {
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };
-}
-
-async function guard<T>(work: Promise<T>): Promise<T> {
-  try {
-    return await work;
-  } catch (err) {
-    throw translateDbError(err);
-  }
 }
 
 /** The only code that touches the callbacks outbox. */

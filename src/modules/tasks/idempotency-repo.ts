@@ -1,5 +1,5 @@
 import type { Executor } from '../../db/connect.js';
-import { translateDbError } from '../../db/errors.js';
+import { withDbErrors as guard } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
 
 export interface IdempotencyRecord {
@@ -10,14 +10,6 @@ export interface IdempotencyRecord {
   response: unknown;
   createdAt: string;
   expiresAt: string;
-}
-
-async function guard<T>(work: Promise<T>): Promise<T> {
-  try {
-    return await work;
-  } catch (err) {
-    throw translateDbError(err);
-  }
 }
 
 /** Idempotency keys of task submissions: unique per user, enforced by the primary key. */

@@ -1,7 +1,7 @@
 import { type Selectable, sql } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import type { TasksTable } from '../../db/database.js';
-import { translateDbError } from '../../db/errors.js';
+import { withDbErrors as guard } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
 import { prepareQuery } from '../../db/prepared.js';
 import type { TaskStatus } from './tasks-fns.js';
@@ -125,14 +125,6 @@ export function toRecord(row: Selectable<TasksTable>): TaskRecord {
     cancelledAt: row.cancelled_at,
     seq: row.seq,
   };
-}
-
-async function guard<T>(work: Promise<T>): Promise<T> {
-  try {
-    return await work;
-  } catch (err) {
-    throw translateDbError(err);
-  }
 }
 
 const TASK_COLUMNS = Object.values(COLUMNS);

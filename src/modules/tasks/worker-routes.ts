@@ -45,9 +45,13 @@ export function workerRoutes(service: WorkerService) {
           response: { 200: ClaimReply, ...reportErrors },
         },
       },
-      async (request) => ({
-        tasks: await service.claim(principalOf(request).userUuid, request.params.id, request.body),
-      }),
+      async (request, reply) => {
+        // A worker that hangs up mid-poll must not be handed work it will never see.
+        const gone = new AbortController();
+        reply.raw.once('close', () => gone.abort());
+        const tasks = await service.claim(principalOf(request).userUuid, request.params.id, request.body, gone.signal);
+        return { tasks };
+      },
     );
 
     app.post(

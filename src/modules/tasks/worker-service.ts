@@ -102,15 +102,29 @@ export function createWorkerService(deps: {
     return view;
   }
 
+  async function releaseAll(userUuid: string, agentUuid: string, tasks: ClaimedTask[]) {
+    for (const task of tasks) {
+      await release({ userUuid, agentUuid, taskUuid: task.task_id }, task.lease_id).catch(() => undefined);
+    }
+  }
+
+  /** Hands the task back unfinished: queued again, attempt unchanged. */
+  function release(ref: TaskRef, leaseId: string) {
+    return report(ref, leaseId, 'release', (_task, nowMs) => ({
+      changes: { ready: true, leaseExpiresAt: null, leaseId: null, estimatedStart: iso(nowMs) },
+    }));
+  }
+
   return {
     /**
      * Claims up to `max_tasks` tasks in priority-then-age order within the agent's concurrency;
      * with `wait_seconds`, waits until work arrives (answering the moment it does) or time runs out.
      */
-    async claim(userUuid: string, agentUuid: string, input: ClaimInput): Promise<ClaimedTask[]> {
+    async claim(userUuid: string, agentUuid: string, input: ClaimInput, signal?: AbortSignal): Promise<ClaimedTask[]> {
       await deps.agents.requireOwned(userUuid, agentUuid);
       const deadline = performance.now() + (input.wait_seconds ?? 0) * 1000;
       for (;;) {
+        if (signal?.aborted) return [];
         // Subscribe before looking, so work that lands between the look and the wait is not missed.
         let woken = false;
         const unsubscribe = deps.notifier.subscribe('work', agentUuid, () => {
@@ -118,9 +132,14 @@ export function createWorkerService(deps: {
         });
         try {
           const tasks = await tryClaim(agentUuid, input);
+          if (signal?.aborted && tasks.length > 0) {
+            // The worker is gone: hand the tasks straight back rather than let their leases run out.
+            await releaseAll(userUuid, agentUuid, tasks);
+            return [];
+          }
           const left = deadline - performance.now();
           if (tasks.length > 0 || left <= 0 || closing) return tasks;
-          if (!woken) await waitFor(deps.notifier, 'work', agentUuid, left);
+          if (!woken) await waitFor(deps.notifier, 'work', agentUuid, left, signal);
         } finally {
           unsubscribe();
         }
@@ -191,10 +210,7 @@ export function createWorkerService(deps: {
       }),
 
     /** Hands the task back unfinished (the worker is shutting down): queued again, attempt unchanged. */
-    release: (ref: TaskRef, leaseId: string) =>
-      report(ref, leaseId, 'release', (_task, nowMs) => ({
-        changes: { ready: true, leaseExpiresAt: null, leaseId: null, estimatedStart: iso(nowMs) },
-      })),
+    release,
 
     /** Stops long polls at shutdown (they answer with what they have: nothing). */
     close() {

@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import type { TriggerDeliveriesTable, TriggersTable } from '../../db/database.js';
-import { translateDbError } from '../../db/errors.js';
+import { withDbErrors as guard } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
 import { prepareQuery } from '../../db/prepared.js';
 
@@ -59,14 +59,6 @@ function toDelivery(r: Selectable<TriggerDeliveriesTable>): DeliveryRow {
     error: r.error,
     response: r.response === null ? null : fromDbJson(r.response),
   };
-}
-
-async function guard<T>(work: Promise<T>): Promise<T> {
-  try {
-    return await work;
-  } catch (err) {
-    throw translateDbError(err);
-  }
 }
 
 // Looked up on every delivery, before anything else (built once, see prepareQuery).
