@@ -39,6 +39,7 @@ const SECRET_PATTERNS: Array<[RegExp, string]> = [
 ];
 
 export const MAX_FUNCTION_LINES = 60;
+const CONTROL_WORDS = new Set(['if', 'for', 'while', 'switch', 'catch', 'with', 'return', 'else', 'do', 'try']);
 export const MAX_LINE_LENGTH = 160;
 
 /** Line-level rules: debug output, TODO/FIXME, secrets, very long lines. */
@@ -85,6 +86,8 @@ export function longFunctions(src: SourceFile): Finding[] {
     const m = start.exec(text);
     if (!m) continue;
     const name = python ? m[3] : (m[4] ?? m[5] ?? m[8] ?? m[12] ?? 'function');
+    // `} else if (x) {` and friends look like a method header to the pattern above.
+    if (name && CONTROL_WORDS.has(name)) continue;
     let end = i;
     if (python) {
       const indent = (m[1] ?? '').length;
