@@ -100,6 +100,7 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
     runtime,
     agents: agents.service,
     hooks: [callbacks.hook],
+    committed: [callbacks.committed],
     validateSubmit: callbacks.validateSubmit,
   });
   const triggers = createTriggersModule({ config, runtime, box, agents: agents.service, tasks: tasks.service });

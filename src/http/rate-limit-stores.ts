@@ -62,10 +62,10 @@ export function createPostgresStore(db: Db): RateLimitStore {
     async hit(scope, window) {
       if (window !== lastSweep) {
         lastSweep = window;
-        void db.kysely
-          .deleteFrom('rate_limits')
-          .where('window_start', '<', window - 1)
-          .execute()
+        // Old windows by the database's clock, so an instance whose clock runs ahead cannot
+        // delete the counters other instances are still using.
+        void sql`delete from rate_limits where window_start < floor(extract(epoch from now()) / 60) - 2`
+          .execute(db.kysely)
           .catch(() => undefined);
       }
       const row = await db.kysely

@@ -37,16 +37,24 @@ const V6: Array<[string, number]> = [
   ['fec0::', 10], // site-local (deprecated)
   ['ff00::', 8], // multicast
   ['2002::', 16], // 6to4 (embeds arbitrary IPv4)
+  ['64:ff9b:1::', 48], // local-use NAT64 (a local translator to any IPv4)
 ];
 for (const [net, prefix] of V4) blocked.addSubnet(net, prefix, 'ipv4');
 for (const [net, prefix] of V6) blocked.addSubnet(net, prefix, 'ipv6');
 
-/** The IPv4 address embedded in IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible or NAT64 (64:ff9b::/96) forms. */
+/**
+ * The IPv4 address embedded in IPv4-mapped (::ffff:a.b.c.d), IPv4-translated (::ffff:0:a.b.c.d),
+ * IPv4-compatible (::a.b.c.d) or NAT64 (64:ff9b::/96) forms, however the address is written.
+ */
 function embeddedV4(address: string): string | null {
-  const lower = address.toLowerCase();
-  const dotted = /^(?:::ffff:|::|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-  if (dotted?.[1]) return dotted[1];
-  const hex = /^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
+  // The URL parser writes every IPv6 address one way: compressed, lower-case, hex groups only.
+  let canonical: string;
+  try {
+    canonical = new URL(`http://[${address}]`).hostname.slice(1, -1);
+  } catch {
+    return null;
+  }
+  const hex = /^(?:::ffff:0:|::ffff:|::|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(canonical);
   if (hex?.[1] && hex[2]) {
     const hi = Number.parseInt(hex[1], 16);
     const lo = Number.parseInt(hex[2], 16);

@@ -1,3 +1,4 @@
+import type { LookupAddress } from 'node:dns';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { type Config, loadConfig, validateConfig } from '../../src/config.js';
@@ -49,10 +50,10 @@ export function testConfig(db: TestDatabase, overrides: Partial<Config> = {}): C
  */
 export async function buildTestApp(
   db: TestDatabase,
-  opts: { config?: Partial<Config>; clock?: Clock } = {},
+  opts: { config?: Partial<Config>; clock?: Clock; lookup?: (host: string) => Promise<LookupAddress[]> } = {},
 ): Promise<TestApp> {
   const config = testConfig(db, opts.config);
-  const runtime = await openRuntime(config, { logger: createLogger(config), clock: opts.clock });
+  const runtime = await openRuntime(config, { logger: createLogger(config), clock: opts.clock, lookup: opts.lookup });
   const app = await buildApp(config, runtime);
   app.addHook('onClose', async () => runtime.close());
   await app.ready();

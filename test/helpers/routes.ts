@@ -5,7 +5,16 @@ import { call, type TestApp } from './app.js';
 import { createAgent, type TestUser } from './factories.js';
 
 /** The kinds of owned resources a route's path can name. A new kind joins here and in createRouteContext. */
-export const ID_KINDS = ['agent', 'platformKey', 'ingestToken', 'task', 'runningTask', 'doneTask'] as const;
+export const ID_KINDS = [
+  'agent',
+  'platformKey',
+  'ingestToken',
+  'task',
+  'runningTask',
+  'doneTask',
+  'trigger',
+  'delivery',
+] as const;
 export type IdKind = (typeof ID_KINDS)[number];
 
 /** What a route's example request needs: ids of resources the requesting user owns, and their password. */
@@ -217,6 +226,91 @@ export const ROUTES: CatalogueRoute[] = [
       status: 200,
     }),
   ),
+  {
+    method: 'POST',
+    path: '/v1/agent/:id/triggers',
+    url: (ctx) => `/v1/agent/${ctx.agent}/triggers`,
+    body: () => ({ name: 'catalogue trigger', message_template: 'Review {{payload.repository.name}}' }),
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent'],
+    status: 201,
+  },
+  {
+    method: 'GET',
+    path: '/v1/agent/:id/triggers',
+    url: (ctx) => `/v1/agent/${ctx.agent}/triggers?page=1&limit=5`,
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent'],
+    status: 200,
+  },
+  {
+    method: 'GET',
+    path: '/v1/agent/:id/triggers/:triggerId',
+    url: (ctx) => `/v1/agent/${ctx.agent}/triggers/${ctx.trigger}`,
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent', 'trigger'],
+    status: 200,
+  },
+  {
+    method: 'PATCH',
+    path: '/v1/agent/:id/triggers/:triggerId',
+    url: (ctx) => `/v1/agent/${ctx.agent}/triggers/${ctx.trigger}`,
+    body: () => ({ name: 'renamed by catalogue', message_template: '{{payload}}', enabled: false }),
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent', 'trigger'],
+    status: 200,
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/agent/:id/triggers/:triggerId',
+    url: (ctx) => `/v1/agent/${ctx.agent}/triggers/${ctx.trigger}`,
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent', 'trigger'],
+    status: 204,
+  },
+  {
+    method: 'POST',
+    path: '/v1/agent/:id/triggers/:triggerId/rotate_secret',
+    url: (ctx) => `/v1/agent/${ctx.agent}/triggers/${ctx.trigger}/rotate_secret`,
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent', 'trigger'],
+    status: 200,
+  },
+  {
+    method: 'GET',
+    path: '/v1/agent/:id/triggers/:triggerId/deliveries',
+    url: (ctx) => `/v1/agent/${ctx.agent}/triggers/${ctx.trigger}/deliveries?page=1&limit=5`,
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent', 'trigger'],
+    status: 200,
+  },
+  {
+    method: 'GET',
+    path: '/agent/:id/task/:taskId/deliveries',
+    url: (ctx) => `/agent/${ctx.agent}/task/${ctx.doneTask}/deliveries`,
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent', 'doneTask'],
+    status: 200,
+  },
+  {
+    // A callback delivery needs a reachable receiver, which the generated suites do not run (the
+    // callbacks tests do): the example names a delivery the task does not have, so it answers 404.
+    method: 'POST',
+    path: '/agent/:id/task/:taskId/deliveries/:deliveryId/retry',
+    url: (ctx) => `/agent/${ctx.agent}/task/${ctx.doneTask}/deliveries/${ctx.delivery}/retry`,
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent', 'doneTask', 'delivery'],
+    status: 404,
+  },
 ];
 
 const WORKER_BODIES = {
@@ -234,6 +328,8 @@ export const routeKey = (r: { method: string; path: string }) => `${r.method} ${
 export interface ContextSecrets {
   platformKey: string;
   ingestToken: string;
+  /** The webhook secret of `trigger` (a random stand-in when the trigger is a placeholder). */
+  trigger: string;
 }
 
 /**
@@ -250,17 +346,33 @@ export async function createRouteContext(
   if (key.statusCode !== 201 || token.statusCode !== 201) throw new Error(`context setup failed: ${key.body}`);
   const agent = given.agent ?? (await createAgent(t, user)).uuid;
   const tasks = given.agent ? placeholderTasks() : await createContextTasks(t, user, agent);
+  const trigger = given.agent
+    ? { uuid: randomUUID(), webhook_secret: `whs_${randomUUID()}` }
+    : await createContextTrigger(t, user, agent);
   return {
     ctx: {
       agent,
       platformKey: key.json().uuid,
       ingestToken: token.json().uuid,
       password: user.password,
+      trigger: trigger.uuid,
+      // No callback delivery exists without a reachable receiver: a fresh id that names none.
+      delivery: randomUUID(),
       ...tasks,
       ...given,
     },
-    secrets: { platformKey: key.json().key, ingestToken: token.json().token },
+    secrets: { platformKey: key.json().key, ingestToken: token.json().token, trigger: trigger.webhook_secret },
   };
+}
+
+/** A webhook trigger of the agent, with its secret. */
+async function createContextTrigger(t: TestApp, user: TestUser, agent: string) {
+  const res = await call(t.app, 'POST', `/v1/agent/${agent}/triggers`, {
+    token: user.token,
+    body: { name: 'context trigger', message_template: '{{payload}}' },
+  });
+  if (res.statusCode !== 201) throw new Error(`trigger setup failed: ${res.body}`);
+  return res.json() as { uuid: string; webhook_secret: string };
 }
 
 type TaskIds = Pick<RouteContext, 'task' | 'runningTask' | 'doneTask' | 'lease'>;

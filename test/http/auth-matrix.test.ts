@@ -48,7 +48,8 @@ describe.each(DATABASES)('authentication matrix on $name', (database) => {
           route: routeKey(route),
           ids: params.length,
         });
-        expect(route.feature === 'agents').toBe(route.path.startsWith('/agent'));
+        // CONTRACT §3: the agents feature covers /agent/* and /v1/agent/*.
+        expect(route.feature === 'agents').toBe(/^\/(v1\/)?agent(\/|$)/.test(route.path));
       }
     });
 

@@ -95,6 +95,38 @@ const AGENT_FIELD_CASES: BadCase[] = [
   invalid('runtime with an unknown field', { name: 'a', runtime: { type: 'worker', extra: 1 } }),
 ];
 
+/** Field cases shared by trigger create and patch; templates that do not parse name their position. */
+const TRIGGER_FIELD_CASES: BadCase[] = [
+  invalid('name as a number', { name: 1, message_template: 'm' }, 'name'),
+  invalid('name null', { name: null, message_template: 'm' }, 'name'),
+  invalid('empty name', { name: '', message_template: 'm' }, 'name'),
+  invalid('name of 256 characters', { name: long(256), message_template: 'm' }, 'name'),
+  invalid('message_template as a number', { name: 'n', message_template: 5 }, 'message_template'),
+  invalid('message_template as an object', { name: 'n', message_template: { a: 1 } }, 'message_template'),
+  invalid('empty message_template', { name: 'n', message_template: '' }, 'message_template'),
+  invalid('message_template of 10,001 characters', { name: 'n', message_template: long(10_001) }, 'message_template'),
+  invalid('enabled as a string', { name: 'n', message_template: 'm', enabled: 'true' }, 'enabled'),
+  invalid('enabled as a number', { name: 'n', message_template: 'm', enabled: 1 }, 'enabled'),
+  ...['{{ foo }}', '{{payload.}}', '{{payload..a}}', 'unclosed {{payload.a', '{{}}', '{{payload.a}'].map((template) =>
+    invalid(`template ${template}`, { name: 'n', message_template: template }, 'message_template'),
+  ),
+  invalid(
+    'webhook_secret in the body',
+    { name: 'n', message_template: 'm', webhook_secret: 'whs_x' },
+    'webhook_secret',
+  ),
+  invalid('agent_uuid in the body', { name: 'n', message_template: 'm', agent_uuid: randomUUID() }, 'agent_uuid'),
+];
+
+const pageQueryCases = (url: (ctx: RouteContext) => string): BadCase[] =>
+  'limit=0 limit=101 limit=abc limit=-1 limit=2.5 limit= page=0 page=1.5 page=abc page=-1'.split(' ').map((query) => ({
+    name: `query ${query}`,
+    url: (ctx: RouteContext) => `${url(ctx)}?${query}`,
+    field: query.split('=')[0],
+    status: 400,
+    code: 'INVALID_REQUEST',
+  }));
+
 const CASES: Record<string, BadCase[]> = {
   'POST /agent': [
     ...bodyCases({ name: 'a' }),
@@ -217,6 +249,25 @@ const CASES: Record<string, BadCase[]> = {
     status: 400,
     code: 'INVALID_REQUEST',
   })),
+  'POST /v1/agent/:id/triggers': [
+    ...bodyCases({ name: 'n', message_template: 'm' }),
+    ...TRIGGER_FIELD_CASES,
+    invalid('missing name', { message_template: 'm' }, 'name'),
+    invalid('missing message_template', { name: 'n' }, 'message_template'),
+    invalid('uuid in the body', { name: 'n', message_template: 'm', uuid: randomUUID() }, 'uuid'),
+  ],
+  'PATCH /v1/agent/:id/triggers/:triggerId': [
+    ...bodyCases({ name: 'n' }),
+    ...TRIGGER_FIELD_CASES,
+    invalid('enabled null', { enabled: null }, 'enabled'),
+    invalid('uuid in the body', { uuid: randomUUID() }, 'uuid'),
+  ],
+  'POST /v1/agent/:id/triggers/:triggerId/rotate_secret': BODYLESS_CASES,
+  'GET /v1/agent/:id/triggers': pageQueryCases((ctx) => `/v1/agent/${ctx.agent}/triggers`),
+  'GET /v1/agent/:id/triggers/:triggerId/deliveries': pageQueryCases(
+    (ctx) => `/v1/agent/${ctx.agent}/triggers/${ctx.trigger}/deliveries`,
+  ),
+  'POST /agent/:id/task/:taskId/deliveries/:deliveryId/retry': BODYLESS_CASES,
   'GET /agent/list': 'limit=0 limit=101 limit=abc limit=-1 limit=2.5 limit= page=0 page=1.5 page=abc page=-1'
     .split(' ')
     .map((query) => ({

@@ -20,12 +20,24 @@ export function nextDelaySeconds(schedule: number[], failedAttempts: number, ran
   return base * (0.8 + 0.4 * random()); // ±20% jitter
 }
 
-/** A Retry-After header (delay seconds or an HTTP date) in seconds, capped at a day; null when absent or invalid. */
+/** The three HTTP-date forms (RFC 9110 §5.6.7): IMF-fixdate, RFC 850, asctime (which is GMT too). */
+const HTTP_DATE = [
+  /^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/,
+  /^[A-Z][a-z]+, \d{2}-[A-Z][a-z]{2}-\d{2} \d{2}:\d{2}:\d{2} GMT$/,
+  /^[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}$/,
+];
+
+/**
+ * A Retry-After header (delay seconds or an HTTP date) in seconds, capped at a day; null when
+ * absent or invalid (anything else, even what `Date.parse` would guess a date from).
+ */
 export function retryAfterSeconds(value: string | undefined, now: number): number | null {
   if (!value) return null;
   const trimmed = value.trim();
   if (/^\d+$/.test(trimmed)) return Math.min(Number(trimmed), 86_400);
-  const at = Date.parse(trimmed);
+  const form = HTTP_DATE.findIndex((re) => re.test(trimmed));
+  if (form < 0) return null;
+  const at = Date.parse(form === 2 ? `${trimmed} GMT` : trimmed);
   if (Number.isNaN(at)) return null;
   return Math.min(Math.max(0, (at - now) / 1000), 86_400);
 }

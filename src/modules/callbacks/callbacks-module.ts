@@ -4,6 +4,7 @@ import { invalid } from '../../http/errors.js';
 import { checkOutboundUrl, createOutboundDispatcher, OutboundUrlError } from '../../lib/outbound.js';
 import type { Runtime } from '../../runtime.js';
 import type { AccountsService } from '../accounts/accounts-service.js';
+import type { TaskRecord } from '../tasks/tasks-repo.js';
 import type { SubmitInput } from '../tasks/tasks-schemas.js';
 import type { TasksService } from '../tasks/tasks-service.js';
 import { createDispatcher } from './callbacks-dispatcher.js';
@@ -52,6 +53,7 @@ export function createCallbacksModule(deps: {
     validateSubmit,
     hook: (...args: Parameters<ReturnType<typeof createCallbacksService>['onStatusChange']>) =>
       (service as ReturnType<typeof createCallbacksService>).onStatusChange(...args),
+    committed: (task: TaskRecord) => service?.committed(task),
     attach(tasks: Pick<TasksService, 'requireTask'>) {
       service = createCallbacksService({
         db: runtime.db,

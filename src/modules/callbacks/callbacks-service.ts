@@ -49,8 +49,11 @@ export function createCallbacksService(deps: {
         createdAt: now,
         updatedAt: now,
       });
-      // Look for it once this transaction has committed (the poll would find it anyway).
-      setTimeout(deps.nudge, 0);
+    },
+
+    /** After a change has committed: send its callback now rather than at the next poll. */
+    committed(task: TaskRecord) {
+      if (task.callbackMode === 'webhook' && ANNOUNCED_STATUSES.has(task.status)) deps.nudge();
     },
 
     async list(ref: TaskRef) {

@@ -8,7 +8,7 @@ import { createEstimator } from './estimator.js';
 import { eventsRoutes } from './events-routes.js';
 import { idempotencyRepo } from './idempotency-repo.js';
 import { createNotifier } from './notifier.js';
-import { tasksRepo } from './tasks-repo.js';
+import { type TaskRecord, tasksRepo } from './tasks-repo.js';
 import { tasksRoutes } from './tasks-routes.js';
 import type { SubmitInput } from './tasks-schemas.js';
 import { createTasksService } from './tasks-service.js';
@@ -38,12 +38,19 @@ export function createTasksModule(deps: {
   runtime: Runtime;
   agents: AgentsService;
   hooks?: StatusChangeHook[];
+  committed?: Array<(task: TaskRecord) => void>;
   validateSubmit?: (input: SubmitInput) => Promise<void>;
 }) {
   const { runtime, config } = deps;
   const db = runtime.db;
   const notifier = createNotifier({ databaseUrl: config.databaseUrl, log: runtime.logger });
-  const writer = createTaskWriter({ db, repo: tasksRepo, notifier, hooks: deps.hooks ?? [] });
+  const writer = createTaskWriter({
+    db,
+    repo: tasksRepo,
+    notifier,
+    hooks: deps.hooks ?? [],
+    committed: deps.committed ?? [],
+  });
   const service = createTasksService({
     db,
     repo: tasksRepo,

@@ -20,7 +20,14 @@ const ERROR_MESSAGES: Record<string, string> = {
  * writes the changes, bumps the event sequence, logs the event snapshot, runs status-change hooks,
  * and remembers whom to wake once the transaction commits.
  */
-export function createTaskWriter(deps: { db: Db; repo: TasksRepo; notifier: Notifier; hooks: StatusChangeHook[] }) {
+export function createTaskWriter(deps: {
+  db: Db;
+  repo: TasksRepo;
+  notifier: Notifier;
+  hooks: StatusChangeHook[];
+  /** Called with the task once a change to it has committed (e.g. to send a queued callback now). */
+  committed?: Array<(task: TaskRecord) => void>;
+}) {
   const { repo } = deps;
   const lock = deps.db.dialect === 'postgres';
 
@@ -59,6 +66,7 @@ export function createTaskWriter(deps: { db: Db; repo: TasksRepo; notifier: Noti
    */
   function announce(task: TaskRecord, before?: Pick<TaskRecord, 'leaseExpiresAt'>) {
     deps.notifier.publish('task', task.uuid);
+    for (const fn of deps.committed ?? []) fn(task);
     if (task.ready || (before?.leaseExpiresAt && !task.leaseExpiresAt)) deps.notifier.publish('work', task.agentUuid);
   }
 

@@ -20,14 +20,15 @@ export function verifyHubSignature(header: string, body: Buffer, secret: string)
 }
 
 /**
- * Whether the request proves knowledge of one of `secrets`: every credential it presents
- * (X-Webhook-Secret, X-Hub-Signature-256) must match the same secret.
+ * Whether the request proves knowledge of one of `secrets`: it presents at least one credential
+ * (X-Webhook-Secret, X-Hub-Signature-256), and every credential it presents matches the same secret.
  */
 export function authenticateDelivery(
   presented: { secret?: string | undefined; signature?: string | undefined },
   body: Buffer,
   secrets: string[],
 ): boolean {
+  if (presented.secret === undefined && presented.signature === undefined) return false;
   let ok = false;
   for (const secret of secrets) {
     const secretOk = presented.secret === undefined || safeEqual(presented.secret, secret);

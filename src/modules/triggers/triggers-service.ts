@@ -83,7 +83,9 @@ export function createTriggersService(deps: {
   });
 
   async function requireTrigger(userUuid: string, agentUuid: string, uuid: string, ex: Executor = db.kysely) {
-    await deps.agents.requireOwned(userUuid, agentUuid);
+    // Inside a transaction every read goes through it: on SQLite a read on the database itself
+    // would wait for the transaction's connection forever.
+    await deps.agents.requireOwned(userUuid, agentUuid, ex);
     const trigger = await repo.findOwned(ex, userUuid, agentUuid, uuid);
     if (!trigger) throw notFound('Trigger');
     return trigger;
@@ -239,17 +241,19 @@ export function createTriggersService(deps: {
     /**
      * Receives a delivery: checks in the documented order, then creates exactly one task per
      * delivery id (24 h), in one transaction with the delivery record. Refusals are logged too.
-     * @throws AuthError 401, AppError (415, 400, 403 TRIGGER_DISABLED, 503 AGENT_UNAVAILABLE).
+     * @throws AuthError 401, AppError (415, 400, 403 TRIGGER_DISABLED, 503 AGENT_UNAVAILABLE; then 400 for a
+     * delivery id over 255 characters).
      */
     async receive(trigger: TriggerRow, incoming: IncomingDelivery): Promise<WebhookAccepted> {
       const sent = incomingDeliveryId(incoming.headers);
       const deliveryId = sent ?? newId();
       let admitted: Awaited<ReturnType<typeof admit>>;
       try {
+        admitted = await admit(trigger, incoming);
+        // Only after the documented checks: an unauthenticated sender learns nothing but 401.
         if (sent && sent.length > MAX_DELIVERY_ID) {
           throw invalid('delivery id', `must be at most ${MAX_DELIVERY_ID} characters`);
         }
-        admitted = await admit(trigger, incoming);
       } catch (err) {
         if (err instanceof AuthError || err instanceof AppError) {
           await logRefusal(trigger, deliveryId.slice(0, MAX_DELIVERY_ID), err.status, err.message);

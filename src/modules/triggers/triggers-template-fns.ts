@@ -108,8 +108,9 @@ export interface Rendered {
 
 /**
  * Fills the placeholders: strings as they are, numbers and booleans as JSON text, objects and
- * arrays as compact JSON; a missing path or null gives an empty string and is listed in `missing`.
- * The result is cut at `maxLength` characters.
+ * arrays as compact JSON; a missing path or null gives an empty string and is listed in `missing`
+ * (also when it comes after the cut). The result is cut at `maxLength` characters, never inside a
+ * surrogate pair.
  */
 export function renderTemplate(
   parts: TemplatePart[],
@@ -117,20 +118,26 @@ export function renderTemplate(
   maxLength = Number.POSITIVE_INFINITY,
 ): Rendered {
   let text = '';
+  let truncated = false;
   const missing: string[] = [];
   for (const part of parts) {
-    if ('text' in part) {
-      text += part.text;
-    } else {
-      const value = lookup(payload, part.path);
-      if (value === undefined || value === null) {
-        const name = part.path.length ? `payload.${part.path.join('.')}` : 'payload';
-        if (!missing.includes(name)) missing.push(name);
-      } else {
-        text += asText(value);
+    const value = 'text' in part ? part.text : lookup(payload, part.path);
+    if ('path' in part && (value === undefined || value === null)) {
+      const name = part.path.length ? `payload.${part.path.join('.')}` : 'payload';
+      if (!missing.includes(name)) missing.push(name);
+    } else if (!truncated) {
+      text += asText(value);
+      if (text.length > maxLength) {
+        text = cutAt(text, maxLength);
+        truncated = true;
       }
     }
-    if (text.length > maxLength) return { text: text.slice(0, maxLength), missing, truncated: true };
   }
-  return { text, missing, truncated: false };
+  return { text, missing, truncated };
+}
+
+/** The first `length` UTF-16 units of `text`, one less when the last would be half a surrogate pair. */
+function cutAt(text: string, length: number): string {
+  const code = text.charCodeAt(length - 1);
+  return text.slice(0, code >= 0xd800 && code <= 0xdbff ? length - 1 : length);
 }
