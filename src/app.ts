@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
@@ -9,7 +10,6 @@ import { createRateLimiter } from './http/rate-limit.js';
 import { createMemoryStore } from './http/rate-limit-stores.js';
 import { registerValidators } from './http/validation.js';
 import { createSecretBox } from './lib/crypto.js';
-import { newId } from './lib/ids.js';
 import { createAccountsModule } from './modules/accounts/accounts-module.js';
 import { createAgentsModule } from './modules/agents/agents-module.js';
 import type { AgentDeleteCascade } from './modules/agents/agents-service.js';
@@ -33,7 +33,7 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
     requestIdHeader: false,
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
-      return typeof incoming === 'string' && REQUEST_ID_RE.test(incoming) ? incoming : newId();
+      return typeof incoming === 'string' && REQUEST_ID_RE.test(incoming) ? incoming : randomUUID();
     },
     logController: new LogController({
       disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace',
@@ -50,9 +50,6 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
     parseJson(request, body as string, done);
   });
 
-  app.addHook('onRequest', async (request, reply) => {
-    reply.header('x-request-id', request.id);
-  });
   // While shutting down, answer in-flight requests with `Connection: close` so keep-alive
   // clients let go and the process can exit as soon as they are done.
   let closing = false;
@@ -68,8 +65,9 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
     closing = true;
     for (const socket of silent) socket.destroy();
   });
-  app.addHook('onSend', async (_request, reply) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (closing) reply.header('connection', 'close');
+    done(null, payload);
   });
   app.setErrorHandler(handleError);
   app.setNotFoundHandler((request, reply) =>

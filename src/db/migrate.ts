@@ -1,5 +1,5 @@
 import type { Kysely, Migration, MigrationProvider } from 'kysely';
-import { Migrator } from 'kysely';
+import { Migrator, sql } from 'kysely';
 import type { Db } from './connect.js';
 import { migration001 } from './migrations/001-foundation.js';
 import { migration002 } from './migrations/002-tasks.js';
@@ -33,7 +33,20 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
     },
   };
   const migrator = new Migrator({ db: db.kysely, provider });
-  const { error, results } = await migrator.migrateToLatest();
+  // Kysely takes no lock on SQLite (one connection per process); two processes starting on a new
+  // data dir (the server and the CLI) would both migrate. An IMMEDIATE transaction around the
+  // whole run makes the second wait and then find nothing left to do.
+  const sqlite = db.dialect === 'sqlite';
+  if (sqlite) await sql`begin immediate`.execute(db.kysely);
+  let outcome: Awaited<ReturnType<Migrator['migrateToLatest']>>;
+  try {
+    outcome = await migrator.migrateToLatest();
+  } catch (err) {
+    if (sqlite) await sql`rollback`.execute(db.kysely);
+    throw err;
+  }
+  if (sqlite) await sql`${sql.raw(outcome.error ? 'rollback' : 'commit')}`.execute(db.kysely);
+  const { error, results } = outcome;
   const failed = results?.find((r) => r.status === 'Error');
   if (error || failed) {
     const reason = error instanceof Error ? error.message : String(error ?? 'unknown error');

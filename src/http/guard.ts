@@ -28,7 +28,7 @@ export function principalOf(request: FastifyRequest): Principal {
 }
 
 /**
- * One onRequest hook for every route, 404s included: authenticate, then count the request
+ * One onRequest hook for every route, 404s included: the X-Request-Id header, authentication, then count the request
  * against its scope (the user, the route's own scope, or the client address), set the
  * X-RateLimit-* headers, and only then report a rate-limit or authentication failure.
  */
@@ -38,6 +38,7 @@ export function registerGuard(
 ) {
   app.decorateRequest('principal', null);
   app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
     const config = request.routeOptions.config;
     const mode = config.auth ?? 'none';
     let failure: AuthError | null = null;
@@ -53,9 +54,11 @@ export function registerGuard(
     if (!scope && !failure && config.rateLimitScope) scope = await config.rateLimitScope(request);
     const limiter = config.rateLimitLocal ? deps.localRateLimit : deps.rateLimit;
     const result = await limiter(scope ?? `ip:${request.ip}`);
-    reply.header('x-ratelimit-limit', result.limit);
-    reply.header('x-ratelimit-remaining', result.remaining);
-    reply.header('x-ratelimit-reset', result.reset);
+    reply.headers({
+      'x-ratelimit-limit': result.limit,
+      'x-ratelimit-remaining': result.remaining,
+      'x-ratelimit-reset': result.reset,
+    });
     if (result.exceeded) {
       reply.header('retry-after', result.retryAfter);
       throw new AppError('RATE_LIMITED', `Rate limit of ${result.limit} requests per minute exceeded`);

@@ -2,9 +2,12 @@ import type { Redis } from 'ioredis';
 import { sql } from 'kysely';
 import type { Db } from '../db/connect.js';
 
-/** Counts hits per (scope, window). `hit` returns the count including this hit. */
+/**
+ * Counts hits per (scope, window). `hit` returns the count including this hit: a number at once
+ * (memory), or a promise (shared storage).
+ */
 export interface RateLimitStore {
-  hit(scope: string, window: number): Promise<number>;
+  hit(scope: string, window: number): number | Promise<number>;
 }
 
 const EXACT_SCOPES = 100_000;
@@ -31,7 +34,7 @@ export function createMemoryStore(): RateLimitStore {
   let exact = new Map<string, number>();
   let sketch: Uint32Array | null = null;
   return {
-    async hit(scope, window) {
+    hit(scope, window) {
       if (window !== current) {
         current = window;
         exact = new Map();

@@ -17,12 +17,11 @@ export interface RateLimitResult {
 export const STORE_TIMEOUT_MS = 1000;
 
 /** The store's count, or an error when it fails or does not answer within STORE_TIMEOUT_MS. */
-async function countWithin(store: RateLimitStore, scope: string, window: number): Promise<number> {
+async function countWithin(hit: Promise<number>): Promise<number> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error('rate-limit store timed out')), STORE_TIMEOUT_MS);
   });
-  const hit = store.hit(scope, window);
   hit.catch(() => undefined);
   try {
     return await Promise.race([hit, timeout]);
@@ -47,7 +46,9 @@ export function createRateLimiter(opts: {
     const window = Math.floor(nowSeconds / WINDOW_SECONDS);
     let count = 0;
     try {
-      count = await countWithin(opts.store, scope, window);
+      const hit = opts.store.hit(scope, window);
+      // A store that answers at once (memory) needs no timeout, and no timer per request.
+      count = typeof hit === 'number' ? hit : await countWithin(hit);
     } catch (err) {
       opts.onStoreError?.(err);
     }

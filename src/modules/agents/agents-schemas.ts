@@ -3,6 +3,7 @@ import {
   PageQuerySchema,
   PaginationSchema,
   StrictObject,
+  StringEnum,
   TimestampSchema,
   UuidSchema,
 } from '../../http/common-schemas.js';
@@ -36,12 +37,9 @@ export const AgentSchema = Type.Object(
     uuid: UuidSchema,
     name: Type.String(),
     description: Type.Union([Type.String(), Type.Null()]),
-    status: Type.Union(
-      AGENT_STATUSES.map((s) => Type.Literal(s)),
-      {
-        description: 'active takes tasks; paused, stopped and error refuse new tasks with 503.',
-      },
-    ),
+    status: StringEnum(AGENT_STATUSES, {
+      description: 'active takes tasks; paused, stopped and error refuse new tasks with 503.',
+    }),
     runtime: RuntimeSchema,
     concurrency: Type.Integer(),
     default_timeout_seconds: Type.Integer(),

@@ -3,6 +3,7 @@ import {
   PageQuerySchema,
   PaginationSchema,
   StrictObject,
+  StringEnum,
   TimestampSchema,
   UuidSchema,
 } from '../../http/common-schemas.js';
@@ -11,10 +12,9 @@ import { TASK_STATUSES } from './tasks-fns.js';
 export const MAX_MESSAGE_CHARS = 100_000;
 export const MAX_METADATA_BYTES = 16 * 1024;
 
-const Status = Type.Union(
-  TASK_STATUSES.map((s) => Type.Literal(s)),
-  { description: 'queued, running, awaiting_input, completed, failed or cancelled.' },
-);
+const Status = StringEnum(TASK_STATUSES, {
+  description: 'queued, running, awaiting_input, completed, failed or cancelled.',
+});
 const MessageText = Type.String({ minLength: 1, maxLength: MAX_MESSAGE_CHARS });
 const Metadata = Type.Record(Type.String(), Type.Unknown(), { description: 'Free-form JSON object, at most 16 KiB.' });
 
@@ -54,7 +54,7 @@ export const SubmitReply = Type.Object({
 export type SubmitResult = Static<typeof SubmitReply>;
 
 export const ConversationMessage = Type.Object({
-  role: Type.Union([Type.Literal('user'), Type.Literal('agent')]),
+  role: StringEnum(['user', 'agent'] as const),
   content: Type.String(),
   created_at: TimestampSchema,
 });
