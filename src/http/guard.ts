@@ -21,6 +21,12 @@ declare module 'fastify' {
 
 type Authenticate = (headers: FastifyRequest['headers'], mode: Exclude<AuthMode, 'none'>) => Promise<Principal>;
 
+/** The task a `/agent/:id/task/:taskId/…` route names, for the requesting user. */
+export function taskRefOf(request: FastifyRequest) {
+  const params = request.params as { id: string; taskId: string };
+  return { userUuid: principalOf(request).userUuid, agentUuid: params.id, taskUuid: params.taskId };
+}
+
 /** The authenticated principal of a route that requires one. */
 export function principalOf(request: FastifyRequest): Principal {
   if (!request.principal) throw new AuthError(401, AUTH_MESSAGES.missing);

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { NoBody, TimestampSchema, UuidSchema } from '../../http/common-schemas.js';
 import { errorResponses } from '../../http/error-schemas.js';
-import { principalOf } from '../../http/guard.js';
+import { taskRefOf } from '../../http/guard.js';
 import type { CallbacksService } from './callbacks-service.js';
 
 const Attempt = Type.Object({
@@ -30,11 +30,6 @@ const config = { auth: 'user' as const, feature: 'agents' as const };
 export function callbacksRoutes(service: CallbacksService) {
   return async function routes(base: FastifyInstance) {
     const app = base.withTypeProvider<TypeBoxTypeProvider>();
-    const ref = (request: { params: { id: string; taskId: string } } & Parameters<typeof principalOf>[0]) => ({
-      userUuid: principalOf(request).userUuid,
-      agentUuid: request.params.id,
-      taskUuid: request.params.taskId,
-    });
 
     app.get(
       '/agent/:id/task/:taskId/deliveries',
@@ -49,7 +44,7 @@ export function callbacksRoutes(service: CallbacksService) {
           response: { 200: Type.Object({ deliveries: Type.Array(Delivery) }), ...errorResponses([404]) },
         },
       },
-      async (request) => ({ deliveries: await service.list(ref(request)) }),
+      async (request) => ({ deliveries: await service.list(taskRefOf(request)) }),
     );
 
     app.post(
@@ -65,7 +60,7 @@ export function callbacksRoutes(service: CallbacksService) {
           response: { 200: Delivery, ...errorResponses([404]) },
         },
       },
-      async (request) => service.retry(ref(request), request.params.deliveryId),
+      async (request) => service.retry(taskRefOf(request), request.params.deliveryId),
     );
   };
 }

@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { errorResponses } from '../../http/error-schemas.js';
-import { principalOf } from '../../http/guard.js';
+import { taskRefOf } from '../../http/guard.js';
 import type { Notifier } from './notifier.js';
 import { FINAL_STATUSES, type TaskStatus } from './tasks-fns.js';
 import { TaskParams } from './tasks-schemas.js';
@@ -51,11 +51,7 @@ export function eventsRoutes(deps: { service: TasksService; notifier: Notifier }
         },
       },
       async (request, reply) => {
-        const ref = {
-          userUuid: principalOf(request).userUuid,
-          agentUuid: request.params.id,
-          taskUuid: request.params.taskId,
-        };
+        const ref = taskRefOf(request);
         const resumeFrom = request.headers['last-event-id'];
         let wake: (() => void) | null = null;
         let signalled = false;

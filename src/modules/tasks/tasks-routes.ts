@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { NoBody, pagination } from '../../http/common-schemas.js';
 import { errorResponses } from '../../http/error-schemas.js';
-import { principalOf } from '../../http/guard.js';
+import { principalOf, taskRefOf } from '../../http/guard.js';
 import {
   AgentIdParams,
   CancelReply,
@@ -36,11 +36,6 @@ const IdempotencyHeaders = Type.Object({
 export function tasksRoutes(service: TasksService) {
   return async function routes(base: FastifyInstance) {
     const app = base.withTypeProvider<TypeBoxTypeProvider>();
-    const ref = (request: { params: { id: string; taskId: string } } & Parameters<typeof principalOf>[0]) => ({
-      userUuid: principalOf(request).userUuid,
-      agentUuid: request.params.id,
-      taskUuid: request.params.taskId,
-    });
 
     app.post(
       '/agent/request/:id',
@@ -81,7 +76,7 @@ export function tasksRoutes(service: TasksService) {
           response: { 200: TaskBody, ...errorResponses([404]) },
         },
       },
-      async (request) => service.get(ref(request)),
+      async (request) => service.get(taskRefOf(request)),
     );
 
     app.get(
@@ -124,7 +119,7 @@ export function tasksRoutes(service: TasksService) {
           response: { 200: MessageReply, ...errorResponses([404]) },
         },
       },
-      async (request) => service.message(ref(request), request.body.message),
+      async (request) => service.message(taskRefOf(request), request.body.message),
     );
 
     app.post(
@@ -141,7 +136,7 @@ export function tasksRoutes(service: TasksService) {
           response: { 200: CancelReply, ...errorResponses([404]) },
         },
       },
-      async (request) => service.cancel(ref(request)),
+      async (request) => service.cancel(taskRefOf(request)),
     );
   };
 }

@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { errorResponses } from '../../http/error-schemas.js';
-import { principalOf } from '../../http/guard.js';
+import { principalOf, taskRefOf } from '../../http/guard.js';
 import {
   AgentIdParams,
   ClaimBody,
@@ -25,11 +25,6 @@ const reportErrors = errorResponses([404]);
 export function workerRoutes(service: WorkerService) {
   return async function routes(base: FastifyInstance) {
     const app = base.withTypeProvider<TypeBoxTypeProvider>();
-    const ref = (request: { params: { id: string; taskId: string } } & Parameters<typeof principalOf>[0]) => ({
-      userUuid: principalOf(request).userUuid,
-      agentUuid: request.params.id,
-      taskUuid: request.params.taskId,
-    });
 
     app.post(
       '/agent/:id/tasks/claim',
@@ -70,7 +65,7 @@ export function workerRoutes(service: WorkerService) {
       },
       async (request) => {
         const { lease_id, ...progress } = request.body;
-        return service.progress(ref(request), lease_id, progress);
+        return service.progress(taskRefOf(request), lease_id, progress);
       },
     );
 
@@ -88,7 +83,7 @@ export function workerRoutes(service: WorkerService) {
           response: { 200: TaskBody, ...reportErrors },
         },
       },
-      async (request) => service.inputRequest(ref(request), request.body.lease_id, request.body.message),
+      async (request) => service.inputRequest(taskRefOf(request), request.body.lease_id, request.body.message),
     );
 
     app.post(
@@ -105,7 +100,7 @@ export function workerRoutes(service: WorkerService) {
           response: { 200: TaskBody, ...reportErrors },
         },
       },
-      async (request) => service.complete(ref(request), request.body.lease_id, request.body.result),
+      async (request) => service.complete(taskRefOf(request), request.body.lease_id, request.body.result),
     );
 
     app.post(
@@ -123,7 +118,7 @@ export function workerRoutes(service: WorkerService) {
         },
       },
       async (request) =>
-        service.fail(ref(request), request.body.lease_id, request.body.error, request.body.retryable ?? false),
+        service.fail(taskRefOf(request), request.body.lease_id, request.body.error, request.body.retryable ?? false),
     );
 
     app.post(
@@ -140,7 +135,7 @@ export function workerRoutes(service: WorkerService) {
           response: { 200: TaskBody, ...reportErrors },
         },
       },
-      async (request) => service.release(ref(request), request.body.lease_id),
+      async (request) => service.release(taskRefOf(request), request.body.lease_id),
     );
   };
 }
