@@ -20,6 +20,24 @@ import {
   verifyCallback,
 } from '../helpers/callbacks.js';
 import { DATABASES, type TestDatabase, tempDir } from '../helpers/databases.js';
+import {
+  serverEnv as baseEnv,
+  ensureBuilt,
+  freePort,
+  killHard,
+  runCli,
+  type ServerProcess as Server,
+  startServer,
+} from '../helpers/server-process.js';
+
+/** The server's environment with fast callback retries to receivers on this machine. */
+const serverEnv = (db: TestDatabase, dataDir: string, port: number) =>
+  baseEnv(db, dataDir, port, {
+    TASKHOOK_ALLOW_PRIVATE_URLS: 'true',
+    TASKHOOK_CALLBACK_RETRY_SCHEDULE: '1,1,1,1',
+    TASKHOOK_CALLBACK_TIMEOUT_MS: '1000',
+  });
+
 import { uniqueEmail } from '../helpers/factories.js';
 
 /*
@@ -29,99 +47,7 @@ import { uniqueEmail } from '../helpers/factories.js';
  * same storage every callback arrives, once, with the webhook-id it had before the crash.
  */
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const CLI = path.join(ROOT, 'dist/cli/index.js');
 const TASKS = 6;
-
-function newestMtime(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const full = path.join(dir, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestMtime(full) : statSync(full).mtimeMs);
-  }
-  return newest;
-}
-
-/** Builds dist/ when it is missing or older than src/ (CI builds it before the tests). */
-function ensureBuilt(): void {
-  if (existsSync(CLI) && statSync(CLI).mtimeMs >= newestMtime(path.join(ROOT, 'src'))) return;
-  execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'pipe', timeout: 120_000 });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      if (address === null || typeof address === 'string') return reject(new Error('no port'));
-      server.close(() => resolve(address.port));
-    });
-  });
-}
-
-/** Our environment without any taskhook settings, plus the storage of `db` and fast callback retries. */
-function serverEnv(db: TestDatabase, dataDir: string, port: number): NodeJS.ProcessEnv {
-  const base = Object.fromEntries(
-    Object.entries(process.env).filter(
-      ([name]) => !/^(TASKHOOK_|DATABASE_URL$|REDIS_URL$|PORT$|HOST$|NODE_OPTIONS$|VITEST)/.test(name),
-    ),
-  );
-  return {
-    ...base,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    TASKHOOK_DATA_DIR: dataDir,
-    TASKHOOK_LOG_LEVEL: 'warn',
-    TASKHOOK_ALLOW_PRIVATE_URLS: 'true',
-    TASKHOOK_CALLBACK_RETRY_SCHEDULE: '1,1,1,1',
-    TASKHOOK_CALLBACK_TIMEOUT_MS: '1000',
-    ...(db.databaseUrl ? { DATABASE_URL: db.databaseUrl } : {}),
-  };
-}
-
-function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => {
-    execFile(process.execPath, [CLI, ...args], { cwd: ROOT, env, timeout: 20_000 }, (err, stdout, stderr) => {
-      if (err) return reject(new Error(`taskhook ${args.join(' ')} failed: ${err.message}\n${stderr}`));
-      resolve(JSON.parse(stdout));
-    });
-  });
-}
-
-interface Server {
-  child: ChildProcess;
-  exited: Promise<unknown>;
-  stderr: () => string;
-}
-
-async function startServer(env: NodeJS.ProcessEnv, base: string): Promise<Server> {
-  const child = spawn(process.execPath, [CLI, 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString()).slice(-8_000);
-  });
-  const server = { child, exited: once(child, 'exit'), stderr: () => stderr };
-  const deadline = Date.now() + 15_000;
-  while (Date.now() < deadline && child.exitCode === null && child.signalCode === null) {
-    try {
-      const res = await request(`${base}/health`, { headersTimeout: 1_000, bodyTimeout: 1_000 });
-      await res.body.dump();
-      if (res.statusCode === 200) return server;
-    } catch {
-      // not listening yet
-    }
-    await sleep(50);
-  }
-  child.kill('SIGKILL');
-  throw new Error(`server did not become healthy: exit ${child.exitCode ?? child.signalCode}\n${stderr}`);
-}
-
-async function killHard(server: Server | undefined): Promise<void> {
-  if (!server || server.child.exitCode !== null || server.child.signalCode !== null) return;
-  server.child.kill('SIGKILL');
-  await server.exited;
-}
 
 beforeAll(() => ensureBuilt(), 180_000);
 

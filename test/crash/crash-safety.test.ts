@@ -10,6 +10,15 @@ import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DATABASES, type TestDatabase, tempDir } from '../helpers/databases.js';
 import { uniqueEmail } from '../helpers/factories.js';
+import {
+  ensureBuilt,
+  freePort,
+  killHard,
+  runCli,
+  type ServerProcess as Server,
+  serverEnv,
+  startServer,
+} from '../helpers/server-process.js';
 
 /*
  * CONTRACT §6: "a 2xx means the write is committed to storage, and a crash of any process at any
@@ -17,9 +26,6 @@ import { uniqueEmail } from '../helpers/factories.js';
  * with SIGKILL (no shutdown hook, no drain); after a restart on the same storage every response
  * the clients received as 2xx must be reflected in storage.
  */
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const CLI = path.join(ROOT, 'dist/cli/index.js');
 
 const CYCLES = 3;
 const CLIENTS = 16;
@@ -32,100 +38,6 @@ const LOAD_WINDOW_MS = 8_000;
 const MIN_ACKED = 50;
 const COMPLETES = 20;
 const COMPLETE_ROUNDS = 2;
-
-function newestMtime(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const full = path.join(dir, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestMtime(full) : statSync(full).mtimeMs);
-  }
-  return newest;
-}
-
-/** Builds dist/ when it is missing or older than src/ (CI builds it before the tests). */
-function ensureBuilt(): void {
-  if (existsSync(CLI) && statSync(CLI).mtimeMs >= newestMtime(path.join(ROOT, 'src'))) return;
-  execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'pipe', timeout: 120_000 });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      if (address === null || typeof address === 'string') return reject(new Error('no port'));
-      server.close(() => resolve(address.port));
-    });
-  });
-}
-
-/** Our environment without any taskhook settings, plus the storage of `db`. */
-function serverEnv(db: TestDatabase, dataDir: string, port: number): NodeJS.ProcessEnv {
-  const base = Object.fromEntries(
-    Object.entries(process.env).filter(
-      ([name]) => !/^(TASKHOOK_|DATABASE_URL$|REDIS_URL$|PORT$|HOST$|NODE_OPTIONS$|VITEST)/.test(name),
-    ),
-  );
-  return {
-    ...base,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    TASKHOOK_DATA_DIR: dataDir,
-    TASKHOOK_LOG_LEVEL: 'warn',
-    // Thousands of requests per minute from one key: keep the rate limit out of the way.
-    TASKHOOK_RATE_LIMIT: '10000000',
-    ...(db.databaseUrl ? { DATABASE_URL: db.databaseUrl } : {}),
-  };
-}
-
-function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => {
-    execFile(process.execPath, [CLI, ...args], { cwd: ROOT, env, timeout: 20_000 }, (err, stdout, stderr) => {
-      if (err) return reject(new Error(`taskhook ${args.join(' ')} failed: ${err.message}\n${stderr}`));
-      resolve(JSON.parse(stdout));
-    });
-  });
-}
-
-interface Server {
-  child: ChildProcess;
-  /** Set just before the test sends SIGKILL: connection errors from then on are expected. */
-  killed: boolean;
-  exited: Promise<unknown>;
-  stderr: () => string;
-}
-
-async function startServer(env: NodeJS.ProcessEnv, base: string): Promise<Server> {
-  const child = spawn(process.execPath, [CLI, 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString()).slice(-8_000);
-  });
-  const exited = once(child, 'exit');
-  const server = { child, killed: false, exited, stderr: () => stderr };
-  const deadline = Date.now() + 15_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null || child.signalCode !== null) break;
-    try {
-      const res = await request(`${base}/health`, { headersTimeout: 1_000, bodyTimeout: 1_000 });
-      await res.body.dump();
-      if (res.statusCode === 200) return server;
-    } catch {
-      // not listening yet
-    }
-    await sleep(50);
-  }
-  child.kill('SIGKILL');
-  throw new Error(`server did not become healthy: exit ${child.exitCode ?? child.signalCode}\n${stderr}`);
-}
-
-async function killHard(server: Server | undefined): Promise<void> {
-  if (!server || server.child.exitCode !== null || server.child.signalCode !== null) return;
-  server.killed = true;
-  server.child.kill('SIGKILL');
-  await server.exited;
-}
 
 /** Runs `fn` over `items` with at most `width` calls in flight. */
 async function mapLimit<T, R>(items: T[], width: number, fn: (item: T) => Promise<R>): Promise<R[]> {
