@@ -1,14 +1,9 @@
-import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
-import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
-import net from 'node:net';
-import path from 'node:path';
+import { rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DATABASES, type TestDatabase, tempDir } from '../helpers/databases.js';
+import { DATABASES, tempDir } from '../helpers/databases.js';
 import { uniqueEmail } from '../helpers/factories.js';
 import {
   ensureBuilt,
