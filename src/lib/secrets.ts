@@ -1,4 +1,15 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.js';
 import type { Db } from '../db/connect.js';
@@ -45,6 +56,38 @@ async function fromSettings(db: Db, wanted: Array<keyof ServiceSecrets>): Promis
   return out;
 }
 
+/**
+ * Writes the whole file or nothing (a temporary file, fsynced, then linked or renamed into place,
+ * then the directory fsynced), mode 0600. With `exclusive`, returns false when the file appeared
+ * meanwhile.
+ */
+function writeDurably(file: string, text: string, exclusive: boolean): boolean {
+  const tmp = `${file}.${process.pid}.${randomSecret(6)}.tmp`;
+  const fd = openSync(tmp, 'wx', 0o600);
+  try {
+    writeSync(fd, text);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  try {
+    if (exclusive) linkSync(tmp, file);
+    else renameSync(tmp, file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw err;
+  } finally {
+    if (exclusive) rmSync(tmp, { force: true });
+  }
+  const dir = openSync(path.dirname(file), 'r');
+  try {
+    fsyncSync(dir);
+  } finally {
+    closeSync(dir);
+  }
+  return true;
+}
+
 function fromFile(dataDir: string, wanted: Array<keyof ServiceSecrets>): Partial<ServiceSecrets> {
   const file = path.join(dataDir, 'secrets.json');
   const current: Record<string, string> = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : {};
@@ -58,15 +101,9 @@ function fromFile(dataDir: string, wanted: Array<keyof ServiceSecrets>): Partial
   if (changed) {
     mkdirSync(dataDir, { recursive: true });
     const text = `${JSON.stringify(current, null, 2)}\n`;
-    try {
-      // A new file is created exclusively: of two processes starting at once, one writes and
-      // the other reads what it wrote, so both use the same secrets.
-      writeFileSync(file, text, { mode: 0o600, flag: existsSync(file) ? 'w' : 'wx' });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      return fromFile(dataDir, wanted);
-    }
-    chmodSync(file, 0o600);
+    // Of two processes starting at once on a new data dir, one creates the file and the other
+    // reads what it wrote, so both use the same secrets.
+    if (!writeDurably(file, text, !existsSync(file))) return fromFile(dataDir, wanted);
   }
   return Object.fromEntries(wanted.map((n) => [n, current[NAMES[n]]]));
 }
