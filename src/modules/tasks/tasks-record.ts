@@ -1,0 +1,126 @@
+import type { Selectable } from 'kysely';
+import type { TasksTable } from '../../db/database.js';
+import { fromDbJson, toDbJson } from '../../db/json.js';
+import type { TaskStatus } from './tasks-fns.js';
+import type { ConversationMessage, Progress, TaskResult } from './tasks-schemas.js';
+
+/** A task as the code sees it, and its mapping to and from the tasks table. */
+export interface TaskRecord {
+  uuid: string;
+  agentUuid: string;
+  userUuid: string;
+  status: TaskStatus;
+  /** Waiting for a worker: queued, or running again after a user's reply and not yet claimed. */
+  ready: boolean;
+  priority: number;
+  message: string;
+  /** The conversation, the original message first. */
+  messages: ConversationMessage[];
+  metadata: Record<string, unknown>;
+  callbackMode: 'poll' | 'webhook';
+  webhookUrl: string | null;
+  timeoutSeconds: number;
+  attempt: number;
+  leaseId: string | null;
+  leaseSeconds: number | null;
+  /** Set only while a worker holds the task. */
+  leaseExpiresAt: string | null;
+  workerId: string | null;
+  progress: Progress | null;
+  inputRequest: { message: string; requested_at: string } | null;
+  result: TaskResult | null;
+  error: { code: string; message: string } | null;
+  estimatedStart: string;
+  createdAt: string;
+  updatedAt: string;
+  startedAt: string | null;
+  timeoutAt: string | null;
+  completedAt: string | null;
+  failedAt: string | null;
+  cancelledAt: string | null;
+  /** Event sequence number: increases with every visible change. */
+  seq: number;
+}
+
+const JSON_FIELDS = new Set(['messages', 'metadata', 'progress', 'inputRequest', 'result', 'error']);
+export const COLUMNS: Record<keyof TaskRecord, keyof TasksTable> = {
+  uuid: 'uuid',
+  agentUuid: 'agent_uuid',
+  userUuid: 'user_uuid',
+  status: 'status',
+  ready: 'ready',
+  priority: 'priority',
+  message: 'message',
+  messages: 'messages',
+  metadata: 'metadata',
+  callbackMode: 'callback_mode',
+  webhookUrl: 'webhook_url',
+  timeoutSeconds: 'timeout_seconds',
+  attempt: 'attempt',
+  leaseId: 'lease_id',
+  leaseSeconds: 'lease_seconds',
+  leaseExpiresAt: 'lease_expires_at',
+  workerId: 'worker_id',
+  progress: 'progress',
+  inputRequest: 'input_request',
+  result: 'result',
+  error: 'error',
+  estimatedStart: 'estimated_start',
+  createdAt: 'created_at',
+  updatedAt: 'updated_at',
+  startedAt: 'started_at',
+  timeoutAt: 'timeout_at',
+  completedAt: 'completed_at',
+  failedAt: 'failed_at',
+  cancelledAt: 'cancelled_at',
+  seq: 'seq',
+};
+
+/** Record fields → column values (JSON as text, booleans as 1/0). */
+export function toColumns(fields: Partial<TaskRecord>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(fields) as Array<[keyof TaskRecord, unknown]>) {
+    if (value === undefined) continue;
+    const column = COLUMNS[key];
+    if (key === 'ready') out[column] = value ? 1 : 0;
+    else if (JSON_FIELDS.has(key)) out[column] = value === null ? null : toDbJson(value);
+    else out[column] = value;
+  }
+  return out;
+}
+
+export function toRecord(row: Selectable<TasksTable>): TaskRecord {
+  const json = <T>(v: unknown) => (v === null ? null : fromDbJson<T>(v));
+  return {
+    uuid: row.uuid,
+    agentUuid: row.agent_uuid,
+    userUuid: row.user_uuid,
+    status: row.status as TaskStatus,
+    ready: Boolean(row.ready),
+    priority: row.priority,
+    message: row.message,
+    messages: fromDbJson(row.messages),
+    metadata: fromDbJson(row.metadata),
+    callbackMode: row.callback_mode as TaskRecord['callbackMode'],
+    webhookUrl: row.webhook_url,
+    timeoutSeconds: row.timeout_seconds,
+    attempt: row.attempt,
+    leaseId: row.lease_id,
+    leaseSeconds: row.lease_seconds,
+    leaseExpiresAt: row.lease_expires_at,
+    workerId: row.worker_id,
+    progress: json(row.progress),
+    inputRequest: json(row.input_request),
+    result: json(row.result),
+    error: json(row.error),
+    estimatedStart: row.estimated_start,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    startedAt: row.started_at,
+    timeoutAt: row.timeout_at,
+    completedAt: row.completed_at,
+    failedAt: row.failed_at,
+    cancelledAt: row.cancelled_at,
+    seq: row.seq,
+  };
+}
