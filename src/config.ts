@@ -1,122 +1,243 @@
-import { type Static, Type } from '@sinclair/typebox';
+import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 
 export const DEFAULT_RETRY_SCHEDULE = [5, 300, 1800, 7200, 18000, 36000, 36000];
 
-/** The whole configuration, read from the environment once at start (see README, "Configuration"). */
-export const ConfigSchema = Type.Object({
-  port: Type.Integer({ minimum: 0, maximum: 65535 }),
-  host: Type.String({ minLength: 1 }),
-  publicUrl: Type.String({ pattern: '^https?://[^\\s]+$' }),
-  dataDir: Type.String({ minLength: 1 }),
-  databaseUrl: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
-  redisUrl: Type.Optional(Type.String({ pattern: '^rediss?://' })),
-  jwtSecret: Type.Optional(Type.String({ minLength: 32 })),
-  encryptionKey: Type.Optional(Type.String({ minLength: 32 })),
-  allowPrivateUrls: Type.Boolean(),
-  rateLimit: Type.Integer({ minimum: 1 }),
-  smtpUrl: Type.Optional(Type.String({ pattern: '^smtps?://' })),
-  smtpFrom: Type.String({ minLength: 3 }),
-  callbackRetrySchedule: Type.Array(Type.Number({ minimum: 0 }), { minItems: 1 }),
-  sqliteSynchronous: Type.Union([Type.Literal('full'), Type.Literal('normal')]),
-  maxBodyBytes: Type.Integer({ minimum: 1024 }),
-  logLevel: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
-  trustProxy: Type.Boolean(),
-  healthIntervalMs: Type.Integer({ minimum: 50 }),
-  sweepIntervalMs: Type.Integer({ minimum: 10 }),
-  callbackTimeoutMs: Type.Integer({ minimum: 100 }),
-});
+/** One setting: the variable that sets it, its schema, its default and the README's words for it. */
+interface Setting<S extends TSchema> {
+  env: string;
+  schema: S;
+  /** Used when the variable is unset or empty; a function sees the settings read before it. */
+  default?: Static<S> | ((read: Readonly<Record<string, unknown>>) => Static<S>);
+  /** The default as the README shows it (Markdown), when the value alone does not say it well. */
+  defaultText?: string;
+  /** What the README says the setting does. */
+  doc: string;
+  /** Applied to a value read from the environment (not to defaults). */
+  normalize?: (value: Static<S>) => Static<S>;
+}
+
+/** A setting with its value type erased, for the code that walks the table. */
+interface AnySetting {
+  env: string;
+  schema: TSchema;
+  default?: unknown;
+  defaultText?: string;
+  doc: string;
+  normalize?: (value: never) => unknown;
+}
+
+const setting = <S extends TSchema>(s: Setting<S>) => s;
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/**
+ * Every setting, in the order the README lists them. This table is the only description of the
+ * configuration: the schema, the loader, its error messages and the README table come from it.
+ */
+export const SETTINGS = {
+  port: setting({
+    env: 'PORT',
+    schema: Type.Integer({ minimum: 0, maximum: 65535 }),
+    default: 8080,
+    doc: 'Listen port.',
+  }),
+  host: setting({ env: 'HOST', schema: Type.String({ minLength: 1 }), default: '127.0.0.1', doc: 'Listen address.' }),
+  publicUrl: setting({
+    env: 'TASKHOOK_PUBLIC_URL',
+    schema: Type.String({ pattern: '^https?://[^\\s]+$' }),
+    default: (read) => `http://localhost:${read.port}`,
+    defaultText: '`http://localhost:$PORT`',
+    normalize: (url) => url.replace(/\/+$/, ''),
+    doc: 'Prefix of every absolute URL the API returns (poll_url, cancel_url, webhook_url).',
+  }),
+  dataDir: setting({
+    env: 'TASKHOOK_DATA_DIR',
+    schema: Type.String({ minLength: 1 }),
+    default: './data',
+    doc: 'Embedded mode: the SQLite file (`taskhook.sqlite`) and generated secrets (`secrets.json`, mode 0600).',
+  }),
+  databaseUrl: setting({
+    env: 'DATABASE_URL',
+    schema: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
+    doc: '`postgres://…` switches storage to PostgreSQL: many instances can share it.',
+  }),
+  redisUrl: setting({
+    env: 'REDIS_URL',
+    schema: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+    doc: 'Rate-limit counters in Redis, shared by all instances. Without it: PostgreSQL mode keeps them in PostgreSQL (an UNLOGGED table), embedded mode in memory.',
+  }),
+  jwtSecret: setting({
+    env: 'TASKHOOK_JWT_SECRET',
+    schema: Type.Optional(Type.String({ minLength: 32 })),
+    defaultText: 'generated once',
+    doc: 'HS256 key of session tokens, at least 32 characters. Generated on first start and kept (data dir file, or a settings row in PostgreSQL so every instance agrees).',
+  }),
+  encryptionKey: setting({
+    env: 'TASKHOOK_ENCRYPTION_KEY',
+    schema: Type.Optional(Type.String({ minLength: 32 })),
+    defaultText: 'generated once',
+    doc: 'Encrypts secrets at rest (AES-256-GCM, key derived with HKDF-SHA256); at least 32 characters. Kept like the JWT secret.',
+  }),
+  allowPrivateUrls: setting({
+    env: 'TASKHOOK_ALLOW_PRIVATE_URLS',
+    schema: Type.Boolean(),
+    default: false,
+    doc: 'Let outbound calls reach private addresses (self-hosted setups).',
+  }),
+  rateLimit: setting({
+    env: 'TASKHOOK_RATE_LIMIT',
+    schema: Type.Integer({ minimum: 1 }),
+    default: 1000,
+    doc: 'Requests per minute per scope.',
+  }),
+  smtpUrl: setting({
+    env: 'TASKHOOK_SMTP_URL',
+    schema: Type.Optional(Type.String({ pattern: '^smtps?://' })),
+    doc: 'Where verification e-mails go. Unset: the verification link is written to the log.',
+  }),
+  smtpFrom: setting({
+    env: 'TASKHOOK_SMTP_FROM',
+    schema: Type.String({ minLength: 3 }),
+    default: 'taskhook <no-reply@localhost>',
+    doc: 'Sender of verification e-mails.',
+  }),
+  callbackRetrySchedule: setting({
+    env: 'TASKHOOK_CALLBACK_RETRY_SCHEDULE',
+    schema: Type.Array(Type.Number({ minimum: 0 }), { minItems: 1 }),
+    default: DEFAULT_RETRY_SCHEDULE,
+    doc: 'Seconds between callback attempts after the first (comma-separated).',
+  }),
+  sqliteSynchronous: setting({
+    env: 'TASKHOOK_SQLITE_SYNCHRONOUS',
+    schema: Type.Union([Type.Literal('full'), Type.Literal('normal')]),
+    default: 'full',
+    doc: '`full`: every acknowledged write survives power loss; `normal`: survives process crashes only.',
+  }),
+  maxBodyBytes: setting({
+    env: 'TASKHOOK_MAX_BODY_BYTES',
+    schema: Type.Integer({ minimum: 1024 }),
+    default: 1024 * 1024,
+    doc: 'Larger request bodies are answered 413.',
+  }),
+  trustProxy: setting({
+    env: 'TASKHOOK_TRUST_PROXY',
+    schema: Type.Boolean(),
+    default: false,
+    doc: 'Take the client address from `X-Forwarded-For` (behind a reverse proxy).',
+  }),
+  logLevel: setting({
+    env: 'TASKHOOK_LOG_LEVEL',
+    schema: Type.Union(LOG_LEVELS.map((l) => Type.Literal(l))),
+    default: 'info',
+    doc: '`fatal` … `trace`, or `silent`. Secrets, passwords and credentials are redacted.',
+  }),
+  healthIntervalMs: setting({
+    env: 'TASKHOOK_HEALTH_INTERVAL_MS',
+    schema: Type.Integer({ minimum: 50 }),
+    default: 2000,
+    doc: 'How often the background health check pings the database.',
+  }),
+  sweepIntervalMs: setting({
+    env: 'TASKHOOK_SWEEP_INTERVAL_MS',
+    schema: Type.Integer({ minimum: 10 }),
+    default: 1000,
+    doc: 'How often expired leases and timeouts are swept.',
+  }),
+  callbackTimeoutMs: setting({
+    env: 'TASKHOOK_CALLBACK_TIMEOUT_MS',
+    schema: Type.Integer({ minimum: 100 }),
+    default: 10_000,
+    doc: 'How long a callback attempt may take before it counts as failed.',
+  }),
+};
+
+type Settings = typeof SETTINGS;
+type SettingKey = keyof Settings;
+
+/** The whole configuration, read from the environment once at start. */
+export const ConfigSchema = Type.Object(
+  Object.fromEntries(Object.entries(SETTINGS).map(([key, s]) => [key, s.schema])) as {
+    [K in SettingKey]: Settings[K]['schema'];
+  },
+);
 
 export type Config = Static<typeof ConfigSchema>;
 
 export class ConfigError extends Error {}
 
+const settingEntries = () => Object.entries(SETTINGS) as unknown as [SettingKey, AnySetting][];
+
 type Env = Record<string, string | undefined>;
 
-function int(env: Env, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be an integer, got "${raw}"`);
-  return Number(raw);
+/** The schema's own type name, looking through Optional. */
+function typeOf(schema: TSchema): string {
+  if (schema.anyOf) return 'string';
+  return String(schema.type);
 }
 
-function bool(env: Env, name: string, fallback: boolean): boolean {
-  const raw = env[name]?.trim().toLowerCase();
-  if (raw === undefined || raw === '') return fallback;
-  if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
-  if (['0', 'false', 'no', 'off'].includes(raw)) return false;
-  throw new ConfigError(`${name} must be true or false, got "${env[name]}"`);
-}
-
-function optional(env: Env, name: string): string | undefined {
-  const raw = env[name];
-  return raw === undefined || raw.trim() === '' ? undefined : raw.trim();
-}
-
-function schedule(env: Env): number[] {
-  const raw = optional(env, 'TASKHOOK_CALLBACK_RETRY_SCHEDULE');
-  if (raw === undefined) return DEFAULT_RETRY_SCHEDULE;
-  const parts = raw.split(',').map((p) => p.trim());
-  if (parts.some((p) => !/^\d+(\.\d+)?$/.test(p))) {
-    throw new ConfigError(`TASKHOOK_CALLBACK_RETRY_SCHEDULE must be comma-separated seconds, got "${raw}"`);
+/** Turns one variable's text into the type its schema asks for. @throws ConfigError */
+function parseValue(name: string, raw: string, schema: TSchema): unknown {
+  switch (typeOf(schema)) {
+    case 'integer':
+      if (!/^-?\d+$/.test(raw)) throw new ConfigError(`${name} must be an integer, got "${raw}"`);
+      return Number(raw);
+    case 'boolean': {
+      const lower = raw.toLowerCase();
+      if (['1', 'true', 'yes', 'on'].includes(lower)) return true;
+      if (['0', 'false', 'no', 'off'].includes(lower)) return false;
+      throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+    }
+    case 'array': {
+      const parts = raw.split(',').map((p) => p.trim());
+      if (parts.some((p) => !/^\d+(\.\d+)?$/.test(p))) {
+        throw new ConfigError(`${name} must be comma-separated non-negative numbers, got "${raw}"`);
+      }
+      return parts.map(Number);
+    }
+    default:
+      return raw;
   }
-  return parts.map(Number);
 }
 
 /**
- * Reads and validates the configuration from environment variables.
+ * Reads and validates the configuration from environment variables. Empty values count as unset.
  * @throws ConfigError naming the offending variable when a value is malformed.
  */
 export function loadConfig(env: Env = process.env): Config {
-  const port = int(env, 'PORT', 8080);
-  const config: Config = {
-    port,
-    host: optional(env, 'HOST') ?? '127.0.0.1',
-    publicUrl: (optional(env, 'TASKHOOK_PUBLIC_URL') ?? `http://localhost:${port}`).replace(/\/+$/, ''),
-    dataDir: optional(env, 'TASKHOOK_DATA_DIR') ?? './data',
-    databaseUrl: optional(env, 'DATABASE_URL'),
-    redisUrl: optional(env, 'REDIS_URL'),
-    jwtSecret: optional(env, 'TASKHOOK_JWT_SECRET'),
-    encryptionKey: optional(env, 'TASKHOOK_ENCRYPTION_KEY'),
-    allowPrivateUrls: bool(env, 'TASKHOOK_ALLOW_PRIVATE_URLS', false),
-    rateLimit: int(env, 'TASKHOOK_RATE_LIMIT', 1000),
-    smtpUrl: optional(env, 'TASKHOOK_SMTP_URL'),
-    smtpFrom: optional(env, 'TASKHOOK_SMTP_FROM') ?? 'taskhook <no-reply@localhost>',
-    callbackRetrySchedule: schedule(env),
-    sqliteSynchronous: (optional(env, 'TASKHOOK_SQLITE_SYNCHRONOUS') ?? 'full') as Config['sqliteSynchronous'],
-    maxBodyBytes: int(env, 'TASKHOOK_MAX_BODY_BYTES', 1024 * 1024),
-    logLevel: (optional(env, 'TASKHOOK_LOG_LEVEL') ?? 'info') as Config['logLevel'],
-    trustProxy: bool(env, 'TASKHOOK_TRUST_PROXY', false),
-    healthIntervalMs: int(env, 'TASKHOOK_HEALTH_INTERVAL_MS', 2000),
-    sweepIntervalMs: int(env, 'TASKHOOK_SWEEP_INTERVAL_MS', 1000),
-    callbackTimeoutMs: int(env, 'TASKHOOK_CALLBACK_TIMEOUT_MS', 10_000),
-  };
-  return validateConfig(config);
+  const read: Record<string, unknown> = {};
+  for (const [key, s] of settingEntries()) {
+    const raw = env[s.env]?.trim();
+    if (raw !== undefined && raw !== '') {
+      const value = parseValue(s.env, raw, s.schema);
+      read[key] = s.normalize ? s.normalize(value as never) : value;
+    } else if (s.default !== undefined) {
+      read[key] = typeof s.default === 'function' ? s.default(read) : s.default;
+    }
+  }
+  return validateConfig(read as Config);
 }
 
-const ENV_NAMES: Record<string, string> = {
-  port: 'PORT',
-  host: 'HOST',
-  publicUrl: 'TASKHOOK_PUBLIC_URL',
-  dataDir: 'TASKHOOK_DATA_DIR',
-  databaseUrl: 'DATABASE_URL',
-  redisUrl: 'REDIS_URL',
-  jwtSecret: 'TASKHOOK_JWT_SECRET (at least 32 characters)',
-  encryptionKey: 'TASKHOOK_ENCRYPTION_KEY (at least 32 characters)',
-  rateLimit: 'TASKHOOK_RATE_LIMIT',
-  smtpUrl: 'TASKHOOK_SMTP_URL',
-  sqliteSynchronous: 'TASKHOOK_SQLITE_SYNCHRONOUS (full or normal)',
-  maxBodyBytes: 'TASKHOOK_MAX_BODY_BYTES',
-  logLevel: 'TASKHOOK_LOG_LEVEL',
-};
-
-/** Validates a complete config object (also used by tests that build one directly). */
+/**
+ * Validates a complete config object (also used by tests that build one directly).
+ * @throws ConfigError naming the variable of the first invalid setting.
+ */
 export function validateConfig(config: Config): Config {
   const clean = Object.fromEntries(Object.entries(config).filter(([, v]) => v !== undefined));
   const first = Value.Errors(ConfigSchema, clean).First();
   if (first) {
     const key = first.path.split('/')[1] ?? '';
-    throw new ConfigError(`Invalid configuration: ${ENV_NAMES[key] ?? key} ${first.message}`);
+    const name = key in SETTINGS ? SETTINGS[key as SettingKey].env : key;
+    throw new ConfigError(`Invalid configuration: ${name} ${first.message}`);
   }
   return config;
+}
+
+/** The README's configuration table, rendered from SETTINGS (a test keeps the README in step). */
+export function renderConfigTable(): string {
+  const rows = settingEntries().map(([, s]) => {
+    const shown = Array.isArray(s.default) ? s.default.join(',') : String(s.default);
+    const fallback = s.defaultText ?? (s.default === undefined ? 'unset' : `\`${shown}\``);
+    return `| \`${s.env}\` | ${fallback} | ${s.doc} |`;
+  });
+  return ['| Variable | Default | Meaning |', '|---|---|---|', ...rows].join('\n');
 }

@@ -48,7 +48,6 @@ function connectSqlite(opts: ConnectOptions): Db {
   // off the event loop; SQLite itself runs with NORMAL so a COMMIT never blocks on an fsync.
   native.pragma('synchronous = NORMAL');
   native.pragma('busy_timeout = 5000');
-  if (process.env.TASKHOOK_EXPERIMENT_EXCLUSIVE) native.pragma('locking_mode = EXCLUSIVE');
   native.pragma('foreign_keys = ON');
   const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(native) }) });
   const wal =

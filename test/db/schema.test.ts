@@ -108,13 +108,17 @@ it('SQLite refuses a NULL primary key, as PostgreSQL does', async () => {
 
 describe.runIf(POSTGRES_URL)('migrations on PostgreSQL', () => {
   const name = `taskhook_schema_${randomBytes(6).toString('hex')}`;
-  const freshUrl = new URL(POSTGRES_URL as string);
-  freshUrl.pathname = `/${name}`;
+  // Built lazily: this body runs while the file is collected, also when the block is skipped.
+  const freshUrl = () => {
+    const url = new URL(POSTGRES_URL as string);
+    url.pathname = `/${name}`;
+    return url.toString();
+  };
   let admin: Db;
   const open: Db[] = [];
 
   function openFresh(): Db {
-    const db = connectDb({ databaseUrl: freshUrl.toString(), sqliteFile: ':memory:', sqliteSynchronous: 'normal' });
+    const db = connectDb({ databaseUrl: freshUrl(), sqliteFile: ':memory:', sqliteSynchronous: 'normal' });
     open.push(db);
     return db;
   }

@@ -1,7 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, DEFAULT_RETRY_SCHEDULE, loadConfig } from '../../src/config.js';
+import { ConfigError, DEFAULT_RETRY_SCHEDULE, loadConfig, renderConfigTable, SETTINGS } from '../../src/config.js';
 
-describe('loadConfig defaults (CONTRACT §1)', () => {
+describe('loadConfig defaults', () => {
   it('serves the embedded default with an empty environment', () => {
     const config = loadConfig({});
     expect(config).toMatchObject({
@@ -101,5 +102,24 @@ describe('loadConfig refuses bad values, naming the variable', () => {
 
   it('accepts a JWT secret of exactly 32 characters', () => {
     expect(loadConfig({ TASKHOOK_JWT_SECRET: 'x'.repeat(32) }).jwtSecret).toHaveLength(32);
+  });
+});
+
+describe('the settings table is the one description of the configuration', () => {
+  it('the README shows exactly the table rendered from it (npm run docs:config rewrites it)', () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const section = readme.split('<!-- config-table:start -->')[1]?.split('<!-- config-table:end -->')[0];
+    expect(section?.trim()).toBe(renderConfigTable());
+  });
+
+  it('every setting has its own variable, and a wrong-typed value is refused naming it', () => {
+    const names = Object.values(SETTINGS).map((s) => s.env);
+    expect(new Set(names).size).toBe(names.length);
+    for (const s of Object.values(SETTINGS)) {
+      const kind = s.schema.anyOf ? 'string' : String(s.schema.type);
+      const bad = { integer: 'x1', boolean: 'perhaps', array: 'a,b', string: undefined }[kind];
+      if (bad === undefined) continue;
+      expect(() => loadConfig({ [s.env]: bad }), s.env).toThrow(s.env);
+    }
   });
 });
