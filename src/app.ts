@@ -7,7 +7,6 @@ import { errorBody, handleError } from './http/error-handler.js';
 import { registerGuard } from './http/guard.js';
 import { registerOpenApi } from './http/openapi.js';
 import { createRateLimiter } from './http/rate-limit.js';
-import { createMemoryStore } from './http/rate-limit-stores.js';
 import { registerValidators } from './http/validation.js';
 import { createSecretBox } from './lib/crypto.js';
 import { createAccountsModule } from './modules/accounts/accounts-module.js';
@@ -88,7 +87,6 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
       clock: runtime.clock,
       onStoreError: (err) => runtime.logger.warn({ err }, 'rate-limit store unavailable; request not counted'),
     }),
-    localRateLimit: createRateLimiter({ limit: config.rateLimit, store: createMemoryStore(), clock: runtime.clock }),
   });
   const cascades: AgentDeleteCascade[] = [];
   const agents = createAgentsModule({ runtime, cascades });

@@ -11,8 +11,6 @@ declare module 'fastify' {
     feature?: 'agents';
     /** Rate-limit scope for unauthenticated routes (e.g. a trigger); null falls back to the client address. */
     rateLimitScope?: (request: FastifyRequest) => Promise<string | null>;
-    /** Count in this instance's memory only, so the route never waits on shared storage (health checks). */
-    rateLimitLocal?: boolean;
   }
   interface FastifyRequest {
     principal: Principal | null;
@@ -40,7 +38,7 @@ export function principalOf(request: FastifyRequest): Principal {
  */
 export function registerGuard(
   app: FastifyInstance,
-  deps: { authenticate: Authenticate; rateLimit: RateLimiter; localRateLimit: RateLimiter },
+  deps: { authenticate: Authenticate; rateLimit: RateLimiter },
 ) {
   app.decorateRequest('principal', null);
   app.addHook('onRequest', async (request, reply) => {
@@ -58,8 +56,7 @@ export function registerGuard(
     }
     let scope = request.principal ? `user:${request.principal.userUuid}` : null;
     if (!scope && !failure && config.rateLimitScope) scope = await config.rateLimitScope(request);
-    const limiter = config.rateLimitLocal ? deps.localRateLimit : deps.rateLimit;
-    const result = await limiter(scope ?? `ip:${request.ip}`);
+    const result = await deps.rateLimit(scope ?? `ip:${request.ip}`);
     reply.headers({
       'x-ratelimit-limit': result.limit,
       'x-ratelimit-remaining': result.remaining,

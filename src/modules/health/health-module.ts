@@ -74,7 +74,7 @@ export function createHealthModule(deps: { db: Db; clock: Clock; intervalMs: num
         schema: {
           tags: ['health'],
           summary: 'Basic health',
-          description: `Answers from the database status refreshed in the background every ${deps.intervalMs} ms (TASKHOOK_HEALTH_INTERVAL_MS); 503 when the database is unreachable. Never waits on storage: its rate limit is counted per instance.`,
+          description: `Answers from the database status refreshed in the background every ${deps.intervalMs} ms (TASKHOOK_HEALTH_INTERVAL_MS); 503 when the database is unreachable. The answer never waits on the database; the request is counted against the client address like any other (if the counter store does not answer within a second, it is let through uncounted).`,
           response: { 200: BasicHealth, 503: Type.Union([BasicHealth, Type.Ref('ErrorEnvelope')]) },
         },
       },
