@@ -427,25 +427,18 @@ export function keyHeaders(key: string): Array<Record<string, string>> {
 
 export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
-const LINE_RE = /^((?:│ {3}| {4})*)[├└]── (.+?)(?: \(([A-Z, ]+)\))?$/;
+const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 
 /**
- * Every registered route as `{method, path}`, read from `app.printRoutes()` (HEAD routes that
- * Fastify adds for GETs are left out).
+ * Every documented route as `{method, path}` in Fastify's form (`/agent/:id`), read from the
+ * OpenAPI document the server serves: a route that is not documented is not in the catalogue.
  */
 export function registeredRoutes(app: FastifyInstance): Array<{ method: string; path: string }> {
-  const stack: string[] = [];
+  const doc = app.swagger() as { paths?: Record<string, Partial<Record<(typeof METHODS)[number], unknown>>> };
   const out: Array<{ method: string; path: string }> = [];
-  for (const line of app.printRoutes({ commonPrefix: false }).split('\n')) {
-    const match = LINE_RE.exec(line);
-    if (!match) continue;
-    const depth = (match[1] ?? '').length / 4;
-    const path = (depth > 0 ? (stack[depth - 1] ?? '') : '') + match[2];
-    stack[depth] = path;
-    stack.length = depth + 1;
-    // A node without methods is only a shared prefix of its children.
-    for (const method of match[3]?.split(', ') ?? []) {
-      if (method !== 'HEAD') out.push({ method, path });
+  for (const [path, operations] of Object.entries(doc.paths ?? {})) {
+    for (const method of METHODS) {
+      if (operations[method]) out.push({ method: method.toUpperCase(), path: path.replace(/\{(\w+)\}/g, ':$1') });
     }
   }
   return out;
