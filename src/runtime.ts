@@ -48,25 +48,29 @@ export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
   return pino({ level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' } });
 }
 
+/** Connects the configured storage (SQLite in the data dir, or PostgreSQL); runs nothing on it. */
+export function openDb(config: Config, logger: Logger): Db {
+  return connectDb({
+    databaseUrl: config.databaseUrl,
+    sqliteFile: path.join(config.dataDir, 'taskhook.sqlite'),
+    sqliteSynchronous: config.sqliteSynchronous,
+    onPoolError: (err) => logger.warn({ err }, 'idle database connection failed'),
+  });
+}
+
 /** Connects storage (running migrations), resolves secrets and picks the rate-limit store. */
 export async function openRuntime(
   config: Config,
   opts: {
     logger?: Logger;
     clock?: Clock;
-    migrate?: boolean;
     lookup?: (host: string) => Promise<LookupAddress[]>;
   } = {},
 ): Promise<Runtime> {
   const logger = opts.logger ?? createLogger(config);
-  const db = connectDb({
-    databaseUrl: config.databaseUrl,
-    sqliteFile: path.join(config.dataDir, 'taskhook.sqlite'),
-    sqliteSynchronous: config.sqliteSynchronous,
-    onPoolError: (err) => logger.warn({ err }, 'idle database connection failed'),
-  });
+  const db = openDb(config, logger);
   try {
-    if (opts.migrate !== false) await migrateToLatest(db);
+    await migrateToLatest(db);
     const secrets = await resolveSecrets(config, db);
     const redis = config.redisUrl ? new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 }) : null;
     redis?.on('error', (err) => logger.warn({ err }, 'redis error'));

@@ -6,7 +6,7 @@ import { AppError } from '../http/errors.js';
 import { createSecretBox } from '../lib/crypto.js';
 import { createAccountsModule } from '../modules/accounts/accounts-module.js';
 import type { AccountsService } from '../modules/accounts/accounts-service.js';
-import { openRuntime } from '../runtime.js';
+import { createLogger, openDb, openRuntime } from '../runtime.js';
 import { startServer } from '../server.js';
 
 function print(value: unknown) {
@@ -53,12 +53,13 @@ program
   .command('migrate')
   .description('bring the database schema up to date')
   .action(async () => {
-    const config = loadConfig();
-    const runtime = await openRuntime({ ...config, logLevel: 'warn' }, { migrate: false });
+    // Only the schema: secrets live in it (PostgreSQL), so nothing else may run before it exists.
+    const config = { ...loadConfig(), logLevel: 'warn' as const };
+    const db = openDb(config, createLogger(config));
     try {
-      print({ applied: await migrateToLatest(runtime.db) });
+      print({ applied: await migrateToLatest(db) });
     } finally {
-      await runtime.close();
+      await db.close();
     }
   });
 

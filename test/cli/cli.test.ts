@@ -5,9 +5,11 @@ import { existsSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:f
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectDb, type Db } from '../../src/db/connect.js';
 import { buildTestApp, call, type TestApp } from '../helpers/app.js';
-import { DATABASES, type TestDatabase, tempDir } from '../helpers/databases.js';
+import { DATABASES, POSTGRES_URL, type TestDatabase, tempDir } from '../helpers/databases.js';
 import { createUser, uniqueEmail } from '../helpers/factories.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -310,5 +312,37 @@ describe.each(DATABASES)('taskhook CLI on $name', (database) => {
       expect(inFlight?.status).toBe('HTTP/1.1 201 Created');
       expect(inFlight?.connection).toBe('close');
     });
+  });
+});
+
+describe.runIf(POSTGRES_URL)('taskhook migrate on a new, empty PostgreSQL database', () => {
+  const name = `taskhook_cli_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+  const freshUrl = () => {
+    const url = new URL(POSTGRES_URL as string);
+    url.pathname = `/${name}`;
+    return url.toString();
+  };
+  let admin: Db;
+
+  beforeAll(async () => {
+    admin = connectDb({ databaseUrl: POSTGRES_URL, sqliteFile: ':memory:', sqliteSynchronous: 'normal' });
+    await sql.raw(`create database ${name}`).execute(admin.kysely);
+  });
+  afterAll(async () => {
+    await sql.raw(`drop database if exists ${name} with (force)`).execute(admin.kysely);
+    await admin.close();
+  });
+
+  it('works as the first command an operator runs, also from several instances at once, and serve then finds it done', async () => {
+    const env = { TASKHOOK_DATA_DIR: tempDir('taskhook-cli-'), DATABASE_URL: freshUrl() };
+    const runs = await Promise.all([run(['migrate'], env), run(['migrate'], env), run(['migrate'], env)]);
+    for (const r of runs) expect(r.code, r.stderr).toBe(0);
+    const applied = runs.flatMap((r) => JSON.parse(r.stdout).applied as string[]);
+    expect(applied).toContain('001-foundation');
+    expect(new Set(applied).size).toBe(applied.length);
+    const again = await runJson(['migrate'], env);
+    expect(again).toEqual({ applied: [] });
+    const created = await runJson(['user', 'create', '--email', uniqueEmail(), '--password', 'cli password 1'], env);
+    expect(created.uuid).toEqual(expect.any(String));
   });
 });
