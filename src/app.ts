@@ -14,6 +14,7 @@ import { createAgentsModule } from './modules/agents/agents-module.js';
 import type { AgentDeleteCascade } from './modules/agents/agents-service.js';
 import { createCallbacksModule } from './modules/callbacks/callbacks-module.js';
 import { createHealthModule } from './modules/health/health-module.js';
+import { createMetricsModule } from './modules/metrics/metrics-module.js';
 import { createTasksModule } from './modules/tasks/tasks-module.js';
 import { createTriggersModule } from './modules/triggers/triggers-module.js';
 import type { Runtime } from './runtime.js';
@@ -103,6 +104,9 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   cascades.push(tasks.cascade, triggers.cascade);
   const health = createHealthModule({ db: runtime.db, clock: runtime.clock, intervalMs: config.healthIntervalMs });
 
+  const metrics = createMetricsModule({ config, runtime });
+
+  await app.register(metrics.routes);
   await app.register(health.routes);
   await app.register(accounts.routes);
   await app.register(agents.routes);

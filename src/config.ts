@@ -149,6 +149,17 @@ export const SETTINGS = {
     default: 10_000,
     doc: 'How long a callback attempt may take before it counts as failed.',
   }),
+  metrics: setting({
+    env: 'TASKHOOK_METRICS',
+    schema: Type.Boolean(),
+    default: false,
+    doc: 'Serve Prometheus metrics at `GET /metrics` on the API port, without authentication.',
+  }),
+  metricsPort: setting({
+    env: 'TASKHOOK_METRICS_PORT',
+    schema: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
+    doc: 'Serve `GET /metrics` on this port of `HOST` instead (keep it off the public network).',
+  }),
 };
 
 type Settings = typeof SETTINGS;

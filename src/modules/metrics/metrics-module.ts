@@ -1,0 +1,67 @@
+import { createServer, type Server } from 'node:http';
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import type { Config } from '../../config.js';
+import type { Runtime } from '../../runtime.js';
+import { createMetrics } from './metrics-registry.js';
+
+/**
+ * Prometheus metrics. Off unless TASKHOOK_METRICS=true (then `GET /metrics` on the API, open to
+ * anyone who reaches the port) or TASKHOOK_METRICS_PORT is set (then only on that port).
+ * Every request's duration is observed either way, so turning exposure on loses no history.
+ */
+export function createMetricsModule(deps: { config: Config; runtime: Runtime }) {
+  const metrics = createMetrics({ db: deps.runtime.db, clock: deps.runtime.clock });
+  const render = () => metrics.render();
+  const contentType = metrics.registry.contentType;
+
+  async function routes(app: FastifyInstance) {
+    app.addHook('onResponse', (request, reply, done) => {
+      const route = request.routeOptions.url ?? 'unmatched';
+      metrics.httpDuration.observe(
+        { method: request.method, route, status_class: `${Math.floor(reply.statusCode / 100)}xx` },
+        reply.elapsedTime / 1000,
+      );
+      if (reply.statusCode === 429) metrics.rateLimited.inc();
+      done();
+    });
+    if (deps.config.metrics && deps.config.metricsPort === undefined) {
+      app.get('/metrics', { schema: { hide: true } }, async (_request, reply) =>
+        reply.type(contentType).send(await render()),
+      );
+    }
+    if (deps.config.metricsPort !== undefined) {
+      const server = serveMetrics(render, contentType, deps.runtime.logger);
+      app.addHook('onReady', async () => {
+        await new Promise<void>((resolve, reject) => {
+          server.once('error', reject);
+          server.listen(deps.config.metricsPort, deps.config.host, resolve);
+        });
+      });
+      app.addHook('onClose', async () => {
+        server.closeAllConnections();
+        await new Promise((resolve) => server.close(resolve));
+      });
+    }
+  }
+
+  // Not encapsulated: the duration hook must see every route of the app.
+  return { metrics, routes: fp(routes, { name: 'metrics' }) };
+}
+
+/** A plain HTTP server that answers `GET /metrics` and 404 to everything else. */
+function serveMetrics(render: () => Promise<string>, contentType: string, logger: Runtime['logger']): Server {
+  return createServer((req, res) => {
+    if (req.method !== 'GET' || req.url?.split('?')[0] !== '/metrics') {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+      return;
+    }
+    render().then(
+      (text) => res.writeHead(200, { 'content-type': contentType }).end(text),
+      (err) => {
+        logger.error({ err }, 'metrics could not be rendered');
+        res.writeHead(500, { 'content-type': 'text/plain' }).end('metrics unavailable\n');
+      },
+    );
+  });
+}

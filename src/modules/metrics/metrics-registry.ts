@@ -1,0 +1,99 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { Db } from '../../db/connect.js';
+import type { Clock } from '../../lib/time.js';
+import { createMetricsRepo } from './metrics-repo.js';
+
+/** Storage-derived gauges are read at most this often, however often Prometheus scrapes. */
+const STORAGE_READ_EVERY_MS = 5000;
+
+/** Seconds; request latencies from well under a millisecond (SQLite reads) to long polls. */
+const HTTP_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export type Metrics = ReturnType<typeof createMetrics>;
+
+/**
+ * The service's Prometheus registry: process and event-loop metrics, HTTP request durations,
+ * rate-limit refusals, and gauges read from storage (tasks by state, queue depth, pending
+ * callbacks and the age of the oldest). Instruments owned by other capabilities are added here
+ * and incremented by them.
+ */
+export function createMetrics(deps: { db: Db; clock: Clock }) {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'taskhook_', eventLoopMonitoringPrecision: 10 });
+
+  const httpDuration = new Histogram({
+    name: 'taskhook_http_request_duration_seconds',
+    help: 'Time from request to response, by route pattern and status class.',
+    labelNames: ['method', 'route', 'status_class'] as const,
+    buckets: HTTP_BUCKETS,
+    registers: [registry],
+  });
+  const rateLimited = new Counter({
+    name: 'taskhook_rate_limit_refusals_total',
+    help: 'Requests answered 429 because their scope used up its window.',
+    registers: [registry],
+  });
+
+  const storage = createStorageGauges(registry, deps);
+  return {
+    registry,
+    httpDuration,
+    rateLimited,
+    /** The exposition text; storage gauges are refreshed first when they are stale. */
+    async render(): Promise<string> {
+      await storage.refresh();
+      return registry.metrics();
+    },
+  };
+}
+
+function createStorageGauges(registry: Registry, deps: { db: Db; clock: Clock }) {
+  const repo = createMetricsRepo();
+  const tasks = new Gauge({
+    name: 'taskhook_tasks',
+    help: 'Tasks stored, by status.',
+    labelNames: ['status'] as const,
+    registers: [registry],
+  });
+  const queueDepth = new Gauge({
+    name: 'taskhook_queue_depth',
+    help: 'Tasks waiting for a worker, all agents together.',
+    registers: [registry],
+  });
+  const pendingCallbacks = new Gauge({
+    name: 'taskhook_callbacks_pending',
+    help: 'Callback deliveries not yet delivered nor given up.',
+    registers: [registry],
+  });
+  const oldestCallback = new Gauge({
+    name: 'taskhook_callback_oldest_pending_age_seconds',
+    help: 'Age of the oldest pending callback delivery (0 when none is pending).',
+    registers: [registry],
+  });
+  let readAt = Number.NEGATIVE_INFINITY;
+  let reading: Promise<void> | null = null;
+
+  async function read() {
+    const now = deps.clock.now();
+    const snapshot = await repo.snapshot(deps.db.kysely);
+    tasks.reset();
+    for (const { status, count } of snapshot.tasksByStatus) tasks.set({ status }, count);
+    queueDepth.set(snapshot.queueDepth);
+    pendingCallbacks.set(snapshot.pendingCallbacks);
+    oldestCallback.set(
+      snapshot.oldestCallbackAt ? Math.max(0, (now - Date.parse(snapshot.oldestCallbackAt)) / 1000) : 0,
+    );
+    readAt = now;
+  }
+
+  return {
+    /** Reads storage when the last read is older than STORAGE_READ_EVERY_MS; one read at a time. */
+    async refresh() {
+      if (deps.clock.now() - readAt < STORAGE_READ_EVERY_MS) return;
+      reading ??= read().finally(() => {
+        reading = null;
+      });
+      await reading;
+    },
+  };
+}
