@@ -29,6 +29,14 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   const app = Fastify({
     loggerInstance: runtime.logger as FastifyBaseLogger,
     bodyLimit: config.maxBodyBytes,
+    // Slow clients: headers and the whole request must arrive in time (Node answers 408 and closes);
+    // the check runs often enough that the limits hold to within a quarter of the header limit.
+    requestTimeout: Math.max(config.requestTimeoutMs, config.headersTimeoutMs),
+    http: {
+      headersTimeout: config.headersTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, Math.ceil(config.headersTimeoutMs / 4)),
+    },
+    keepAliveTimeout: 72_000,
     trustProxy: config.trustProxy,
     requestIdHeader: false,
     genReqId: (req) => {

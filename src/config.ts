@@ -149,6 +149,24 @@ export const SETTINGS = {
     default: 10_000,
     doc: 'How long a callback attempt may take before it counts as failed.',
   }),
+  headersTimeoutMs: setting({
+    env: 'TASKHOOK_HEADERS_TIMEOUT_MS',
+    schema: Type.Integer({ minimum: 100 }),
+    default: 10_000,
+    doc: 'A client that has not sent its complete request headers by then is disconnected (408).',
+  }),
+  requestTimeoutMs: setting({
+    env: 'TASKHOOK_REQUEST_TIMEOUT_MS',
+    schema: Type.Integer({ minimum: 100 }),
+    default: 30_000,
+    doc: 'A client that has not sent its complete request (headers and body) by then is disconnected (408). Responses (long polls, event streams) are not limited by it.',
+  }),
+  shutdownTimeoutMs: setting({
+    env: 'TASKHOOK_SHUTDOWN_TIMEOUT_MS',
+    schema: Type.Integer({ minimum: 100 }),
+    default: 30_000,
+    doc: 'On SIGTERM or SIGINT, how long in-flight work may take before the process exits anyway (exit code 1).',
+  }),
   metrics: setting({
     env: 'TASKHOOK_METRICS',
     schema: Type.Boolean(),

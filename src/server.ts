@@ -19,7 +19,7 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     const force = setTimeout(() => {
       app.log.error('graceful shutdown took too long; exiting');
       process.exit(1);
-    }, 30_000);
+    }, config.shutdownTimeoutMs);
     force.unref();
     app.close().then(
       () => process.exit(0),
