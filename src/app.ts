@@ -14,6 +14,7 @@ import { createAgentsModule } from './modules/agents/agents-module.js';
 import type { AgentDeleteCascade } from './modules/agents/agents-service.js';
 import { createCallbacksModule } from './modules/callbacks/callbacks-module.js';
 import { createHealthModule } from './modules/health/health-module.js';
+import { createHousekeepingModule } from './modules/housekeeping/housekeeping-module.js';
 import { createMetricsModule } from './modules/metrics/metrics-module.js';
 import { createTasksModule } from './modules/tasks/tasks-module.js';
 import { createTriggersModule } from './modules/triggers/triggers-module.js';
@@ -113,9 +114,11 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   const health = createHealthModule({ db: runtime.db, clock: runtime.clock, intervalMs: config.healthIntervalMs });
 
   const metrics = createMetricsModule({ config, runtime });
+  const housekeeping = createHousekeepingModule({ config, runtime });
 
   await app.register(metrics.routes);
   await app.register(health.routes);
+  await app.register(housekeeping.routes);
   await app.register(accounts.routes);
   await app.register(agents.routes);
   await app.register(tasks.routes);

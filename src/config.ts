@@ -167,6 +167,18 @@ export const SETTINGS = {
     default: 30_000,
     doc: 'On SIGTERM or SIGINT, how long in-flight work may take before the process exits anyway (exit code 1).',
   }),
+  retentionDays: setting({
+    env: 'TASKHOOK_RETENTION_DAYS',
+    schema: Type.Integer({ minimum: 1 }),
+    default: 30,
+    doc: 'Finished tasks (with their events and callback deliveries) and trigger deliveries older than this are deleted in the background. Idempotency keys always expire after 24 hours.',
+  }),
+  housekeepingIntervalMs: setting({
+    env: 'TASKHOOK_HOUSEKEEPING_INTERVAL_MS',
+    schema: Type.Integer({ minimum: 1000 }),
+    default: 60_000,
+    doc: 'How often old rows are looked for (one instance at a time on PostgreSQL).',
+  }),
   metrics: setting({
     env: 'TASKHOOK_METRICS',
     schema: Type.Boolean(),

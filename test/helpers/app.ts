@@ -38,6 +38,9 @@ export function testConfig(db: TestDatabase, overrides: Partial<Config> = {}): C
   return validateConfig({
     ...base,
     rateLimit: 1_000_000,
+    // Housekeeping deletes across the database; on the shared PostgreSQL database only files that
+    // own their storage run it (and they call it directly).
+    housekeepingIntervalMs: 3_600_000,
     dataDir: tempDir(),
     databaseUrl: db.databaseUrl,
     ...overrides,

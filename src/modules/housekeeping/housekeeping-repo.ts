@@ -1,0 +1,65 @@
+import { sql } from 'kysely';
+import type { Executor } from '../../db/connect.js';
+
+const FINISHED = ['completed', 'failed', 'cancelled'];
+
+/**
+ * The deletes of housekeeping. They cross module tables on purpose: retention is one rule over
+ * everything the service stores, and each statement removes at most `limit` rows through an index.
+ * A task's events and callback deliveries go with it (foreign keys cascade).
+ */
+export function createHousekeepingRepo() {
+  return {
+    /** Deletes up to `limit` tasks that finished before `before`. @returns how many went. */
+    async deleteFinishedTasks(ex: Executor, before: string, limit: number): Promise<number> {
+      const result = await ex
+        .deleteFrom('tasks')
+        .where('uuid', 'in', (q) =>
+          q
+            .selectFrom('tasks')
+            .select('uuid')
+            .where('status', 'in', FINISHED)
+            .where('updated_at', '<', before)
+            .limit(limit),
+        )
+        .executeTakeFirst();
+      return Number(result.numDeletedRows);
+    },
+
+    /** Deletes up to `limit` trigger deliveries received before `before`. */
+    async deleteTriggerDeliveries(ex: Executor, before: string, limit: number): Promise<number> {
+      const result = await ex
+        .deleteFrom('trigger_deliveries')
+        .where('uuid', 'in', (q) =>
+          q.selectFrom('trigger_deliveries').select('uuid').where('received_at', '<', before).limit(limit),
+        )
+        .executeTakeFirst();
+      return Number(result.numDeletedRows);
+    },
+
+    /** Deletes up to `limit` idempotency keys that expired before `now`. */
+    async deleteExpiredIdempotencyKeys(ex: Executor, now: string, limit: number): Promise<number> {
+      const result = await ex
+        .deleteFrom('idempotency_keys')
+        .where(({ eb, refTuple, selectFrom }) =>
+          eb(
+            refTuple('user_uuid', 'key'),
+            'in',
+            selectFrom('idempotency_keys')
+              .select(['user_uuid', 'key'])
+              .where('expires_at', '<', now)
+              .limit(limit)
+              .$asTuple('user_uuid', 'key'),
+          ),
+        )
+        .executeTakeFirst();
+      return Number(result.numDeletedRows);
+    },
+
+    /** PostgreSQL: true when this transaction holds the housekeeping lock (another instance may). */
+    async tryLock(ex: Executor, key: number): Promise<boolean> {
+      const row = await sql<{ locked: boolean }>`select pg_try_advisory_xact_lock(${key}) as locked`.execute(ex);
+      return row.rows[0]?.locked === true;
+    },
+  };
+}
