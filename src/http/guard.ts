@@ -36,10 +36,7 @@ export function principalOf(request: FastifyRequest): Principal {
  * against its scope (the user, the route's own scope, or the client address), set the
  * X-RateLimit-* headers, and only then report a rate-limit or authentication failure.
  */
-export function registerGuard(
-  app: FastifyInstance,
-  deps: { authenticate: Authenticate; rateLimit: RateLimiter },
-) {
+export function registerGuard(app: FastifyInstance, deps: { authenticate: Authenticate; rateLimit: RateLimiter }) {
   app.decorateRequest('principal', null);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
