@@ -1,7 +1,7 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import { ERROR_CODES } from './errors.js';
 
-/** The envelope of every error other than authentication failures (CONTRACT §2). */
+/** The envelope of every error other than authentication failures (docs/api.md §2.2). */
 export const ErrorEnvelopeSchema = Type.Object(
   {
     success: Type.Literal(false),
@@ -26,7 +26,7 @@ export const ErrorEnvelopeSchema = Type.Object(
   { $id: 'ErrorEnvelope', title: 'ErrorEnvelope' },
 );
 
-/** Authentication failures (401 and the account 403s) use this flat shape (reference 5.5). */
+/** Authentication failures (401 and the account 403s) use this flat shape (docs/api.md §2.2). */
 export const FlatErrorSchema = Type.Object({ error: Type.String() }, { $id: 'FlatError', title: 'FlatError' });
 
 const envelopeRef = Type.Ref('ErrorEnvelope');

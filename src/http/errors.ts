@@ -1,4 +1,4 @@
-/** The closed list of error codes of the API (CONTRACT §2). */
+/** The closed list of error codes of the API, with their statuses in docs/api.md §2.3. */
 export type ErrorCode =
   | 'INVALID_REQUEST'
   | 'NOT_FOUND'
@@ -81,8 +81,8 @@ export class AppError extends Error {
 }
 
 /**
- * An authentication or account-gate failure: 401, or the 403s of reference 5.5, always
- * answered with the flat `{"error": message}` shape.
+ * An authentication or account-gate failure: 401, or a 403 about the account or the credential
+ * kind, always answered with the flat `{"error": message}` shape (docs/api.md §2.2).
  */
 export class AuthError extends Error {
   constructor(

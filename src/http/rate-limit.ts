@@ -31,9 +31,9 @@ async function countWithin(hit: Promise<number>): Promise<number> {
 }
 
 /**
- * Fixed 60-second windows of `limit` requests per scope (CONTRACT §8). Fails open: when the
+ * Fixed 60-second windows of `limit` requests per scope (docs/api.md §8). Fails open: when the
  * counter store (PostgreSQL or Redis) is unreachable the request is let through uncounted, so an
- * outage of the store never takes down the API or /health (CONTRACT §10).
+ * outage of the store never takes down the API or /health (docs/api.md §8, §10).
  */
 export function createRateLimiter(opts: {
   limit: number;

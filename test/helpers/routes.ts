@@ -452,7 +452,7 @@ export function probeUrl(path: string): string {
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const INTEGER_RE = /^\d+$/;
 
-/** Every response carries X-Request-Id and the three X-RateLimit-* headers (CONTRACT §2, §8). */
+/** Every response carries X-Request-Id and the three X-RateLimit-* headers (docs/api.md §2.4, §8). */
 export function expectStandardHeaders(res: LightMyRequestResponse) {
   expect(String(res.headers['x-request-id'] ?? '')).toMatch(/^[A-Za-z0-9._:-]{1,128}$/);
   expect(String(res.headers['x-ratelimit-limit'] ?? '')).toMatch(INTEGER_RE);
@@ -471,7 +471,7 @@ export function expectFreshRequestId(res: LightMyRequestResponse, notEqualTo: st
   expect(id).not.toBe(notEqualTo);
 }
 
-/** The flat authentication-failure body of reference 5.5, with its status. */
+/** The flat authentication-failure body (docs/api.md §2.2), with its status. */
 export function expectFlatError(res: LightMyRequestResponse, status: number, message: string) {
   expect({ status: res.statusCode, body: res.json() }).toEqual({ status, body: { error: message } });
   expectStandardHeaders(res);

@@ -6,7 +6,7 @@ import type { TestUser } from './factories.js';
 
 export type { ClaimedTask, SubmitResult, TaskView };
 
-/** The worker operations that report on a claimed task (CONTRACT §6, plus release for a worker shutting down). */
+/** The worker operations that report on a claimed task (docs/api.md §6.3). */
 export const WORKER_OPERATIONS = ['progress', 'input_request', 'complete', 'fail', 'release'] as const;
 export type WorkerOperation = (typeof WORKER_OPERATIONS)[number];
 

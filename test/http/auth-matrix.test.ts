@@ -48,7 +48,7 @@ describe.each(DATABASES)('authentication matrix on $name', (database) => {
           route: routeKey(route),
           ids: params.length,
         });
-        // CONTRACT §3: the agents feature covers /agent/* and /v1/agent/*.
+        // docs/api.md §3.6: the agents feature covers /agent/* and /v1/agent/*.
         expect(route.feature === 'agents').toBe(/^\/(v1\/)?agent(\/|$)/.test(route.path));
       }
     });

@@ -26,7 +26,7 @@ function fromBase62(text: string): bigint {
   return n;
 }
 
-/** The CONTRACT §3 checksum, written out from the text of the contract. */
+/** The checksum of docs/api.md §3.4, written out from that text rather than from the source. */
 function expectedChecksum(body: string): string {
   let n = BigInt(crc32(body));
   let out = '';

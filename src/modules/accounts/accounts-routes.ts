@@ -24,7 +24,7 @@ import type { AccountsService } from './accounts-service.js';
 const tags = ['auth'];
 const session = { auth: 'session' as const };
 
-/** HTTP routes of accounts and credentials (CONTRACT §3). */
+/** HTTP routes of accounts and credentials (docs/api.md §3). */
 export function accountsRoutes(service: AccountsService) {
   return async function routes(base: FastifyInstance) {
     const app = base.withTypeProvider<TypeBoxTypeProvider>();

@@ -38,7 +38,7 @@ async function timedPing(db: Db, timeoutMs: number): Promise<{ ok: boolean; ms: 
 }
 
 /**
- * Health checks (reference 4.8, CONTRACT §10). /health answers from a status a background loop
+ * Health checks (docs/api.md §10). /health answers from a status a background loop
  * refreshes, so it never waits on the database; /health/deep runs a query now.
  */
 export function createHealthModule(deps: { db: Db; clock: Clock; intervalMs: number }) {

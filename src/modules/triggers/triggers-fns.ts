@@ -39,7 +39,7 @@ export function authenticateDelivery(
   return ok;
 }
 
-/** The delivery id an external system sent, in order of preference (CONTRACT §7). */
+/** The delivery id an external system sent, in order of preference (docs/api.md §7.4). */
 export function incomingDeliveryId(headers: Record<string, string | string[] | undefined>): string | undefined {
   for (const name of ['x-github-delivery', 'webhook-id', 'idempotency-key']) {
     const value = headers[name];

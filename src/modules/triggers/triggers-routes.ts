@@ -20,7 +20,7 @@ const tags = ['triggers'];
 const config = { auth: 'user' as const, feature: 'agents' as const };
 const notFound = errorResponses([404]);
 
-/** Management of webhook triggers (reference 4.5, 4.6; CONTRACT §7). */
+/** Management of webhook triggers (docs/api.md §7.1). */
 export function triggersRoutes(service: TriggersService) {
   return async function routes(base: FastifyInstance) {
     const app = base.withTypeProvider<TypeBoxTypeProvider>();

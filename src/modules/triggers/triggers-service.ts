@@ -56,7 +56,7 @@ const header = (headers: IncomingDelivery['headers'], name: string) => {
   return Array.isArray(value) ? value.join(',') : value;
 };
 
-/** Webhook triggers: management (CONTRACT §7) and receiving deliveries that create tasks. */
+/** Webhook triggers: management and receiving deliveries that create tasks (docs/api.md §7). */
 export function createTriggersService(deps: {
   db: Db;
   repo: TriggersRepo;

@@ -1,6 +1,6 @@
 /**
  * Message templates of webhook triggers: text with `{{payload.a.b.c}}` placeholders filled from
- * the delivered JSON (CONTRACT §7). Parsed once when a trigger is created or changed; rendered
+ * the delivered JSON (rules in docs/api.md §7.2). Parsed once when a trigger is created or changed; rendered
  * for each delivery without ever throwing or evaluating anything.
  */
 

@@ -18,7 +18,7 @@ async function triggerOf(service: TriggersService, request: FastifyRequest): Pro
 }
 
 /**
- * POST /v1/webhooks/triggers/:trigger_uuid (reference 4.7, 5.4; CONTRACT §7). The body is kept
+ * POST /v1/webhooks/triggers/:trigger_uuid (docs/api.md §7.3). The body is kept
  * as raw bytes: the signature is checked over exactly what was sent, before any parsing.
  */
 export function webhookRoutes(service: TriggersService) {

@@ -49,7 +49,7 @@ function createHmacHeader(secret: string, body: string | Buffer): string {
   return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
 }
 
-describe('X-Hub-Signature-256 (reference 5.4)', () => {
+describe('X-Hub-Signature-256 (docs/api.md §7.3)', () => {
   it("verifies GitHub's published test vector", async () => {
     expect(await sign(GITHUB_VECTOR.secret, GITHUB_VECTOR.body)).toBe(GITHUB_VECTOR.signature);
     expect(verifyHubSignature(GITHUB_VECTOR.signature, Buffer.from(GITHUB_VECTOR.body), GITHUB_VECTOR.secret)).toBe(

@@ -33,7 +33,7 @@ const ORDER = {
   ],
 };
 
-/** CONTRACT §7, rule by rule: the expected texts are written out, not computed. */
+/** docs/api.md §7.2, rule by rule: the expected texts are written out, not computed. */
 const RENDER_CASES: RenderCase[] = [
   { name: 'plain text', template: 'no placeholders here', payload: {}, text: 'no placeholders here' },
   { name: 'one string', template: 'Hello {{payload.name}}!', payload: { name: 'Ada' }, text: 'Hello Ada!' },
@@ -196,7 +196,7 @@ const PARSE_ERRORS: ParseErrorCase[] = [
   { template: '{{process.env.SECRET}}', position: 0, reason: /placeholder must be/ },
 ];
 
-describe('message templates (CONTRACT §7)', () => {
+describe('message templates (docs/api.md §7.2)', () => {
   it.each(RENDER_CASES)('renders $name', ({ template, payload, text, missing = [] }) => {
     expect(render(template, payload)).toEqual({ text, missing, truncated: false });
   });

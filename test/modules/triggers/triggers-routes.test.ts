@@ -24,7 +24,7 @@ const VIEW_KEYS = [
   'webhook_url',
 ];
 
-/** `whs_` + URL-safe base64 of at least 32 random bytes (CONTRACT §7). */
+/** `whs_` + URL-safe base64 of at least 32 random bytes (docs/api.md §7.1). */
 function expectWebhookSecret(secret: unknown) {
   expect(secret).toMatch(/^whs_[A-Za-z0-9_-]+$/);
   const bytes = Buffer.from(String(secret).slice(4), 'base64url');
