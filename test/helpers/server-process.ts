@@ -83,7 +83,7 @@ export interface ServerProcess {
   stderr: () => string;
 }
 
-/** Starts `taskhook serve` and resolves once /health answers 200 (fails after 15 s). */
+/** Starts `taskhook serve` and resolves once /health answers 200 (fails after 60 s: a loaded CI machine starts slowly). */
 export async function startServer(env: NodeJS.ProcessEnv, base: string): Promise<ServerProcess> {
   const child = spawn(process.execPath, [CLI, 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
@@ -91,7 +91,7 @@ export async function startServer(env: NodeJS.ProcessEnv, base: string): Promise
     stderr = (stderr + chunk.toString()).slice(-8_000);
   });
   const server = { child, killed: false, exited: once(child, 'exit'), stderr: () => stderr };
-  const deadline = Date.now() + 15_000;
+  const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) break;
     try {
