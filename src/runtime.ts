@@ -56,6 +56,8 @@ export async function openRuntime(
     clock?: Clock;
     migrate?: boolean;
     lookup?: (host: string) => Promise<LookupAddress[]>;
+    /** Make a root-handle query inside a transaction throw instead of waiting (tests). */
+    checkTransactions?: boolean;
   } = {},
 ): Promise<Runtime> {
   const logger = opts.logger ?? createLogger(config);
@@ -64,6 +66,7 @@ export async function openRuntime(
     sqliteFile: path.join(config.dataDir, 'taskhook.sqlite'),
     sqliteSynchronous: config.sqliteSynchronous,
     onPoolError: (err) => logger.warn({ err }, 'idle database connection failed'),
+    checkTransactions: opts.checkTransactions,
   });
   try {
     if (opts.migrate !== false) await migrateToLatest(db);

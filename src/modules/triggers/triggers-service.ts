@@ -60,16 +60,15 @@ const header = (headers: IncomingDelivery['headers'], name: string) => {
 export function createTriggersService(deps: {
   db: Db;
   repo: TriggersRepo;
-  agents: Pick<AgentsService, 'requireOwned'>;
+  agents: Pick<AgentsService, 'requireOwned' | 'requireOwnedIn'>;
   agentsRepo: Pick<AgentsRepo, 'findForClaim'>;
-  tasks: Pick<TasksService, 'prepare' | 'insert' | 'announce'>;
+  tasks: Pick<TasksService, 'prepare' | 'insert'>;
   box: SecretBox;
   clock: Clock;
   publicUrl: string;
 }) {
   const { db, repo } = deps;
   const now = () => iso(deps.clock.now());
-  const lock = db.dialect === 'postgres';
 
   const view = (t: TriggerRow): TriggerView => ({
     uuid: t.uuid,
@@ -85,7 +84,7 @@ export function createTriggersService(deps: {
   async function requireTrigger(userUuid: string, agentUuid: string, uuid: string, ex: Executor = db.kysely) {
     // Inside a transaction every read goes through it: on SQLite a read on the database itself
     // would wait for the transaction's connection forever.
-    await deps.agents.requireOwned(userUuid, agentUuid, ex);
+    await deps.agents.requireOwnedIn(ex, userUuid, agentUuid);
     const trigger = await repo.findOwned(ex, userUuid, agentUuid, uuid);
     if (!trigger) throw notFound('Trigger');
     return trigger;
@@ -164,7 +163,7 @@ export function createTriggersService(deps: {
       };
       await db.transaction(async (trx) => {
         // The agent row lock (PostgreSQL) makes the count and the insert one step.
-        await deps.agentsRepo.findForClaim(trx, agentUuid, lock);
+        await deps.agentsRepo.findForClaim(trx, agentUuid);
         if ((await repo.count(trx, agentUuid)) >= MAX_TRIGGERS_PER_AGENT) {
           throw invalid('agent', `has the maximum of ${MAX_TRIGGERS_PER_AGENT} triggers`);
         }
@@ -320,7 +319,6 @@ export function createTriggersService(deps: {
         );
         return first.response as WebhookAccepted;
       }
-      deps.tasks.announce(task);
       return accepted;
     },
   };
