@@ -13,9 +13,9 @@ interface Log {
 }
 
 /**
- * Puts tasks whose lease ran out back in the queue (attempt + 1; LEASE_EXPIRED after the last
- * attempt), fails tasks past their timeout (TIMEOUT), and drops expired idempotency keys.
- * Each task is re-read under a lock and re-checked, so several instances can sweep at once.
+ * Finds running tasks whose lease ran out or whose timeout passed and applies the transition
+ * function's sweep rules to each, and drops expired idempotency keys. Each task is re-read under
+ * a lock and re-checked, so several instances can sweep at once.
  */
 export function createSweeper(deps: {
   db: Db;

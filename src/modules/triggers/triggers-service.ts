@@ -81,7 +81,7 @@ export function createTriggersService(deps: {
     updated_at: t.updatedAt,
   });
 
-  async function requireTrigger(userUuid: string, agentUuid: string, uuid: string, ex: Executor = db.kysely) {
+  async function requireTrigger(ex: Executor, userUuid: string, agentUuid: string, uuid: string) {
     // Inside a transaction every read goes through it: on SQLite a read on the database itself
     // would wait for the transaction's connection forever.
     await deps.agents.requireOwnedIn(ex, userUuid, agentUuid);
@@ -179,12 +179,12 @@ export function createTriggersService(deps: {
     },
 
     get: async (userUuid: string, agentUuid: string, uuid: string) =>
-      view(await requireTrigger(userUuid, agentUuid, uuid)),
+      view(await requireTrigger(db.kysely, userUuid, agentUuid, uuid)),
 
     async patch(userUuid: string, agentUuid: string, uuid: string, input: PatchTriggerInput) {
       if (input.message_template !== undefined) checkTemplate(input.message_template);
       return db.transaction(async (trx) => {
-        const current = await requireTrigger(userUuid, agentUuid, uuid, trx);
+        const current = await requireTrigger(trx, userUuid, agentUuid, uuid);
         const next: TriggerRow = {
           ...current,
           name: input.name ?? current.name,
@@ -199,7 +199,7 @@ export function createTriggersService(deps: {
 
     async remove(userUuid: string, agentUuid: string, uuid: string) {
       await db.transaction(async (trx) => {
-        await requireTrigger(userUuid, agentUuid, uuid, trx);
+        await requireTrigger(trx, userUuid, agentUuid, uuid);
         await repo.remove(trx, uuid);
       });
     },
@@ -208,7 +208,7 @@ export function createTriggersService(deps: {
     async rotateSecret(userUuid: string, agentUuid: string, uuid: string) {
       const secret = generateWebhookSecret();
       const trigger = await db.transaction(async (trx) => {
-        const current = await requireTrigger(userUuid, agentUuid, uuid, trx);
+        const current = await requireTrigger(trx, userUuid, agentUuid, uuid);
         const next: TriggerRow = {
           ...current,
           secretSealed: deps.box.seal(secret),
@@ -223,7 +223,7 @@ export function createTriggersService(deps: {
     },
 
     async deliveries(userUuid: string, agentUuid: string, uuid: string, page: number, limit: number) {
-      await requireTrigger(userUuid, agentUuid, uuid);
+      await requireTrigger(db.kysely, userUuid, agentUuid, uuid);
       const { deliveries, total } = await repo.listDeliveries(db.kysely, uuid, (page - 1) * limit, limit);
       return {
         deliveries: deliveries.map((d) => ({
