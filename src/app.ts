@@ -11,16 +11,26 @@ import { registerValidators } from './http/validation.js';
 import { createSecretBox } from './lib/crypto.js';
 import { createAccountsModule } from './modules/accounts/accounts-module.js';
 import { createAgentsModule } from './modules/agents/agents-module.js';
-import type { AgentDeleteCascade } from './modules/agents/agents-service.js';
 import { createCallbacksModule } from './modules/callbacks/callbacks-module.js';
 import { createHealthModule } from './modules/health/health-module.js';
-import { createHousekeepingModule } from './modules/housekeeping/housekeeping-module.js';
+import { createHousekeepingModule, type HousekeepingResult } from './modules/housekeeping/housekeeping-module.js';
 import { createMetricsModule } from './modules/metrics/metrics-module.js';
 import { createTasksModule } from './modules/tasks/tasks-module.js';
 import { createTriggersModule } from './modules/triggers/triggers-module.js';
 import type { Runtime } from './runtime.js';
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Runs one pass of background work now: the task sweeper, the callback sender, housekeeping. */
+    background: {
+      sweep(): Promise<unknown[]>;
+      deliverCallbacks(): Promise<number>;
+      housekeep(): Promise<HousekeepingResult>;
+    };
+  }
+}
 
 /**
  * Builds the HTTP application: every Fastify option lives here. It never listens; server.ts
@@ -98,23 +108,22 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
       onStoreError: (err) => runtime.logger.warn({ err }, 'rate-limit store unavailable; request not counted'),
     }),
   });
-  const cascades: AgentDeleteCascade[] = [];
-  const agents = createAgentsModule({ runtime, cascades });
-  const callbacks = createCallbacksModule({ config, runtime, accounts: accounts.service });
-  const tasks = createTasksModule({
-    config,
-    runtime,
-    agents: agents.service,
-    hooks: [callbacks.hook],
-    committed: [callbacks.committed],
-    validateSubmit: callbacks.validateSubmit,
-  });
-  const triggers = createTriggersModule({ config, runtime, box, agents: agents.service, tasks: tasks.service });
-  cascades.push(tasks.cascade, triggers.cascade);
+  // Built in dependency order; each capability subscribes to what it reacts to: tasks and
+  // triggers to agents.onDelete, callbacks to tasks.onStatusChange.
+  const agents = createAgentsModule({ runtime });
+  const tasks = createTasksModule({ config, runtime, agents });
+  const callbacks = createCallbacksModule({ config, runtime, accounts: accounts.service, tasks });
+  const triggers = createTriggersModule({ config, runtime, box, agents, tasks: tasks.service });
   const health = createHealthModule({ db: runtime.db, clock: runtime.clock, intervalMs: config.healthIntervalMs });
-
   const metrics = createMetricsModule({ config, runtime });
   const housekeeping = createHousekeepingModule({ config, runtime });
+
+  // Background work on demand, so tests need not wait for its timers.
+  app.decorate('background', {
+    sweep: tasks.sweeper.sweep,
+    deliverCallbacks: callbacks.dispatcher.runOnce,
+    housekeep: housekeeping.runOnce,
+  });
 
   await app.register(metrics.routes);
   await app.register(health.routes);
@@ -123,6 +132,6 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   await app.register(agents.routes);
   await app.register(tasks.routes);
   await app.register(triggers.routes);
-  await app.register(callbacks.attach(tasks.service));
+  await app.register(callbacks.routes);
   return app;
 }

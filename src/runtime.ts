@@ -49,12 +49,13 @@ export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
 }
 
 /** Connects the configured storage (SQLite in the data dir, or PostgreSQL); runs nothing on it. */
-export function openDb(config: Config, logger: Logger): Db {
+export function openDb(config: Config, logger: Logger, opts: { checkTransactions?: boolean | undefined } = {}): Db {
   return connectDb({
     databaseUrl: config.databaseUrl,
     sqliteFile: path.join(config.dataDir, 'taskhook.sqlite'),
     sqliteSynchronous: config.sqliteSynchronous,
     onPoolError: (err) => logger.warn({ err }, 'idle database connection failed'),
+    checkTransactions: opts.checkTransactions,
   });
 }
 
@@ -65,10 +66,12 @@ export async function openRuntime(
     logger?: Logger;
     clock?: Clock;
     lookup?: (host: string) => Promise<LookupAddress[]>;
+    /** Make a root-handle query inside a transaction throw instead of waiting (tests). */
+    checkTransactions?: boolean;
   } = {},
 ): Promise<Runtime> {
   const logger = opts.logger ?? createLogger(config);
-  const db = openDb(config, logger);
+  const db = openDb(config, logger, { checkTransactions: opts.checkTransactions });
   try {
     await migrateToLatest(db);
     const secrets = await resolveSecrets(config, db);

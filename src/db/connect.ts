@@ -1,14 +1,14 @@
 import { closeSync, fdatasync, fsyncSync, mkdirSync, openSync } from 'node:fs';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, sql, type Transaction } from 'kysely';
+import { Kysely, type Dialect as KyselyDialect, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { Database } from './database.js';
 import { createGroupCommitter } from './group-commit.js';
+import { checkedDialect, type Executor, runTransaction } from './transactions.js';
 
+export type { Executor } from './transactions.js';
 export type Dialect = 'sqlite' | 'postgres';
-/** What repo methods take as their first argument: the database or an open transaction. */
-export type Executor = Kysely<Database> | Transaction<Database>;
 
 export interface Db {
   readonly dialect: Dialect;
@@ -17,7 +17,8 @@ export interface Db {
    * Runs `fn` in a transaction and resolves only after the commit is durable.
    * On SQLite, calls that arrive together are group-committed: one transaction, one fsync,
    * each call isolated in its own savepoint so a failing call rolls back only its own writes.
-   * `fn` must use only the executor it is given and do no slow non-database work.
+   * `fn` must use only the executor it is given and do no slow non-database work; what must
+   * happen after the commit it schedules with `afterCommit(trx, hook)` (see transactions.ts).
    */
   transaction<T>(fn: (trx: Executor) => Promise<T>): Promise<T>;
   /** A trivial query; throws when the database cannot be reached. */
@@ -33,12 +34,17 @@ export interface ConnectOptions {
   /** PostgreSQL pool size. */
   poolSize?: number;
   onPoolError?: (err: Error) => void;
+  /** Make a root-handle query inside a transaction's function throw (see checkedDialect); for tests. */
+  checkTransactions?: boolean;
 }
 
 /** Opens the configured database: PostgreSQL when a URL is given, else the embedded SQLite file. */
 export function connectDb(opts: ConnectOptions): Db {
   return opts.databaseUrl ? connectPostgres(opts.databaseUrl, opts) : connectSqlite(opts);
 }
+
+const checked = (dialect: KyselyDialect, opts: ConnectOptions) =>
+  opts.checkTransactions ? checkedDialect(dialect) : dialect;
 
 function connectSqlite(opts: ConnectOptions): Db {
   if (opts.sqliteFile !== ':memory:') mkdirSync(path.dirname(opts.sqliteFile), { recursive: true });
@@ -49,7 +55,9 @@ function connectSqlite(opts: ConnectOptions): Db {
   native.pragma('synchronous = NORMAL');
   native.pragma('busy_timeout = 5000');
   native.pragma('foreign_keys = ON');
-  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(native) }) });
+  const kysely = new Kysely<Database>({
+    dialect: checked(new SqliteDialect({ database: withStatementCache(native) }), opts),
+  });
   const wal =
     opts.sqliteSynchronous === 'full' && opts.sqliteFile !== ':memory:' ? createWalSync(opts.sqliteFile) : null;
   const groupCommit = createGroupCommitter(kysely, { sync: wal ? () => wal.sync() : undefined });
@@ -159,11 +167,11 @@ function connectPostgres(url: string, opts: ConnectOptions): Db {
   // pg emits 'error' on a checked-out client whose connection drops between queries, and the pool
   // only listens while the client is idle: without this listener that error crashes the process.
   pool.on('connect', (client) => client.on('error', (err) => opts.onPoolError?.(err)));
-  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const kysely = new Kysely<Database>({ dialect: checked(new PostgresDialect({ pool }), opts) });
   return {
     dialect: 'postgres',
     kysely,
-    transaction: (fn) => kysely.transaction().execute(fn),
+    transaction: (fn) => runTransaction(kysely, fn),
     ping: async () => {
       await sql`select 1`.execute(kysely);
     },

@@ -1,8 +1,9 @@
-import { type Kysely, sql, type Transaction } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Database } from './database.js';
+import { assertOutsideTransaction, type Executor, runHooks, scoped } from './transactions.js';
 
 interface Pending {
-  fn: (trx: Transaction<Database>) => Promise<unknown>;
+  fn: (trx: Executor) => Promise<unknown>;
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
 }
@@ -14,7 +15,8 @@ const MAX_BATCH = 512;
  * transaction. Each write runs in its own savepoint, so a write that throws leaves no partial
  * rows and does not disturb its neighbours. Promises settle after COMMIT and, when `sync` is
  * given, after a WAL sync that started after that COMMIT: the sync runs off the event loop, and
- * the next batch commits while the previous one's sync is still in flight.
+ * the next batch commits while the previous one's sync is still in flight. Each write's
+ * after-commit hooks run just before its promise settles; a write rolled back drops its hooks.
  */
 export function createGroupCommitter(kysely: Kysely<Database>, opts: { sync?: () => Promise<void> } = {}) {
   let queue: Pending[] = [];
@@ -22,19 +24,20 @@ export function createGroupCommitter(kysely: Kysely<Database>, opts: { sync?: ()
   const syncing = new Set<Promise<void>>();
 
   async function runBatch(batch: Pending[]): Promise<void> {
-    const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+    type Outcome = { ok: true; value: unknown; hooks: Array<() => void> } | { ok: false; error: unknown };
+    const outcomes: Outcome[] = [];
     try {
       await kysely.transaction().execute(async (trx) => {
         for (const item of batch) {
           if (batch.length === 1) {
-            outcomes.push({ ok: true, value: await item.fn(trx) });
+            outcomes.push({ ok: true, ...(await scoped(trx, item.fn)) });
             continue;
           }
           await sql`savepoint w`.execute(trx);
           try {
-            const value = await item.fn(trx);
+            const done = await scoped(trx, item.fn);
             await sql`release w`.execute(trx);
-            outcomes.push({ ok: true, value });
+            outcomes.push({ ok: true, ...done });
           } catch (error) {
             await sql`rollback to w`.execute(trx);
             await sql`release w`.execute(trx);
@@ -49,8 +52,10 @@ export function createGroupCommitter(kysely: Kysely<Database>, opts: { sync?: ()
     const settle = () =>
       batch.forEach((item, i) => {
         const outcome = outcomes[i];
-        if (outcome?.ok) item.resolve(outcome.value);
-        else item.reject(outcome?.error);
+        if (outcome?.ok) {
+          runHooks(outcome.hooks);
+          item.resolve(outcome.value);
+        } else item.reject(outcome?.error);
       });
     if (!opts.sync) return settle();
     const synced: Promise<void> = opts
@@ -74,7 +79,13 @@ export function createGroupCommitter(kysely: Kysely<Database>, opts: { sync?: ()
   }
 
   return {
-    run<T>(fn: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
+    run<T>(fn: (trx: Executor) => Promise<T>): Promise<T> {
+      // A transaction started inside another would wait for the batch that waits for it.
+      try {
+        assertOutsideTransaction();
+      } catch (err) {
+        return Promise.reject(err);
+      }
       return new Promise<T>((resolve, reject) => {
         queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
         running ??= loop();

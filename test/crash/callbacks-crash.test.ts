@@ -35,8 +35,7 @@ const serverEnv = (db: TestDatabase, dataDir: string, port: number) =>
 import { uniqueEmail } from '../helpers/factories.js';
 
 /*
- * CONTRACT §6 and §9: callbacks are part of what a crash must not lose, and "deliveries survive
- * restarts". While the receiver is down, tasks are cancelled (their callbacks fail and wait for a
+ * Callbacks are part of what a crash must not lose: deliveries survive restarts. While the receiver is down, tasks are cancelled (their callbacks fail and wait for a
  * retry); the real server is killed with SIGKILL; the receiver comes up; after a restart on the
  * same storage every callback arrives, once, with the webhook-id it had before the crash.
  */

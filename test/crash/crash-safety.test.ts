@@ -16,8 +16,8 @@ import {
 } from '../helpers/server-process.js';
 
 /*
- * CONTRACT §6: "a 2xx means the write is committed to storage, and a crash of any process at any
- * moment loses no accepted task". The real server runs as a child process under load and is killed
+ * A 2xx means the write is committed to storage, and a crash of any process at any moment loses
+ * no accepted task. The real server runs as a child process under load and is killed
  * with SIGKILL (no shutdown hook, no drain); after a restart on the same storage every response
  * the clients received as 2xx must be reflected in storage.
  */

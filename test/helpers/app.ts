@@ -56,7 +56,12 @@ export async function buildTestApp(
   opts: { config?: Partial<Config>; clock?: Clock; lookup?: (host: string) => Promise<LookupAddress[]> } = {},
 ): Promise<TestApp> {
   const config = testConfig(db, opts.config);
-  const runtime = await openRuntime(config, { logger: createLogger(config), clock: opts.clock, lookup: opts.lookup });
+  const runtime = await openRuntime(config, {
+    logger: createLogger(config),
+    clock: opts.clock,
+    lookup: opts.lookup,
+    checkTransactions: true,
+  });
   const app = await buildApp(config, runtime);
   app.addHook('onClose', async () => runtime.close());
   await app.ready();

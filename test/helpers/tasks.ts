@@ -6,7 +6,7 @@ import type { TestUser } from './factories.js';
 
 export type { ClaimedTask, SubmitResult, TaskView };
 
-/** The worker operations that report on a claimed task (docs/api.md §6.3). */
+/** The worker operations that report on a claimed task: the protocol's four, plus release (docs/api.md §6.3). */
 export const WORKER_OPERATIONS = ['progress', 'input_request', 'complete', 'fail', 'release'] as const;
 export type WorkerOperation = (typeof WORKER_OPERATIONS)[number];
 
@@ -151,6 +151,12 @@ export async function listTasks(
   const res = await call(t.app, 'GET', `/agent/${agentUuid}/tasks${query}`, { headers: workerHeaders(user) });
   expectStatus(res, 200, 'list tasks');
   return res.json();
+}
+
+/** Runs one pass of the app's sweeper now, then reads the task. */
+export async function sweptTask(t: TestApp, user: TestUser, agentUuid: string, taskId: string): Promise<TaskView> {
+  await t.app.background.sweep();
+  return getTask(t, user, agentUuid, taskId);
 }
 
 /**

@@ -1,15 +1,30 @@
 import type { Runtime } from '../../runtime.js';
 import { agentsRepo } from './agents-repo.js';
 import { agentsRoutes } from './agents-routes.js';
-import { type AgentDeleteCascade, createAgentsService } from './agents-service.js';
+import { type AgentDeleteListener, createAgentsService } from './agents-service.js';
 
-/** Wires agent management. Other capabilities add what deleting an agent must also do. */
-export function createAgentsModule(deps: { runtime: Runtime; cascades?: AgentDeleteCascade[] }) {
+/**
+ * Wires agent management. Capabilities that own something of an agent subscribe with
+ * `onDelete` to remove it in the transaction that deletes the agent.
+ */
+export function createAgentsModule(deps: { runtime: Runtime }) {
+  const deleteListeners: AgentDeleteListener[] = [];
   const service = createAgentsService({
     db: deps.runtime.db,
     repo: agentsRepo,
     clock: deps.runtime.clock,
-    cascades: deps.cascades ?? [],
+    onDelete: async (trx, agentUuid, now) => {
+      for (const listener of deleteListeners) await listener(trx, agentUuid, now);
+    },
   });
-  return { service, routes: agentsRoutes(service) };
+  return {
+    service,
+    routes: agentsRoutes(service),
+    /** Subscribes to agent deletion: called inside its transaction (a throw rolls it back). */
+    onDelete(listener: AgentDeleteListener): void {
+      deleteListeners.push(listener);
+    },
+  };
 }
+
+export type AgentsModule = ReturnType<typeof createAgentsModule>;

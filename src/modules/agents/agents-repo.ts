@@ -4,6 +4,7 @@ import type { AgentsTable } from '../../db/database.js';
 import { withDbErrors as guard } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
 import { prepareQuery } from '../../db/prepared.js';
+import { lockRows } from '../../db/transactions.js';
 import type { Agent, AgentStatus, Runtime } from './agents-schemas.js';
 
 export interface AgentRow extends Agent {
@@ -64,17 +65,17 @@ export const agentsRepo = {
     return row && toAgent(row);
   },
 
-  /** Status and concurrency for a claim; on PostgreSQL the row lock serialises claims of one agent. */
-  async findForClaim(ex: Executor, uuid: string, lock: boolean) {
-    return guard(
-      ex
-        .selectFrom('agents')
-        .select(['status', 'concurrency'])
-        .where('uuid', '=', uuid)
-        .where('deleted_at', 'is', null)
-        .$if(lock, (qb) => qb.forUpdate())
-        .executeTakeFirst(),
-    );
+  /**
+   * Status and concurrency of a live agent, row-locked for `trx`: the lock serialises the
+   * transactions that count an agent's tasks or triggers before adding one.
+   */
+  async findForClaim(trx: Executor, uuid: string) {
+    const query = trx
+      .selectFrom('agents')
+      .select(['status', 'concurrency'])
+      .where('uuid', '=', uuid)
+      .where('deleted_at', 'is', null);
+    return guard(lockRows(trx, query).executeTakeFirst());
   },
 
   async listOwned(ex: Executor, userUuid: string, offset: number, limit: number) {

@@ -17,7 +17,7 @@ const tags = ['agents'];
 const config = { auth: 'user' as const, feature: 'agents' as const };
 const notFound = errorResponses([404]);
 
-/** HTTP routes of agent management (CONTRACT §4). */
+/** HTTP routes of agent management. */
 export function agentsRoutes(service: AgentsService) {
   return async function routes(base: FastifyInstance) {
     const app = base.withTypeProvider<TypeBoxTypeProvider>();

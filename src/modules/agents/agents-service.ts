@@ -8,27 +8,33 @@ import type { Agent, CreateAgentInput, PatchAgentInput } from './agents-schemas.
 export const DEFAULT_CONCURRENCY = 10;
 export const DEFAULT_TIMEOUT_SECONDS = 3600;
 
-/** Work another capability does, in the same transaction, when an agent is deleted. */
-export type AgentDeleteCascade = (trx: Executor, agentUuid: string, now: string) => Promise<void>;
+/**
+ * What another capability does, in the same transaction, when an agent is deleted (cancel its
+ * tasks, delete its triggers). Wake-ups go through `afterCommit`.
+ */
+export type AgentDeleteListener = (trx: Executor, agentUuid: string, now: string) => Promise<void>;
 
 function view({ userUuid: _owner, ...agent }: AgentRow): Agent {
   return agent;
 }
 
-/** Agent management (CONTRACT §4). Another user's agent is indistinguishable from a missing one. */
-export function createAgentsService(deps: { db: Db; repo: AgentsRepo; clock: Clock; cascades: AgentDeleteCascade[] }) {
+/** Agent management. Another user's agent is indistinguishable from a missing one. */
+export function createAgentsService(deps: { db: Db; repo: AgentsRepo; clock: Clock; onDelete: AgentDeleteListener }) {
   const { db, repo } = deps;
   const now = () => iso(deps.clock.now());
 
-  /** @throws AppError NOT_FOUND unless the agent exists, is live and belongs to the user. */
-  async function requireOwned(userUuid: string, uuid: string, ex: Executor = db.kysely): Promise<AgentRow> {
+  /** @throws AppError NOT_FOUND unless the agent exists, is live and belongs to the user (read with `ex`). */
+  async function requireOwnedIn(ex: Executor, userUuid: string, uuid: string): Promise<AgentRow> {
     const agent = await repo.findOwned(ex, userUuid, uuid);
     if (!agent) throw notFound('Agent');
     return agent;
   }
+  /** `requireOwnedIn` outside any transaction. */
+  const requireOwned = (userUuid: string, uuid: string) => requireOwnedIn(db.kysely, userUuid, uuid);
 
   return {
     requireOwned,
+    requireOwnedIn,
 
     async create(userUuid: string, input: CreateAgentInput): Promise<Agent> {
       const at = now();
@@ -59,7 +65,7 @@ export function createAgentsService(deps: { db: Db; repo: AgentsRepo; clock: Clo
 
     async patch(userUuid: string, uuid: string, input: PatchAgentInput): Promise<Agent> {
       return db.transaction(async (trx) => {
-        const current = await requireOwned(userUuid, uuid, trx);
+        const current = await requireOwnedIn(trx, userUuid, uuid);
         const next: AgentRow = {
           ...current,
           ...Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)),
@@ -75,7 +81,7 @@ export function createAgentsService(deps: { db: Db; repo: AgentsRepo; clock: Clo
       const deleted = await db.transaction(async (trx) => {
         const at = now();
         if (!(await repo.markDeleted(trx, userUuid, uuid, at))) return false;
-        for (const cascade of deps.cascades) await cascade(trx, uuid, at);
+        await deps.onDelete(trx, uuid, at);
         return true;
       });
       if (!deleted) throw notFound('Agent');

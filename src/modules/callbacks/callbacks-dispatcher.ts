@@ -31,7 +31,6 @@ export function createDispatcher(deps: {
   log: Log;
 }) {
   const { db, repo } = deps;
-  const lock = db.dialect === 'postgres';
   const leaseMs = deps.timeoutMs + 5000;
   let inFlight = 0;
   let timer: NodeJS.Timeout | undefined;
@@ -111,7 +110,7 @@ export function createDispatcher(deps: {
       if (room <= 0 || stopped) return;
       const nowMs = deps.clock.now();
       const due = await db.transaction((trx) =>
-        repo.claimDue(trx, iso(nowMs), iso(nowMs + leaseMs), Math.min(room, BATCH), lock),
+        repo.claimDue(trx, iso(nowMs), iso(nowMs + leaseMs), Math.min(room, BATCH)),
       );
       for (const row of due) {
         inFlight++;
@@ -151,8 +150,17 @@ export function createDispatcher(deps: {
     timer.unref();
   }
 
+  /** Leases the deliveries due now (up to one batch) and sends them; resolves once each attempt is recorded. */
+  async function runOnce(): Promise<number> {
+    const nowMs = deps.clock.now();
+    const due = await db.transaction((trx) => repo.claimDue(trx, iso(nowMs), iso(nowMs + leaseMs), BATCH));
+    await Promise.all(due.map(deliver));
+    return due.length;
+  }
+
   return {
     nudge,
+    runOnce,
     start() {
       stopped = false;
       schedule();

@@ -1,34 +1,34 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
-import { invalid } from '../../http/errors.js';
-import { checkOutboundUrl, createOutboundDispatcher, OutboundUrlError } from '../../lib/outbound.js';
+import { createOutboundDispatcher } from '../../lib/outbound.js';
 import type { Runtime } from '../../runtime.js';
 import type { AccountsService } from '../accounts/accounts-service.js';
-import type { TaskRecord } from '../tasks/tasks-repo.js';
-import type { SubmitInput } from '../tasks/tasks-schemas.js';
-import type { TasksService } from '../tasks/tasks-service.js';
+import type { TasksModule } from '../tasks/tasks-module.js';
 import { createDispatcher } from './callbacks-dispatcher.js';
 import { callbacksRepo } from './callbacks-repo.js';
 import { callbacksRoutes } from './callbacks-routes.js';
 import { createCallbacksService } from './callbacks-service.js';
 
 /**
- * Wires task callbacks: the submit-time URL check, the outbox hook, the dispatcher and the
- * deliveries routes. Created before the tasks module (which takes the check and the hook), then
- * given the tasks service with `attach`.
+ * Wires task callbacks: an outbox row written with each announced status change (subscribed to
+ * `tasks.onStatusChange`), the dispatcher that sends them, and the deliveries routes.
  */
 export function createCallbacksModule(deps: {
   config: Config;
   runtime: Runtime;
   accounts: Pick<AccountsService, 'activeSigningSecrets'>;
+  tasks: Pick<TasksModule, 'service' | 'onStatusChange'>;
 }) {
   const { config, runtime } = deps;
-  const policy = { allowPrivate: config.allowPrivateUrls, lookup: runtime.lookup };
   const dispatcher = createDispatcher({
     db: runtime.db,
     repo: callbacksRepo,
     signingSecrets: (userUuid) => deps.accounts.activeSigningSecrets(userUuid),
-    dispatcher: createOutboundDispatcher({ ...policy, timeoutMs: config.callbackTimeoutMs }),
+    dispatcher: createOutboundDispatcher({
+      allowPrivate: config.allowPrivateUrls,
+      lookup: runtime.lookup,
+      timeoutMs: config.callbackTimeoutMs,
+    }),
     allowPrivate: config.allowPrivateUrls,
     schedule: config.callbackRetrySchedule,
     timeoutMs: config.callbackTimeoutMs,
@@ -36,38 +36,20 @@ export function createCallbacksModule(deps: {
     clock: runtime.clock,
     log: runtime.logger,
   });
-  let service: ReturnType<typeof createCallbacksService> | null = null;
+  const service = createCallbacksService({
+    db: runtime.db,
+    repo: callbacksRepo,
+    tasks: deps.tasks.service,
+    clock: runtime.clock,
+    nudge: dispatcher.nudge,
+  });
+  deps.tasks.onStatusChange(service.onStatusChange);
 
-  /** Submit-time check of webhook_url (repeated at connect time by the dispatcher). */
-  async function validateSubmit(input: SubmitInput) {
-    if (!input.webhook_url) return;
-    try {
-      await checkOutboundUrl(input.webhook_url, policy);
-    } catch (err) {
-      if (err instanceof OutboundUrlError) throw invalid('webhook_url', err.message);
-      throw err;
-    }
+  async function routes(app: FastifyInstance) {
+    app.addHook('onReady', async () => dispatcher.start());
+    app.addHook('preClose', async () => dispatcher.stop());
+    await app.register(callbacksRoutes(service));
   }
 
-  return {
-    validateSubmit,
-    hook: (...args: Parameters<ReturnType<typeof createCallbacksService>['onStatusChange']>) =>
-      (service as ReturnType<typeof createCallbacksService>).onStatusChange(...args),
-    committed: (task: TaskRecord) => service?.committed(task),
-    attach(tasks: Pick<TasksService, 'requireTask'>) {
-      service = createCallbacksService({
-        db: runtime.db,
-        repo: callbacksRepo,
-        tasks,
-        clock: runtime.clock,
-        nudge: dispatcher.nudge,
-      });
-      const attached = service;
-      return async function routes(app: FastifyInstance) {
-        app.addHook('onReady', async () => dispatcher.start());
-        app.addHook('preClose', async () => dispatcher.stop());
-        await app.register(callbacksRoutes(attached));
-      };
-    },
-  };
+  return { service, dispatcher, routes };
 }

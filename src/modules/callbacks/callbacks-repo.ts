@@ -4,6 +4,7 @@ import type { Executor } from '../../db/connect.js';
 import type { CallbacksTable } from '../../db/database.js';
 import { withDbErrors as guard } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
+import { lockRows } from '../../db/transactions.js';
 
 export interface Attempt {
   at: string;
@@ -83,16 +84,16 @@ export const callbacksRepo = {
     return rows.map(toRow);
   },
 
-  async find(ex: Executor, taskUuid: string, uuid: string, lock = false): Promise<CallbackRow | undefined> {
-    const row = await guard(
-      ex
-        .selectFrom('callbacks')
-        .selectAll()
-        .where('uuid', '=', uuid)
-        .where('task_uuid', '=', taskUuid)
-        .$if(lock, (qb) => qb.forUpdate())
-        .executeTakeFirst(),
-    );
+  async find(ex: Executor, taskUuid: string, uuid: string): Promise<CallbackRow | undefined> {
+    const query = ex.selectFrom('callbacks').selectAll().where('uuid', '=', uuid).where('task_uuid', '=', taskUuid);
+    const row = await guard(query.executeTakeFirst());
+    return row && toRow(row);
+  },
+
+  /** `find`, row-locked for the transaction `trx`. */
+  async lock(trx: Executor, taskUuid: string, uuid: string): Promise<CallbackRow | undefined> {
+    const query = trx.selectFrom('callbacks').selectAll().where('uuid', '=', uuid).where('task_uuid', '=', taskUuid);
+    const row = await guard(lockRows(trx, query).executeTakeFirst());
     return row && toRow(row);
   },
 
@@ -100,19 +101,16 @@ export const callbacksRepo = {
    * Takes up to `limit` due deliveries for this sender until `leaseUntil`: pending, due, and not
    * leased by another sender (PostgreSQL skips rows another instance is claiming right now).
    */
-  async claimDue(ex: Executor, now: string, leaseUntil: string, limit: number, lock: boolean): Promise<CallbackRow[]> {
-    const rows = await guard(
-      ex
-        .selectFrom('callbacks')
-        .selectAll()
-        .where(sql<boolean>`status = 'pending'`)
-        .where('next_attempt_at', '<=', now)
-        .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
-        .orderBy('next_attempt_at')
-        .limit(limit)
-        .$if(lock, (qb) => qb.forUpdate().skipLocked())
-        .execute(),
-    );
+  async claimDue(ex: Executor, now: string, leaseUntil: string, limit: number): Promise<CallbackRow[]> {
+    const due = ex
+      .selectFrom('callbacks')
+      .selectAll()
+      .where(sql<boolean>`status = 'pending'`)
+      .where('next_attempt_at', '<=', now)
+      .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
+      .orderBy('next_attempt_at')
+      .limit(limit);
+    const rows = await guard(lockRows(ex, due, { skipLocked: true }).execute());
     if (rows.length === 0) return [];
     await guard(
       ex

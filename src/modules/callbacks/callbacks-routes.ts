@@ -26,7 +26,7 @@ const RetryParams = Type.Object({ id: UuidSchema, taskId: UuidSchema, deliveryId
 
 const config = { auth: 'user' as const, feature: 'agents' as const };
 
-/** Visibility of task callbacks (CONTRACT §9). */
+/** Visibility of task callbacks: a task's deliveries and a manual retry. */
 export function callbacksRoutes(service: CallbacksService) {
   return async function routes(base: FastifyInstance) {
     const app = base.withTypeProvider<TypeBoxTypeProvider>();

@@ -1,14 +1,14 @@
-import type { Db, Executor } from '../../db/connect.js';
+import type { Db } from '../../db/connect.js';
+import { afterCommit } from '../../db/transactions.js';
 import { notFound } from '../../http/errors.js';
 import { newId } from '../../lib/ids.js';
 import { type Clock, iso } from '../../lib/time.js';
-import type { TaskRecord } from '../tasks/tasks-repo.js';
-import type { TaskView } from '../tasks/tasks-schemas.js';
 import type { TaskRef, TasksService } from '../tasks/tasks-service.js';
+import type { TaskChangeEvent } from '../tasks/tasks-writer.js';
 import { ANNOUNCED_STATUSES } from './callbacks-fns.js';
 import type { CallbackRow, CallbacksRepo } from './callbacks-repo.js';
 
-/** Task callbacks (CONTRACT §9): the outbox entry written with each announced change, and its visibility. */
+/** Task callbacks: the outbox entry written with each announced change, and its visibility. */
 export function createCallbacksService(deps: {
   db: Db;
   repo: CallbacksRepo;
@@ -28,10 +28,11 @@ export function createCallbacksService(deps: {
 
   return {
     /**
-     * The status-change hook: in the transaction of the change, queue a callback for a task
-     * submitted with callback_mode webhook, so no announced change is lost or invented.
+     * On a status change, in its transaction: queue a callback for a task submitted with
+     * callback_mode webhook, so no announced change is lost or invented; once it commits, the
+     * dispatcher sends it at once rather than at its next poll.
      */
-    async onStatusChange(trx: Executor, task: TaskRecord, taskView: TaskView) {
+    async onStatusChange({ trx, task, view: taskView }: TaskChangeEvent) {
       if (task.callbackMode !== 'webhook' || !task.webhookUrl || !ANNOUNCED_STATUSES.has(task.status)) return;
       const now = iso(deps.clock.now());
       const type = `task.${task.status}`;
@@ -49,11 +50,7 @@ export function createCallbacksService(deps: {
         createdAt: now,
         updatedAt: now,
       });
-    },
-
-    /** After a change has committed: send its callback now rather than at the next poll. */
-    committed(task: TaskRecord) {
-      if (task.callbackMode === 'webhook' && ANNOUNCED_STATUSES.has(task.status)) deps.nudge();
+      afterCommit(trx, deps.nudge);
     },
 
     async list(ref: TaskRef) {
@@ -65,12 +62,12 @@ export function createCallbacksService(deps: {
     async retry(ref: TaskRef, deliveryId: string) {
       await deps.tasks.requireTask(ref);
       const row = await db.transaction(async (trx) => {
-        const found = await repo.find(trx, ref.taskUuid, deliveryId, db.dialect === 'postgres');
+        const found = await repo.lock(trx, ref.taskUuid, deliveryId);
         if (!found) throw notFound('Delivery');
         await repo.rearm(trx, deliveryId, iso(deps.clock.now()));
+        afterCommit(trx, deps.nudge);
         return repo.find(trx, ref.taskUuid, deliveryId);
       });
-      deps.nudge();
       return view(row as CallbackRow);
     },
   };

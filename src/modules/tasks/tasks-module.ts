@@ -1,72 +1,61 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
 import { invalid } from '../../http/errors.js';
+import { checkOutboundUrl, OutboundUrlError } from '../../lib/outbound.js';
 import type { Runtime } from '../../runtime.js';
+import type { AgentsModule } from '../agents/agents-module.js';
 import { agentsRepo } from '../agents/agents-repo.js';
-import type { AgentDeleteCascade, AgentsService } from '../agents/agents-service.js';
 import { createEstimator } from './estimator.js';
 import { eventsRoutes } from './events-routes.js';
 import { idempotencyRepo } from './idempotency-repo.js';
 import { createNotifier } from './notifier.js';
-import { type TaskRecord, tasksRepo } from './tasks-repo.js';
+import { tasksRepo } from './tasks-repo.js';
 import { tasksRoutes } from './tasks-routes.js';
-import type { SubmitInput } from './tasks-schemas.js';
 import { createTasksService } from './tasks-service.js';
 import { createSweeper } from './tasks-sweeper.js';
-import { createTaskWriter, type StatusChangeHook } from './tasks-writer.js';
+import { createTaskWriter } from './tasks-writer.js';
 import { workerRoutes } from './worker-routes.js';
 import { createWorkerService } from './worker-service.js';
 
-/** The default check of a callback URL: absolute http(s). */
-async function checkCallbackUrl(input: SubmitInput) {
-  if (!input.webhook_url) return;
-  let url: URL;
-  try {
-    url = new URL(input.webhook_url);
-  } catch {
-    throw invalid('webhook_url', 'must be an absolute http(s) URL');
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalid('webhook_url', 'must use http or https');
-}
-
 /**
  * Wires tasks: the user API, the worker protocol, the event stream, the sweeper, and the
- * wake-up notifier. `hooks` run in the transaction of every status change.
+ * wake-up notifier. Open tasks are cancelled when their agent is deleted. Other capabilities
+ * subscribe to changes with `onStatusChange` (e.g. callbacks) or `onChange` (every transition).
  */
 export function createTasksModule(deps: {
   config: Config;
   runtime: Runtime;
-  agents: AgentsService;
-  hooks?: StatusChangeHook[];
-  committed?: Array<(task: TaskRecord) => void>;
-  validateSubmit?: (input: SubmitInput) => Promise<void>;
+  agents: Pick<AgentsModule, 'service' | 'onDelete'>;
 }) {
   const { runtime, config } = deps;
   const db = runtime.db;
   const notifier = createNotifier({ databaseUrl: config.databaseUrl, log: runtime.logger });
-  const writer = createTaskWriter({
-    db,
-    repo: tasksRepo,
-    notifier,
-    hooks: deps.hooks ?? [],
-    committed: deps.committed ?? [],
-  });
+  const writer = createTaskWriter({ repo: tasksRepo, notifier });
+  const policy = { allowPrivate: config.allowPrivateUrls, lookup: runtime.lookup };
   const service = createTasksService({
     db,
     repo: tasksRepo,
     idempotency: idempotencyRepo,
-    agents: deps.agents,
+    agents: deps.agents.service,
     writer,
     estimator: createEstimator({ db, repo: tasksRepo }),
     clock: runtime.clock,
     publicUrl: config.publicUrl,
-    validateSubmit: deps.validateSubmit ?? checkCallbackUrl,
+    // The callback address is checked at submit time (and again by the sender at connect time).
+    checkWebhookUrl: async (url) => {
+      try {
+        await checkOutboundUrl(url, policy);
+      } catch (err) {
+        if (err instanceof OutboundUrlError) throw invalid('webhook_url', err.message);
+        throw err;
+      }
+    },
   });
   const worker = createWorkerService({
     db,
     repo: tasksRepo,
     agentsRepo,
-    agents: deps.agents,
+    agents: deps.agents.service,
     writer,
     notifier,
     clock: runtime.clock,
@@ -81,10 +70,7 @@ export function createTasksModule(deps: {
     log: runtime.logger,
   });
 
-  /** What deleting an agent does to its tasks: every open one is cancelled. */
-  const cascade: AgentDeleteCascade = async (trx, agentUuid, now) => {
-    for (const task of await service.cancelAllOfAgent(trx, agentUuid, now)) writer.announce(task);
-  };
+  deps.agents.onDelete((trx, agentUuid, now) => service.cancelAllOfAgent(trx, agentUuid, Date.parse(now)));
 
   async function routes(app: FastifyInstance) {
     app.addHook('onReady', async () => sweeper.start());
@@ -98,5 +84,15 @@ export function createTasksModule(deps: {
     await app.register(eventsRoutes({ service, notifier }));
   }
 
-  return { service, worker, sweeper, notifier, cascade, routes };
+  return {
+    service,
+    worker,
+    sweeper,
+    notifier,
+    routes,
+    onStatusChange: writer.onStatusChange,
+    onChange: writer.onChange,
+  };
 }
+
+export type TasksModule = ReturnType<typeof createTasksModule>;

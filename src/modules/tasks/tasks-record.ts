@@ -10,7 +10,10 @@ export interface TaskRecord {
   agentUuid: string;
   userUuid: string;
   status: TaskStatus;
-  /** Waiting for a worker: queued, or running again after a user's reply and not yet claimed. */
+  /**
+   * Waits for a worker. Always `isClaimable(status, leaseExpiresAt)`: the transition function sets
+   * it on every change; it is stored only so claims find such tasks by index.
+   */
   ready: boolean;
   priority: number;
   message: string;

@@ -3,6 +3,7 @@ import type { Executor } from '../../db/connect.js';
 import { withDbErrors as guard } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
 import { prepareQuery } from '../../db/prepared.js';
+import { lockRows } from '../../db/transactions.js';
 import type { TaskStatus } from './tasks-fns.js';
 import { COLUMNS, type TaskRecord, toColumns, toRecord } from './tasks-record.js';
 
@@ -23,16 +24,19 @@ const ownTaskQuery = (ex: Executor, taskUuid: string, agentUuid: string, userUui
     .where('agent_uuid', '=', agentUuid)
     .where('user_uuid', '=', userUuid);
 const ownTask = prepareQuery(3, ownTaskQuery);
-const ownTaskLocked = prepareQuery(3, (ex, t: string, a: string, u: string) => ownTaskQuery(ex, t, a, u).forUpdate());
+const ownTaskLocked = prepareQuery(3, (ex, t: string, a: string, u: string) => lockRows(ex, ownTaskQuery(ex, t, a, u)));
 
-/** The only code that touches the task tables (claiming lives in tasks-claim-repo.ts). */
+/**
+ * The only code that touches the task tables. Reads named `lock…` take a row lock (PostgreSQL)
+ * for the transaction they run in: the caller is about to change the row.
+ */
 export const tasksRepo = {
   insertTask(ex: Executor, task: TaskRecord) {
     const columns = toColumns(task);
     return guard(insertTaskRow(ex, ...TASK_COLUMNS.map((c) => columns[c] ?? null)));
   },
 
-  /** Writes the changed fields; `lock` takes a row lock first on PostgreSQL (SQLite has one writer). */
+  /** Writes the changed fields. */
   updateTask(ex: Executor, uuid: string, changes: Partial<TaskRecord>) {
     return guard(
       ex
@@ -43,24 +47,22 @@ export const tasksRepo = {
     );
   },
 
-  /** The task when it belongs to this agent of this user (row-locked on PostgreSQL when `lock`). */
-  async findTask(
-    ex: Executor,
-    where: { userUuid: string; agentUuid: string; taskUuid: string },
-    lock = false,
-  ): Promise<TaskRecord | undefined> {
-    const [row] = await guard((lock ? ownTaskLocked : ownTask)(ex, where.taskUuid, where.agentUuid, where.userUuid));
+  /** The task when it belongs to this agent of this user. */
+  async findTask(ex: Executor, where: TaskKey): Promise<TaskRecord | undefined> {
+    const [row] = await guard(ownTask(ex, where.taskUuid, where.agentUuid, where.userUuid));
     return row && toRecord(row);
   },
 
-  async findByUuid(ex: Executor, uuid: string, lock = false): Promise<TaskRecord | undefined> {
+  /** `findTask`, row-locked for the transaction `trx`. */
+  async lockTask(trx: Executor, where: TaskKey): Promise<TaskRecord | undefined> {
+    const [row] = await guard(ownTaskLocked(trx, where.taskUuid, where.agentUuid, where.userUuid));
+    return row && toRecord(row);
+  },
+
+  /** Any task by id, row-locked for the transaction `trx` (the sweeper, agent deletion). */
+  async lockByUuid(trx: Executor, uuid: string): Promise<TaskRecord | undefined> {
     const row = await guard(
-      ex
-        .selectFrom('tasks')
-        .selectAll()
-        .where('uuid', '=', uuid)
-        .$if(lock, (qb) => qb.forUpdate())
-        .executeTakeFirst(),
+      lockRows(trx, trx.selectFrom('tasks').selectAll().where('uuid', '=', uuid)).executeTakeFirst(),
     );
     return row && toRecord(row);
   },
@@ -121,24 +123,21 @@ export const tasksRepo = {
   },
 
   /**
-   * Claimable tasks of an agent in claim order (priority, then age). On PostgreSQL the rows are
-   * locked and rows locked by a concurrent claim are skipped; SQLite has a single writer.
+   * Claimable tasks of an agent in claim order (priority, then age), row-locked; rows a
+   * concurrent claim holds are skipped.
    */
-  async selectClaimable(ex: Executor, agentUuid: string, limit: number, lock: boolean): Promise<TaskRecord[]> {
-    const rows = await guard(
-      ex
-        .selectFrom('tasks')
-        .selectAll()
-        .where('agent_uuid', '=', agentUuid)
-        // A literal, so both planners can use the partial index (`where ready = true`).
-        .where(sql<boolean>`ready = true`)
-        .orderBy('priority', 'desc')
-        .orderBy('created_at')
-        .orderBy('uuid')
-        .limit(limit)
-        .$if(lock, (qb) => qb.forUpdate().skipLocked())
-        .execute(),
-    );
+  async lockClaimable(trx: Executor, agentUuid: string, limit: number): Promise<TaskRecord[]> {
+    const query = trx
+      .selectFrom('tasks')
+      .selectAll()
+      .where('agent_uuid', '=', agentUuid)
+      // A literal, so both planners can use the partial index (`where ready = true`).
+      .where(sql<boolean>`ready = true`)
+      .orderBy('priority', 'desc')
+      .orderBy('created_at')
+      .orderBy('uuid')
+      .limit(limit);
+    const rows = await guard(lockRows(trx, query, { skipLocked: true }).execute());
     return rows.map(toRecord);
   },
 
@@ -207,3 +206,8 @@ export const tasksRepo = {
 };
 
 export type TasksRepo = typeof tasksRepo;
+export interface TaskKey {
+  userUuid: string;
+  agentUuid: string;
+  taskUuid: string;
+}

@@ -32,7 +32,7 @@ const IdempotencyHeaders = Type.Object({
   ),
 });
 
-/** HTTP routes of the user's side of tasks (reference 4.1–4.4, CONTRACT §5). */
+/** HTTP routes of the user's side of tasks: submit, poll, list, converse, cancel. */
 export function tasksRoutes(service: TasksService) {
   return async function routes(base: FastifyInstance) {
     const app = base.withTypeProvider<TypeBoxTypeProvider>();

@@ -110,7 +110,11 @@ export const TaskBody = Type.Object(
     error: Type.Optional(TaskErrorSchema),
     cancelled_at: Type.Optional(TimestampSchema),
   },
-  { title: 'Task', description: 'Fields by status as in the table of CONTRACT §5.' },
+  {
+    title: 'Task',
+    description:
+      'Common fields, plus those of the status: estimated_start while queued; started_at once claimed; progress and input_request while they apply; completed_at and result, failed_at and error, or cancelled_at once finished.',
+  },
 );
 export type TaskView = Static<typeof TaskBody>;
 

@@ -12,6 +12,7 @@ import type { TaskRecord, TasksRepo } from './tasks-repo.js';
 import { MAX_METADATA_BYTES, type SubmitInput, type SubmitResult, type TaskView } from './tasks-schemas.js';
 import { taskView } from './tasks-view.js';
 import type { TaskWriter } from './tasks-writer.js';
+import { isClaimable, type TaskInput, transition } from './transition-fns.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 export const DEFAULT_PRIORITY = 5;
@@ -22,10 +23,7 @@ export interface TaskRef {
   taskUuid: string;
 }
 
-/** Checks of a submission that a JSON schema cannot express. */
-export type SubmitValidator = (input: SubmitInput) => Promise<void>;
-
-/** The user's side of tasks: submit, read, converse, cancel (CONTRACT §5). */
+/** The user's side of tasks: submit, read, converse, cancel. */
 export function createTasksService(deps: {
   db: Db;
   repo: TasksRepo;
@@ -35,7 +33,8 @@ export function createTasksService(deps: {
   estimator: ReturnType<typeof createEstimator>;
   clock: Clock;
   publicUrl: string;
-  validateSubmit: SubmitValidator;
+  /** @throws AppError INVALID_REQUEST when the callback address may not be called. */
+  checkWebhookUrl: (url: string) => Promise<void>;
 }) {
   const { db, repo, writer } = deps;
 
@@ -44,13 +43,32 @@ export function createTasksService(deps: {
     return { poll_url: poll, cancel_url: `${poll}/cancel` };
   }
 
-  async function requireTask(ref: TaskRef, lock = false, ex = db.kysely as Parameters<TasksRepo['findTask']>[0]) {
-    const task = await repo.findTask(ex, ref, lock);
+  /** @throws AppError NOT_FOUND unless the task exists under this agent of this user. */
+  async function requireTask(ref: TaskRef) {
+    const task = await repo.findTask(db.kysely, ref);
+    if (!task) throw notFound('Task');
+    return task;
+  }
+
+  /** `requireTask`, row-locked in the transaction `trx`. */
+  async function lockTask(trx: Executor, ref: TaskRef) {
+    const task = await repo.lockTask(trx, ref);
     if (!task) throw notFound('Task');
     return task;
   }
 
   const view = (task: TaskRecord): TaskView => taskView(task);
+
+  /** Loads the task under a row lock, applies `input` through the transition function, saves. */
+  function change(ref: TaskRef, input: TaskInput): Promise<TaskRecord> {
+    const nowMs = deps.clock.now();
+    return db.transaction(async (trx) => {
+      const current = await lockTask(trx, ref);
+      const decided = transition(current, input, nowMs);
+      if (decided instanceof AppError) throw decided;
+      return decided ? (await writer.save(trx, current, decided)).task : current;
+    });
+  }
 
   async function validate(input: SubmitInput) {
     if (input.metadata && Buffer.byteLength(JSON.stringify(input.metadata)) > MAX_METADATA_BYTES) {
@@ -61,7 +79,7 @@ export function createTasksService(deps: {
       throw invalid('webhook_url', 'is required with callback_mode webhook');
     if (mode === 'poll' && input.webhook_url)
       throw invalid('webhook_url', 'is only allowed with callback_mode webhook');
-    await deps.validateSubmit(input);
+    if (input.webhook_url) await deps.checkWebhookUrl(input.webhook_url);
   }
 
   /**
@@ -96,7 +114,7 @@ export function createTasksService(deps: {
       agentUuid: agent.uuid,
       userUuid,
       status: 'queued',
-      ready: true,
+      ready: isClaimable('queued', null),
       priority,
       message: input.message,
       messages: [{ role: 'user', content: input.message, created_at: now }],
@@ -138,11 +156,10 @@ export function createTasksService(deps: {
 
     /**
      * For other capabilities that create tasks in their own transaction (webhook triggers):
-     * `prepare` outside it, `insert` inside it, `announce` after it commits.
+     * `prepare` outside it, `insert` inside it (workers are woken once it commits).
      */
     prepare,
-    insert: (trx: Executor, task: TaskRecord) => repo.insertTask(trx, task),
-    announce: (task: TaskRecord) => writer.announce(task),
+    insert: (trx: Executor, task: TaskRecord) => writer.insert(trx, task),
 
     /**
      * Queues a task. With an idempotency key, a repeat of the same request within 24 h answers
@@ -182,7 +199,7 @@ export function createTasksService(deps: {
       try {
         await db.transaction(async (trx) => {
           if (key) await deps.idempotency.claim(trx, key);
-          await repo.insertTask(trx, task);
+          await writer.insert(trx, task);
         });
       } catch (err) {
         if (!(key && err instanceof UniqueViolationError)) throw err;
@@ -190,7 +207,6 @@ export function createTasksService(deps: {
         if (!first) throw new AppError('CONFLICT', 'A request with this Idempotency-Key is in flight; retry');
         return { response: first, replayed: true };
       }
-      writer.announce(task);
       return { response, replayed: false };
     },
 
@@ -222,68 +238,24 @@ export function createTasksService(deps: {
      * queued or running: appended for the agent; finished: TASK_NOT_ACCEPTING_MESSAGES.
      */
     async message(ref: TaskRef, content: string) {
-      const nowMs = deps.clock.now();
-      const now = iso(nowMs);
-      const { task, before } = await db.transaction(async (trx) => {
-        const current = await requireTask(ref, writer.lock, trx);
-        const changes: Partial<TaskRecord> = {};
-        if (current.status === 'awaiting_input') {
-          changes.ready = true;
-          changes.inputRequest = null;
-          // Time spent waiting for a person does not count against the task's timeout.
-          if (current.timeoutAt && current.inputRequest) {
-            const waited = nowMs - Date.parse(current.inputRequest.requested_at);
-            changes.timeoutAt = iso(Date.parse(current.timeoutAt) + Math.max(0, waited));
-          }
-        }
-        const applied = await writer.apply(trx, current, 'message', changes, {
-          now,
-          append: { role: 'user', content, created_at: now },
-        });
-        return { task: applied.task, before: current };
-      });
-      writer.announce(task, before);
+      const task = await change(ref, { op: 'message', content });
       return { task_id: task.uuid, status: task.status, message_received: true };
     },
 
     /** Cancels an open task; repeating it answers the original cancelled_at. */
     async cancel(ref: TaskRef) {
-      const now = iso(deps.clock.now());
-      const { task, before } = await db.transaction(async (trx) => {
-        const current = await requireTask(ref, writer.lock, trx);
-        if (current.status === 'cancelled') {
-          writer.check(current, 'cancel');
-          return { task: current, before: null };
-        }
-        const applied = await writer.apply(
-          trx,
-          current,
-          'cancel',
-          { ready: false, leaseExpiresAt: null, cancelledAt: now },
-          { now },
-        );
-        return { task: applied.task, before: current };
-      });
-      if (before) writer.announce(task, before);
-      return { task_id: task.uuid, status: 'cancelled' as const, cancelled_at: task.cancelledAt ?? now };
+      const task = await change(ref, { op: 'cancel' });
+      return { task_id: task.uuid, status: 'cancelled' as const, cancelled_at: task.cancelledAt as string };
     },
 
     /** Cancels every open task of an agent (it is being deleted), in the caller's transaction. */
-    async cancelAllOfAgent(trx: Parameters<TasksRepo['findTask']>[0], agentUuid: string, now: string) {
-      const cancelled: TaskRecord[] = [];
+    async cancelAllOfAgent(trx: Executor, agentUuid: string, nowMs: number) {
       for (const uuid of await repo.openTaskUuids(trx, agentUuid)) {
-        const current = await repo.findByUuid(trx, uuid, writer.lock);
-        if (!current || !['queued', 'running', 'awaiting_input'].includes(current.status)) continue;
-        const applied = await writer.apply(
-          trx,
-          current,
-          'cancel',
-          { ready: false, leaseExpiresAt: null, cancelledAt: now },
-          { now },
-        );
-        cancelled.push(applied.task);
+        const current = await repo.lockByUuid(trx, uuid);
+        const decided = current && transition(current, { op: 'cancel' }, nowMs);
+        // A task that finished meanwhile stays as it is.
+        if (current && decided && !(decided instanceof AppError)) await writer.save(trx, current, decided);
       }
-      return cancelled;
     },
 
     requireTask,

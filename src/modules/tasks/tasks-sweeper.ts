@@ -1,9 +1,10 @@
 import type { Db } from '../../db/connect.js';
+import { AppError } from '../../http/errors.js';
 import { type Clock, iso } from '../../lib/time.js';
 import type { idempotencyRepo } from './idempotency-repo.js';
-import { MAX_ATTEMPTS } from './tasks-fns.js';
 import type { TaskRecord, TasksRepo } from './tasks-repo.js';
 import type { TaskWriter } from './tasks-writer.js';
+import { transition } from './transition-fns.js';
 
 const BATCH = 200;
 
@@ -12,9 +13,9 @@ interface Log {
 }
 
 /**
- * Puts tasks whose lease ran out back in the queue (attempt + 1; LEASE_EXPIRED after the last
- * attempt), fails tasks past their timeout (TIMEOUT), and drops expired idempotency keys.
- * Each task is re-read under a lock and re-checked, so several instances can sweep at once.
+ * Finds running tasks whose lease ran out or whose timeout passed and applies the transition
+ * function's sweep rules to each, and drops expired idempotency keys. Each task is re-read under
+ * a lock and re-checked, so several instances can sweep at once.
  */
 export function createSweeper(deps: {
   db: Db;
@@ -31,44 +32,17 @@ export function createSweeper(deps: {
   let stopped = true;
   let lastKeySweep = 0;
 
-  async function settle(uuid: string, nowMs: number): Promise<TaskRecord | null> {
-    const now = iso(nowMs);
-    const result = await db.transaction(async (trx) => {
-      const task = await repo.findByUuid(trx, uuid, writer.lock);
-      if (task?.status !== 'running') return null;
-      if (task.leaseExpiresAt && task.leaseExpiresAt < now) {
-        const changes = { ready: task.attempt < MAX_ATTEMPTS, leaseExpiresAt: null, leaseId: null };
-        if (task.attempt < MAX_ATTEMPTS) {
-          const applied = await writer.apply(
-            trx,
-            task,
-            'lease_expired',
-            { ...changes, attempt: task.attempt + 1, estimatedStart: now },
-            { now },
-          );
-          return { after: applied.task, before: task };
-        }
-        const error = {
-          code: 'LEASE_EXPIRED',
-          message: `No heartbeat within the lease, ${MAX_ATTEMPTS} attempts made`,
-        };
-        const applied = await writer.apply(trx, task, 'fail', { ...changes, error, failedAt: now }, { now });
-        return { after: applied.task, before: task };
-      }
-      if (task.timeoutAt && task.timeoutAt < now) {
-        const error = { code: 'TIMEOUT', message: `Task ran longer than its timeout of ${task.timeoutSeconds} s` };
-        const changes = { ready: false, leaseExpiresAt: null, error, failedAt: now };
-        const applied = await writer.apply(trx, task, 'timeout', changes, { now });
-        return { after: applied.task, before: task };
-      }
-      return null;
+  /** Re-reads the task under a lock and applies the sweeper's rules to it. */
+  function settle(uuid: string, nowMs: number): Promise<TaskRecord | null> {
+    return db.transaction(async (trx) => {
+      const task = await repo.lockByUuid(trx, uuid);
+      const decided = task && transition(task, { op: 'sweep' }, nowMs);
+      if (!task || !decided || decided instanceof AppError) return null;
+      return (await writer.save(trx, task, decided)).task;
     });
-    if (!result) return null;
-    writer.announce(result.after, result.before);
-    return result.after;
   }
 
-  /** One pass; returns the tasks it changed. Tests call it directly with a manual clock. */
+  /** One pass; returns the tasks it changed. */
   async function sweep(): Promise<TaskRecord[]> {
     const nowMs = deps.clock.now();
     const now = iso(nowMs);

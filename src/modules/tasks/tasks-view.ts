@@ -3,7 +3,7 @@ import type { TaskView } from './tasks-schemas.js';
 
 const NO_PROGRESS = { current_step: '', steps_completed: 0, total_steps: 0 };
 
-/** The body of GET /agent/:id/task/:taskId: common fields plus those of the task's status (CONTRACT §5). */
+/** The body of GET /agent/:id/task/:taskId: common fields plus those that belong to the task's status. */
 export function taskView(task: TaskRecord): TaskView {
   const view: TaskView = {
     task_id: task.uuid,

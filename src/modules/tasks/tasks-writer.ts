@@ -1,76 +1,82 @@
-import type { Db, Executor } from '../../db/connect.js';
-import { AppError } from '../../http/errors.js';
+import type { Executor } from '../../db/connect.js';
+import { afterCommit } from '../../db/transactions.js';
 import type { Notifier } from './notifier.js';
-import { outcomeOf, type TaskOperation } from './tasks-fns.js';
+import type { TaskOperation } from './tasks-fns.js';
 import type { TaskRecord, TasksRepo } from './tasks-repo.js';
-import type { ConversationMessage, TaskView } from './tasks-schemas.js';
+import type { TaskView } from './tasks-schemas.js';
 import { taskView } from './tasks-view.js';
-
-/** Called in the transaction of every status change, e.g. to queue a callback (outbox). */
-export type StatusChangeHook = (trx: Executor, task: TaskRecord, view: TaskView) => Promise<void>;
-
-const ERROR_MESSAGES: Record<string, string> = {
-  TASK_NOT_CANCELLABLE: 'Task cannot be cancelled: it has already finished',
-  TASK_NOT_ACCEPTING_MESSAGES: 'Task is not accepting messages: it has finished',
-  TASK_NOT_RUNNING: 'Task is not running under this lease',
-};
+import type { Change } from './transition-fns.js';
 
 /**
- * Applies a state-machine operation to a task inside a transaction: checks the transition table,
- * writes the changes, bumps the event sequence, logs the event snapshot, runs status-change hooks,
- * and remembers whom to wake once the transaction commits.
+ * A saved change of a task, given to subscribers inside its transaction. `operation` is
+ * `submit` for a new task (then `before` is null). Work that must wait for the commit is
+ * scheduled with `afterCommit(trx, …)`.
  */
-export function createTaskWriter(deps: {
-  db: Db;
-  repo: TasksRepo;
-  notifier: Notifier;
-  hooks: StatusChangeHook[];
-  /** Called with the task once a change to it has committed (e.g. to send a queued callback now). */
-  committed?: Array<(task: TaskRecord) => void>;
-}) {
-  const { repo } = deps;
-  const lock = deps.db.dialect === 'postgres';
+export interface TaskChangeEvent {
+  trx: Executor;
+  operation: TaskOperation | 'submit';
+  before: TaskRecord | null;
+  task: TaskRecord;
+  view: TaskView;
+}
 
-  /** @throws AppError with the table's error code when the operation is not allowed in the task's state. */
-  function check(task: TaskRecord, operation: TaskOperation) {
-    const outcome = outcomeOf(task.status, operation);
-    if ('error' in outcome) throw new AppError(outcome.error, ERROR_MESSAGES[outcome.error] ?? outcome.error);
-    return outcome;
+export type TaskChangeListener = (event: TaskChangeEvent) => Promise<void> | void;
+
+/**
+ * Saves what the transition function decided, and is the only code that writes tasks: the
+ * changed fields, the event a reader can see, the subscribers of the change (in the same
+ * transaction, e.g. a callback's outbox row), and the wake-ups once the transaction commits
+ * (SSE streams of the task; workers of the agent when a task became claimable or freed a slot).
+ */
+export function createTaskWriter(deps: { repo: TasksRepo; notifier: Notifier }) {
+  const { repo, notifier } = deps;
+  const onStatus: TaskChangeListener[] = [];
+  const onAny: TaskChangeListener[] = [];
+
+  async function tell(event: TaskChangeEvent) {
+    const statusChanged = event.before === null || event.before.status !== event.task.status;
+    if (statusChanged) for (const listener of onStatus) await listener(event);
+    for (const listener of onAny) await listener(event);
   }
 
-  async function apply(
-    trx: Executor,
-    task: TaskRecord,
-    operation: TaskOperation,
-    changes: Partial<TaskRecord>,
-    opts: { append?: ConversationMessage; now: string },
-  ): Promise<{ task: TaskRecord; view: TaskView }> {
-    const outcome = check(task, operation);
-    const status = 'to' in outcome ? outcome.to : task.status;
-    const all: Partial<TaskRecord> = { ...changes, status, updatedAt: opts.now };
-    if (opts.append) all.messages = [...task.messages, opts.append];
-    // An event only for a change a reader can see (a re-claim after a reply changes nothing visible).
-    const visible = status !== task.status || opts.append !== undefined || changes.progress !== undefined;
-    if (visible) all.seq = task.seq + 1;
-    const next: TaskRecord = { ...task, ...all };
-    await repo.updateTask(trx, task.uuid, all);
-    const view = taskView(next);
-    if (visible) await repo.insertEvent(trx, { taskUuid: task.uuid, seq: next.seq, data: view, createdAt: opts.now });
-    if (status !== task.status) for (const hook of deps.hooks) await hook(trx, next, view);
-    return { task: next, view };
+  function wake(before: TaskRecord | null, task: TaskRecord, visible: boolean) {
+    if (visible) notifier.publish('task', task.uuid);
+    if (task.ready || (before?.leaseExpiresAt && !task.leaseExpiresAt)) notifier.publish('work', task.agentUuid);
   }
 
-  /**
-   * After commit: wakes SSE streams of the task and, when it became claimable or freed a
-   * worker slot, the workers waiting on its agent.
-   */
-  function announce(task: TaskRecord, before?: Pick<TaskRecord, 'leaseExpiresAt'>) {
-    deps.notifier.publish('task', task.uuid);
-    for (const fn of deps.committed ?? []) fn(task);
-    if (task.ready || (before?.leaseExpiresAt && !task.leaseExpiresAt)) deps.notifier.publish('work', task.agentUuid);
-  }
+  return {
+    /** Inserts a new task (status queued); its agent's workers are woken once the transaction commits. */
+    async insert(trx: Executor, task: TaskRecord): Promise<void> {
+      await repo.insertTask(trx, task);
+      await tell({ trx, operation: 'submit', before: null, task, view: taskView(task) });
+      afterCommit(trx, () => wake(null, task, true));
+    },
 
-  return { check, apply, announce, lock };
+    /** Saves a change `transition` made to `before` (read under a row lock in `trx`). */
+    async save(trx: Executor, before: TaskRecord, change: Change): Promise<{ task: TaskRecord; view: TaskView }> {
+      const { changes, next, event } = change;
+      await repo.updateTask(trx, before.uuid, changes);
+      const view = taskView(next);
+      if (event)
+        await repo.insertEvent(trx, { taskUuid: next.uuid, seq: next.seq, data: view, createdAt: next.updatedAt });
+      await tell({ trx, operation: change.operation, before, task: next, view });
+      afterCommit(trx, () => wake(before, next, event));
+      return { task: next, view };
+    },
+
+    /**
+     * Subscribes to status changes (and new tasks), called inside the change's transaction: a
+     * throw rolls the change back. For work that must commit with the change (an outbox row).
+     */
+    onStatusChange(listener: TaskChangeListener): void {
+      onStatus.push(listener);
+    },
+
+    /** Subscribes to every saved change, e.g. for a span per transition (same rules as above). */
+    onChange(listener: TaskChangeListener): void {
+      onAny.push(listener);
+    },
+  };
 }
 
 export type TaskWriter = ReturnType<typeof createTaskWriter>;

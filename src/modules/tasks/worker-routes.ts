@@ -21,7 +21,7 @@ const tags = ['worker protocol'];
 const config = { auth: 'user' as const, feature: 'agents' as const };
 const reportErrors = errorResponses([404]);
 
-/** HTTP routes of the worker protocol (CONTRACT §6). Workers use a platform key of the agent's owner. */
+/** HTTP routes of the worker protocol. Workers use a platform key of the agent's owner. */
 export function workerRoutes(service: WorkerService) {
   return async function routes(base: FastifyInstance) {
     const app = base.withTypeProvider<TypeBoxTypeProvider>();

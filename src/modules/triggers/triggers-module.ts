@@ -2,8 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
 import type { SecretBox } from '../../lib/crypto.js';
 import type { Runtime } from '../../runtime.js';
+import type { AgentsModule } from '../agents/agents-module.js';
 import { agentsRepo } from '../agents/agents-repo.js';
-import type { AgentDeleteCascade, AgentsService } from '../agents/agents-service.js';
 import type { TasksService } from '../tasks/tasks-service.js';
 import { triggersRepo } from './triggers-repo.js';
 import { triggersRoutes } from './triggers-routes.js';
@@ -15,25 +15,28 @@ export function createTriggersModule(deps: {
   config: Config;
   runtime: Runtime;
   box: SecretBox;
-  agents: AgentsService;
+  agents: Pick<AgentsModule, 'service' | 'onDelete'>;
   tasks: TasksService;
 }) {
   const service = createTriggersService({
     db: deps.runtime.db,
     repo: triggersRepo,
-    agents: deps.agents,
+    agents: deps.agents.service,
     agentsRepo,
     tasks: deps.tasks,
     box: deps.box,
     clock: deps.runtime.clock,
     publicUrl: deps.config.publicUrl,
   });
-  const cascade: AgentDeleteCascade = (trx, agentUuid) => triggersRepo.removeAllOfAgent(trx, agentUuid);
+  // An agent's triggers go with it.
+  deps.agents.onDelete(async (trx, agentUuid) => {
+    await triggersRepo.removeAllOfAgent(trx, agentUuid);
+  });
 
   async function routes(app: FastifyInstance) {
     await app.register(triggersRoutes(service));
     await app.register(webhookRoutes(service));
   }
 
-  return { service, cascade, routes };
+  return { service, routes };
 }

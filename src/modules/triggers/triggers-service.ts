@@ -60,16 +60,15 @@ const header = (headers: IncomingDelivery['headers'], name: string) => {
 export function createTriggersService(deps: {
   db: Db;
   repo: TriggersRepo;
-  agents: Pick<AgentsService, 'requireOwned'>;
+  agents: Pick<AgentsService, 'requireOwned' | 'requireOwnedIn'>;
   agentsRepo: Pick<AgentsRepo, 'findForClaim'>;
-  tasks: Pick<TasksService, 'prepare' | 'insert' | 'announce'>;
+  tasks: Pick<TasksService, 'prepare' | 'insert'>;
   box: SecretBox;
   clock: Clock;
   publicUrl: string;
 }) {
   const { db, repo } = deps;
   const now = () => iso(deps.clock.now());
-  const lock = db.dialect === 'postgres';
 
   const view = (t: TriggerRow): TriggerView => ({
     uuid: t.uuid,
@@ -82,10 +81,10 @@ export function createTriggersService(deps: {
     updated_at: t.updatedAt,
   });
 
-  async function requireTrigger(userUuid: string, agentUuid: string, uuid: string, ex: Executor = db.kysely) {
+  async function requireTrigger(ex: Executor, userUuid: string, agentUuid: string, uuid: string) {
     // Inside a transaction every read goes through it: on SQLite a read on the database itself
     // would wait for the transaction's connection forever.
-    await deps.agents.requireOwned(userUuid, agentUuid, ex);
+    await deps.agents.requireOwnedIn(ex, userUuid, agentUuid);
     const trigger = await repo.findOwned(ex, userUuid, agentUuid, uuid);
     if (!trigger) throw notFound('Trigger');
     return trigger;
@@ -164,7 +163,7 @@ export function createTriggersService(deps: {
       };
       await db.transaction(async (trx) => {
         // The agent row lock (PostgreSQL) makes the count and the insert one step.
-        await deps.agentsRepo.findForClaim(trx, agentUuid, lock);
+        await deps.agentsRepo.findForClaim(trx, agentUuid);
         if ((await repo.count(trx, agentUuid)) >= MAX_TRIGGERS_PER_AGENT) {
           throw invalid('agent', `has the maximum of ${MAX_TRIGGERS_PER_AGENT} triggers`);
         }
@@ -180,12 +179,12 @@ export function createTriggersService(deps: {
     },
 
     get: async (userUuid: string, agentUuid: string, uuid: string) =>
-      view(await requireTrigger(userUuid, agentUuid, uuid)),
+      view(await requireTrigger(db.kysely, userUuid, agentUuid, uuid)),
 
     async patch(userUuid: string, agentUuid: string, uuid: string, input: PatchTriggerInput) {
       if (input.message_template !== undefined) checkTemplate(input.message_template);
       return db.transaction(async (trx) => {
-        const current = await requireTrigger(userUuid, agentUuid, uuid, trx);
+        const current = await requireTrigger(trx, userUuid, agentUuid, uuid);
         const next: TriggerRow = {
           ...current,
           name: input.name ?? current.name,
@@ -200,7 +199,7 @@ export function createTriggersService(deps: {
 
     async remove(userUuid: string, agentUuid: string, uuid: string) {
       await db.transaction(async (trx) => {
-        await requireTrigger(userUuid, agentUuid, uuid, trx);
+        await requireTrigger(trx, userUuid, agentUuid, uuid);
         await repo.remove(trx, uuid);
       });
     },
@@ -209,7 +208,7 @@ export function createTriggersService(deps: {
     async rotateSecret(userUuid: string, agentUuid: string, uuid: string) {
       const secret = generateWebhookSecret();
       const trigger = await db.transaction(async (trx) => {
-        const current = await requireTrigger(userUuid, agentUuid, uuid, trx);
+        const current = await requireTrigger(trx, userUuid, agentUuid, uuid);
         const next: TriggerRow = {
           ...current,
           secretSealed: deps.box.seal(secret),
@@ -224,7 +223,7 @@ export function createTriggersService(deps: {
     },
 
     async deliveries(userUuid: string, agentUuid: string, uuid: string, page: number, limit: number) {
-      await requireTrigger(userUuid, agentUuid, uuid);
+      await requireTrigger(db.kysely, userUuid, agentUuid, uuid);
       const { deliveries, total } = await repo.listDeliveries(db.kysely, uuid, (page - 1) * limit, limit);
       return {
         deliveries: deliveries.map((d) => ({
@@ -320,7 +319,6 @@ export function createTriggersService(deps: {
         );
         return first.response as WebhookAccepted;
       }
-      deps.tasks.announce(task);
       return accepted;
     },
   };

@@ -7,7 +7,7 @@ import { createUser } from '../../helpers/factories.js';
 import { submitTask, workerHeaders } from '../../helpers/tasks.js';
 
 /*
- * CONTRACT §9: any 2xx is delivered; anything else, or no answer in time, is retried per the
+ * Any 2xx is delivered; anything else, or no answer in time, is retried per the
  * schedule (shortened here through configuration) honouring Retry-After; 410 stops; redirects are
  * never followed; every attempt is recorded on the delivery, which keeps one webhook-id throughout.
  */

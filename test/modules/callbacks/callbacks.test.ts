@@ -18,7 +18,7 @@ import {
 } from '../../helpers/tasks.js';
 
 /*
- * CONTRACT §9: a task submitted with callback_mode webhook is announced to its webhook_url on
+ * A task submitted with callback_mode webhook is announced to its webhook_url on
  * awaiting_input, completed, failed and cancelled, signed per Standard Webhooks (checked with the
  * standardwebhooks package). Receivers are real HTTP servers on 127.0.0.1.
  */

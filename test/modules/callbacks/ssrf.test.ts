@@ -9,7 +9,7 @@ import { createAgent, createUser } from '../../helpers/factories.js';
 import { cancelTask, listTasks, submitTask, workerHeaders } from '../../helpers/tasks.js';
 
 /*
- * CONTRACT §9: with TASKHOOK_ALLOW_PRIVATE_URLS unset, no callback reaches a private destination,
+ * With TASKHOOK_ALLOW_PRIVATE_URLS unset, no callback reaches a private destination,
  * whether it is written as a literal, a numeric form, a name, or a name that changes its answer
  * between the check at submit and the connection (DNS rebinding). A canary on 127.0.0.1 counts
  * every request that gets through.

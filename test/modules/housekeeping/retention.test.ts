@@ -1,10 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createHousekeepingModule,
-  HOUSEKEEPING_BATCH,
-  HOUSEKEEPING_LOCK_KEY,
-} from '../../../src/modules/housekeeping/housekeeping-module.js';
+import { HOUSEKEEPING_BATCH, HOUSEKEEPING_LOCK_KEY } from '../../../src/modules/housekeeping/housekeeping-module.js';
 import { buildTestApp, call, manualClock, type TestApp } from '../../helpers/app.js';
 import { ownDatabase } from '../../helpers/callbacks.js';
 import { DATABASES, POSTGRES_URL } from '../../helpers/databases.js';
@@ -18,7 +14,6 @@ describe.each(DATABASES)('retention on $name', (shared) => {
   const clock = manualClock(Date.parse('2026-01-01T00:00:00.000Z'));
   let t: TestApp;
   let drop: () => Promise<void>;
-  let housekeeping: ReturnType<typeof createHousekeepingModule>;
 
   beforeAll(async () => {
     // Housekeeping deletes across the whole database: storage of its own keeps other files' rows safe.
@@ -28,7 +23,6 @@ describe.each(DATABASES)('retention on $name', (shared) => {
       clock,
       config: { retentionDays: 30, sweepIntervalMs: 3_600_000, housekeepingIntervalMs: 3_600_000 },
     });
-    housekeeping = createHousekeepingModule({ config: t.config, runtime: t.runtime });
   });
   afterAll(async () => {
     await t.close();
@@ -62,13 +56,18 @@ describe.each(DATABASES)('retention on $name', (shared) => {
     // Day 29: a task that finishes later; nothing is old enough yet.
     clock.advance(29 * DAY);
     const recentDone = await finishedTask(user, agent.uuid);
-    const early = await housekeeping.runOnce();
+    const early = await t.app.background.housekeep();
     expect(early).toMatchObject({ tasks: 0, triggerDeliveries: 0, ran: true });
     expect(early.idempotencyKeys).toBe(1); // 24 hours passed long ago
 
     // Day 31: only the day-0 finished task and delivery are past 30 days.
     clock.advance(2 * DAY);
-    expect(await housekeeping.runOnce()).toEqual({ tasks: 1, triggerDeliveries: 1, idempotencyKeys: 0, ran: true });
+    expect(await t.app.background.housekeep()).toEqual({
+      tasks: 1,
+      triggerDeliveries: 1,
+      idempotencyKeys: 0,
+      ran: true,
+    });
     expect(await status(user, agent.uuid, oldDone)).toBe(404);
     expect(await status(user, idle.uuid, stillOpen)).toBe(200);
     expect(await status(user, idle.uuid, keyed.task_id)).toBe(200);
@@ -81,7 +80,12 @@ describe.each(DATABASES)('retention on $name', (shared) => {
     // The key expired, so the same key now makes a new task.
     const again = await submitTask(t, user, idle.uuid, {}, { 'idempotency-key': 'k-old' });
     expect(again.task_id).not.toBe(keyed.task_id);
-    expect(await housekeeping.runOnce()).toEqual({ tasks: 0, triggerDeliveries: 0, idempotencyKeys: 0, ran: true });
+    expect(await t.app.background.housekeep()).toEqual({
+      tasks: 0,
+      triggerDeliveries: 0,
+      idempotencyKeys: 0,
+      ran: true,
+    });
   });
 
   it('works through more than one batch', async () => {
@@ -98,7 +102,7 @@ describe.each(DATABASES)('retention on $name', (shared) => {
     }
     clock.advance(31 * DAY);
     // At least these (the previous test's finished tasks are old by now too).
-    expect((await housekeeping.runOnce()).tasks).toBeGreaterThanOrEqual(count);
+    expect((await t.app.background.housekeep()).tasks).toBeGreaterThanOrEqual(count);
     for (const id of ids) expect(await status(user, agent.uuid, id)).toBe(404);
   });
 });
@@ -112,12 +116,11 @@ describe.runIf(POSTGRES_URL)('housekeeping on PostgreSQL takes turns', () => {
     const other = new pg.Client({ connectionString: POSTGRES_URL });
     await other.connect();
     try {
-      const housekeeping = createHousekeepingModule({ config: t.config, runtime: t.runtime });
       await other.query('begin');
       await other.query('select pg_advisory_xact_lock($1)', [HOUSEKEEPING_LOCK_KEY]);
-      expect(await housekeeping.runOnce()).toMatchObject({ ran: false, tasks: 0 });
+      expect(await t.app.background.housekeep()).toMatchObject({ ran: false, tasks: 0 });
       await other.query('commit');
-      expect((await housekeeping.runOnce()).ran).toBe(true);
+      expect((await t.app.background.housekeep()).ran).toBe(true);
     } finally {
       await other.end();
       await t.close();

@@ -16,15 +16,18 @@ import {
   reportProgress,
   sendMessage,
   submitTask,
-  waitForStatus,
+  sweptTask,
   within,
   workerHeaders,
 } from '../../helpers/tasks.js';
 
-/** An app whose time only moves when the test says so; its own sweeper runs every 50 ms. */
+/**
+ * An app whose time only moves when the test says so, and whose sweeper runs only when the test
+ * says so (`sweptTask`), so what a sweep does or leaves alone is checked without waiting.
+ */
 async function buildClockedApp(database: TestDatabase) {
   const clock = manualClock();
-  const t = await buildTestApp(database, { clock, config: { sweepIntervalMs: 50 } });
+  const t = await buildTestApp(database, { clock, config: { sweepIntervalMs: 24 * 60 * 60 * 1000 } });
   return { t, clock };
 }
 
@@ -288,7 +291,7 @@ describe.each(DATABASES)('task queue on $name', (database) => {
         const first = await claimOne(app, user, agent, { worker_id: 'a', lease_seconds: 5 });
         expect(first).toMatchObject({ task_id, attempt: 1, lease_expires_at: iso(clock.now() + 5000) });
         clock.advance(6000);
-        await waitForStatus(app, user, agent, task_id, 'queued');
+        expect((await sweptTask(app, user, agent, task_id)).status).toBe('queued');
 
         const second = await claimOne(app, user, agent, { worker_id: 'b', lease_seconds: 5 });
         expect(second).toMatchObject({ task_id, attempt: 2 });
@@ -303,12 +306,13 @@ describe.each(DATABASES)('task queue on $name', (database) => {
         expect((await getTask(app, user, agent, task_id)).status).toBe('running');
 
         clock.advance(6000);
-        await waitForStatus(app, user, agent, task_id, 'queued');
+        expect((await sweptTask(app, user, agent, task_id)).status).toBe('queued');
         const third = await claimOne(app, user, agent, { worker_id: 'c', lease_seconds: 5 });
         expect(third.attempt).toBe(3);
 
         clock.advance(6000);
-        const failed = await waitForStatus(app, user, agent, task_id, 'failed');
+        const failed = await sweptTask(app, user, agent, task_id);
+        expect(failed.status).toBe('failed');
         expect(failed.error?.code).toBe('LEASE_EXPIRED');
         expect(failed.failed_at).toEqual(expect.any(String));
         expect((await reportComplete(app, user, agent, task_id, third.lease_id)).json().error.code).toBe(
@@ -332,9 +336,8 @@ describe.each(DATABASES)('task queue on $name', (database) => {
           const beat = await reportProgress(app, user, agent, task_id, reportBody('progress', claimed.lease_id));
           expect(beat.json()).toEqual({ task_id, status: 'running', lease_expires_at: iso(clock.now() + 5000) });
         }
-        // Twelve seconds after a 5 s claim, and still held: several sweeps have run meanwhile.
-        await new Promise((resolve) => setTimeout(resolve, 300));
-        expect((await getTask(app, user, agent, task_id)).status).toBe('running');
+        // Twelve seconds after a 5 s claim, and still held: a sweep leaves it alone.
+        expect((await sweptTask(app, user, agent, task_id)).status).toBe('running');
         expect((await reportComplete(app, user, agent, task_id, claimed.lease_id)).statusCode).toBe(200);
       } finally {
         await app.close();
@@ -349,13 +352,13 @@ describe.each(DATABASES)('task queue on $name', (database) => {
         const { task_id } = await submitTask(app, user, agent, { timeout_override: 1 });
         // Time in the queue does not count.
         clock.advance(10_000);
-        await new Promise((resolve) => setTimeout(resolve, 200));
-        expect((await getTask(app, user, agent, task_id)).status).toBe('queued');
+        expect((await sweptTask(app, user, agent, task_id)).status).toBe('queued');
 
         const claimed = await claimOne(app, user, agent);
         expect(claimed.timeout_at).toBe(iso(clock.now() + 1000));
         clock.advance(2000);
-        const failed = await waitForStatus(app, user, agent, task_id, 'failed');
+        const failed = await sweptTask(app, user, agent, task_id);
+        expect(failed.status).toBe('failed');
         expect(failed.error?.code).toBe('TIMEOUT');
         const late = await reportComplete(app, user, agent, task_id, claimed.lease_id);
         expect(late.json().error.code).toBe('TASK_NOT_RUNNING');
@@ -376,7 +379,7 @@ describe.each(DATABASES)('task queue on $name', (database) => {
         expect(claimed.task_id).toBe(task_id);
         // The expired lease frees the only slot for the requeued task, first in line again.
         clock.advance(6000);
-        await waitForStatus(app, user, agent, task_id, 'queued');
+        expect((await sweptTask(app, user, agent, task_id)).status).toBe('queued');
         const next = await claimOne(app, user, agent, { lease_seconds: 60 });
         expect(next).toMatchObject({ task_id, attempt: 2 });
         expect(await claimTasks(app, user, agent)).toEqual([]);

@@ -43,7 +43,7 @@ const WORKER_REFUSED = {
 };
 
 /**
- * CONTRACT §5 and §6 through the API. Worker operations carry the lease of the task's last claim
+ * The task state machine (user and worker operations) through the API. Worker operations carry the lease of the task's last claim
  * (a fresh random one for a queued task, which has never been claimed).
  */
 const EXPECTED: Record<State, Record<Operation, Expectation>> = {
@@ -149,7 +149,7 @@ describe.each(DATABASES)('task states through the API on $name', (database) => {
   });
 
   describe('GET body per state', () => {
-    it.each(STATES)('%s has exactly the fields of CONTRACT §5', async (state) => {
+    it.each(STATES)('%s has exactly the fields of its status', async (state) => {
       const { user, agent, taskId } = await taskIn(state);
       const task = await getTask(t, user, agent, taskId);
       expect(Object.keys(task).sort()).toEqual([...COMMON_FIELDS, ...STATE_FIELDS[state]].sort());

@@ -23,7 +23,7 @@ const NO_MESSAGES: Outcome = { error: 'TASK_NOT_ACCEPTING_MESSAGES' };
 const SAME: Outcome = { same: true };
 const to = (status: TaskStatus): Outcome => ({ to: status });
 
-/** The state machine of CONTRACT §5 and §6, written out cell by cell, independently of the source. */
+/** The task state machine, written out cell by cell, independently of the source. */
 const EXPECTED: Record<TaskStatus, Record<TaskOperation, Outcome>> = {
   queued: {
     cancel: to('cancelled'),
