@@ -25,6 +25,20 @@ export const ConfigSchema = Type.Object({
   healthIntervalMs: Type.Integer({ minimum: 50 }),
   sweepIntervalMs: Type.Integer({ minimum: 10 }),
   callbackTimeoutMs: Type.Integer({ minimum: 100 }),
+  oauth: Type.Object({
+    google: Type.Optional(Type.Object({ clientId: Type.String(), clientSecret: Type.String(), issuer: Type.String() })),
+    github: Type.Optional(
+      Type.Object({
+        clientId: Type.String(),
+        clientSecret: Type.String(),
+        baseUrl: Type.String(),
+        apiUrl: Type.String(),
+      }),
+    ),
+    redirectUrl: Type.Optional(Type.String()),
+    stateTtlSeconds: Type.Integer({ minimum: 1, maximum: 3600 }),
+  }),
+  corsOrigins: Type.Array(Type.String()),
 });
 
 export type Config = Static<typeof ConfigSchema>;
@@ -63,6 +77,75 @@ function schedule(env: Env): number[] {
   return parts.map(Number);
 }
 
+/** An absolute http(s) URL without its trailing slashes. */
+function httpUrl(env: Env, name: string, fallback?: string): string | undefined {
+  const raw = optional(env, name) ?? fallback;
+  if (raw === undefined) return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {}
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    throw new ConfigError(`${name} must be an absolute http(s) URL, got "${raw}"`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+/** Both halves of a client credential, or neither. */
+function clientPair(env: Env, prefix: string): { clientId: string; clientSecret: string } | undefined {
+  const clientId = optional(env, `${prefix}_CLIENT_ID`);
+  const clientSecret = optional(env, `${prefix}_CLIENT_SECRET`);
+  if (clientId === undefined && clientSecret === undefined) return undefined;
+  if (clientId === undefined)
+    throw new ConfigError(`${prefix}_CLIENT_ID is required when ${prefix}_CLIENT_SECRET is set`);
+  if (clientSecret === undefined) {
+    throw new ConfigError(`${prefix}_CLIENT_SECRET is required when ${prefix}_CLIENT_ID is set`);
+  }
+  return { clientId, clientSecret };
+}
+
+function oauth(env: Env): Config['oauth'] {
+  const google = clientPair(env, 'TASKHOOK_OAUTH_GOOGLE');
+  const github = clientPair(env, 'TASKHOOK_OAUTH_GITHUB');
+  // The URLs are checked even while their provider is off, so a typo shows at the first start.
+  const issuer = httpUrl(env, 'TASKHOOK_OAUTH_GOOGLE_ISSUER', 'https://accounts.google.com') as string;
+  const baseUrl = httpUrl(env, 'TASKHOOK_OAUTH_GITHUB_BASE_URL', 'https://github.com') as string;
+  const apiUrl = httpUrl(env, 'TASKHOOK_OAUTH_GITHUB_API_URL', 'https://api.github.com') as string;
+  const stateTtlSeconds = int(env, 'TASKHOOK_OAUTH_STATE_TTL_SECONDS', 600);
+  if (stateTtlSeconds < 1 || stateTtlSeconds > 3600) {
+    throw new ConfigError(`TASKHOOK_OAUTH_STATE_TTL_SECONDS must be between 1 and 3600, got ${stateTtlSeconds}`);
+  }
+  return {
+    google: google && { ...google, issuer },
+    github: github && { ...github, baseUrl, apiUrl },
+    redirectUrl: httpUrl(env, 'TASKHOOK_OAUTH_REDIRECT_URL'),
+    stateTtlSeconds,
+  };
+}
+
+/** Browser origins (`scheme://host[:port]`) allowed to call the API cross-origin; `*` allows any. */
+function corsOrigins(env: Env): string[] {
+  const raw = optional(env, 'TASKHOOK_CORS_ORIGINS');
+  if (raw === undefined) return [];
+  return raw
+    .split(',')
+    .map((part) => part.trim().replace(/\/+$/, ''))
+    .filter((part) => part !== '')
+    .map((origin) => {
+      if (origin === '*') return origin;
+      let parsed: string | undefined;
+      try {
+        parsed = new URL(origin).origin;
+      } catch {}
+      if (parsed !== origin.toLowerCase() || !/^https?:/.test(origin)) {
+        throw new ConfigError(
+          `TASKHOOK_CORS_ORIGINS must list origins such as https://app.example.com, got "${origin}"`,
+        );
+      }
+      return parsed;
+    });
+}
+
 /**
  * Reads and validates the configuration from environment variables.
  * @throws ConfigError naming the offending variable when a value is malformed.
@@ -90,6 +173,8 @@ export function loadConfig(env: Env = process.env): Config {
     healthIntervalMs: int(env, 'TASKHOOK_HEALTH_INTERVAL_MS', 2000),
     sweepIntervalMs: int(env, 'TASKHOOK_SWEEP_INTERVAL_MS', 1000),
     callbackTimeoutMs: int(env, 'TASKHOOK_CALLBACK_TIMEOUT_MS', 10_000),
+    oauth: oauth(env),
+    corsOrigins: corsOrigins(env),
   };
   return validateConfig(config);
 }
