@@ -127,8 +127,15 @@ export function createAccountsService(deps: AccountsDeps) {
     return rows.map((r) => ({ secret: deps.box.open(r.secret_sealed), created_at: r.created_at, uuid: r.uuid }));
   }
 
+  /** A session token for the user, answered exactly as a password login answers. */
+  async function session(user: UserRow): Promise<{ token: string; user: PublicUser }> {
+    const token = await deps.tokens.issue({ userUuid: user.uuid, tokenVersion: user.tokenVersion });
+    return { token, user: { uuid: user.uuid, email: user.email } };
+  }
+
   return {
     createUser,
+    session,
 
     /** Self-service sign-up; the account must verify its e-mail before it can log in. */
     async register(input: { email: string; password: string }): Promise<PublicUser & { email_verified: false }> {
@@ -164,8 +171,7 @@ export function createAccountsService(deps: AccountsDeps) {
       const ok = await checkPassword(user?.passwordHash ?? undefined, password);
       if (!user || !ok) throw new AuthError(401, AUTH_MESSAGES.badLogin);
       if (!user.emailVerified) throw new AuthError(403, AUTH_MESSAGES.unverified);
-      const token = await deps.tokens.issue({ userUuid: user.uuid, tokenVersion: user.tokenVersion });
-      return { token, user: { uuid: user.uuid, email: user.email } };
+      return session(user);
     },
 
     /**
