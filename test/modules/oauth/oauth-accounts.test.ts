@@ -61,6 +61,13 @@ describe.each(DATABASES)('OAuth accounts on $name', (database) => {
     }
   });
 
+  it('documents the OAuth endpoints in the OpenAPI document', async () => {
+    const doc = (await call(t.app, 'GET', '/openapi.json')).json();
+    expect(Object.keys(doc.paths['/auth/oauth/{provider}/callback'] ?? {}).sort()).toEqual(['get', 'post']);
+    expect(doc.paths['/auth/oauth/{provider}']?.get).toBeDefined();
+    expect(doc.paths['/auth/oauth/providers']?.get).toBeDefined();
+  });
+
   it('links a provider to an existing verified account (e-mail compared case-insensitively)', async () => {
     const email = uniqueEmail();
     const existing = await t.accounts.createUser({
