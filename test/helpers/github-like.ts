@@ -30,8 +30,8 @@ export interface GithubLike {
   clientSecret: string;
   /** The account the next authorization signs in. */
   account: GithubAccount;
-  /** Status codes to answer instead, per endpoint. */
-  fail: { token?: number; user?: number; emails?: number };
+  /** Status codes to answer instead, per endpoint; `token: 'hang'` never answers the exchange. */
+  fail: { token?: number | 'hang'; user?: number; emails?: number };
   requests: string[];
   close(): Promise<void>;
 }
@@ -88,6 +88,7 @@ export async function startGithubLike(): Promise<GithubLike> {
 
   async function accessToken(req: IncomingMessage, res: ServerResponse) {
     const form = await readForm(req);
+    if (state.fail.token === 'hang') return;
     if (state.fail.token) return json(res, state.fail.token, { message: 'Server Error' });
     const grant = grants.get(form.get('code') ?? '');
     grants.delete(form.get('code') ?? '');

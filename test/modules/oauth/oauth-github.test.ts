@@ -96,4 +96,16 @@ describe.each(DATABASES)('GitHub login on $name', (database) => {
       expect(res.json().error.code).toBe('OAUTH_PROVIDER_UNAVAILABLE');
     }
   });
+
+  // Provider timeouts are not a storage matter: one database is enough for this 10-second wait.
+  it.runIf(database === DATABASES[0])(
+    'answers 502 when the provider does not answer within 10 s',
+    async () => {
+      github.fail = { token: 'hang' };
+      const res = await spaLogin(t, 'github');
+      expect(res.statusCode).toBe(502);
+      expect(res.json().error.code).toBe('OAUTH_PROVIDER_UNAVAILABLE');
+    },
+    20_000,
+  );
 });

@@ -264,17 +264,19 @@ describe.each(DATABASES)('Google login on $name', (database) => {
   });
 
   it('refuses a discovery document that names another issuer (502) and so does not start', async () => {
-    const mismatched = await buildTestApp(database, {
-      config: {
-        oauth: oauthConfig({ google: { ...google, issuer: google.issuer.replace('127.0.0.1', 'localhost') } }),
-      },
-    });
+    const impostor = await startGoogleLike();
+    impostor.server.issuer.url = 'https://accounts.google.com';
+    const mismatched = await buildTestApp(database, { config: { oauth: oauthConfig({ google: impostor }) } });
     try {
       const res = await call(mismatched.app, 'GET', '/auth/oauth/google?mode=json');
       expect(res.statusCode).toBe(502);
       expect(res.json().error.code).toBe('OAUTH_PROVIDER_UNAVAILABLE');
+      // The same provider naming itself correctly works: the issuer was the only difference.
+      impostor.server.issuer.url = impostor.issuer;
+      expect((await call(mismatched.app, 'GET', '/auth/oauth/google?mode=json')).statusCode).toBe(200);
     } finally {
       await mismatched.close();
+      await impostor.close();
     }
   });
 });
