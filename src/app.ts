@@ -3,6 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { Config } from './config.js';
+import { registerCors } from './http/cors.js';
 import { errorBody, handleError } from './http/error-handler.js';
 import { registerGuard } from './http/guard.js';
 import { registerOpenApi } from './http/openapi.js';
@@ -15,6 +16,7 @@ import { createCallbacksModule } from './modules/callbacks/callbacks-module.js';
 import { createHealthModule } from './modules/health/health-module.js';
 import { createHousekeepingModule, type HousekeepingResult } from './modules/housekeeping/housekeeping-module.js';
 import { createMetricsModule } from './modules/metrics/metrics-module.js';
+import { createOAuthModule } from './modules/oauth/oauth-module.js';
 import { createTasksModule } from './modules/tasks/tasks-module.js';
 import { createTriggersModule } from './modules/triggers/triggers-module.js';
 import type { Runtime } from './runtime.js';
@@ -99,6 +101,7 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
 
   const box = createSecretBox(runtime.secrets.encryptionKey);
   const accounts = createAccountsModule({ config, runtime, box });
+  await registerCors(app, config.corsOrigins);
   registerGuard(app, {
     authenticate: accounts.authenticate,
     rateLimit: createRateLimiter({
@@ -133,5 +136,9 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   await app.register(tasks.routes);
   await app.register(triggers.routes);
   await app.register(callbacks.routes);
+
+  const oauth = createOAuthModule({ config, runtime, accounts: accounts.service });
+  app.addHook('onClose', oauth.close);
+  await app.register(oauth.routes);
   return app;
 }

@@ -15,6 +15,8 @@ interface Setting<S extends TSchema> {
   doc: string;
   /** Applied to a value read from the environment (not to defaults). */
   normalize?: (value: Static<S>) => Static<S>;
+  /** Reads the variable's text when the schema's type alone does not say how. @throws ConfigError */
+  parse?: (raw: string, name: string) => Static<S>;
 }
 
 /** A setting with its value type erased, for the code that walks the table. */
@@ -25,9 +27,31 @@ interface AnySetting {
   defaultText?: string;
   doc: string;
   normalize?: (value: never) => unknown;
+  parse?: (raw: string, name: string) => unknown;
 }
 
 const setting = <S extends TSchema>(s: Setting<S>) => s;
+const HTTP_URL = '^https?://[^\\s]+$';
+const stripSlashes = (url: string) => url.replace(/\/+$/, '');
+
+/** Browser origins (`scheme://host[:port]`), or `*` for any. */
+function parseOrigins(raw: string, name: string): string[] {
+  return raw
+    .split(',')
+    .map((part) => stripSlashes(part.trim()))
+    .filter((part) => part !== '')
+    .map((origin) => {
+      if (origin === '*') return origin;
+      let parsed: string | undefined;
+      try {
+        parsed = new URL(origin).origin;
+      } catch {}
+      if (parsed !== origin.toLowerCase() || !/^https?:/.test(origin)) {
+        throw new ConfigError(`${name} must list origins such as https://app.example.com, got "${origin}"`);
+      }
+      return parsed;
+    });
+}
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /**
@@ -179,6 +203,68 @@ export const SETTINGS = {
     default: 60_000,
     doc: 'How often old rows are looked for (one instance at a time on PostgreSQL).',
   }),
+  corsOrigins: setting({
+    env: 'TASKHOOK_CORS_ORIGINS',
+    schema: Type.Array(Type.String()),
+    default: [],
+    defaultText: 'unset',
+    parse: parseOrigins,
+    doc: 'Comma-separated browser origins (`https://app.example.com`, or `*`) allowed to call the API from another origin: CORS on every path, preflight included; credentials travel only in headers.',
+  }),
+  oauthGoogleClientId: setting({
+    env: 'TASKHOOK_OAUTH_GOOGLE_CLIENT_ID',
+    schema: Type.Optional(Type.String()),
+    doc: 'Google login: the OAuth client id (with its secret, turns the provider on).',
+  }),
+  oauthGoogleClientSecret: setting({
+    env: 'TASKHOOK_OAUTH_GOOGLE_CLIENT_SECRET',
+    schema: Type.Optional(Type.String()),
+    doc: 'Google login: the OAuth client secret.',
+  }),
+  oauthGoogleIssuer: setting({
+    env: 'TASKHOOK_OAUTH_GOOGLE_ISSUER',
+    schema: Type.String({ pattern: HTTP_URL }),
+    default: 'https://accounts.google.com',
+    normalize: stripSlashes,
+    doc: 'The OpenID issuer whose discovery document and keys Google login uses (any compatible provider).',
+  }),
+  oauthGithubClientId: setting({
+    env: 'TASKHOOK_OAUTH_GITHUB_CLIENT_ID',
+    schema: Type.Optional(Type.String()),
+    doc: 'GitHub login: the OAuth app client id (with its secret, turns the provider on).',
+  }),
+  oauthGithubClientSecret: setting({
+    env: 'TASKHOOK_OAUTH_GITHUB_CLIENT_SECRET',
+    schema: Type.Optional(Type.String()),
+    doc: 'GitHub login: the OAuth app client secret.',
+  }),
+  oauthGithubBaseUrl: setting({
+    env: 'TASKHOOK_OAUTH_GITHUB_BASE_URL',
+    schema: Type.String({ pattern: HTTP_URL }),
+    default: 'https://github.com',
+    normalize: stripSlashes,
+    doc: "GitHub's web address (GitHub Enterprise: your server).",
+  }),
+  oauthGithubApiUrl: setting({
+    env: 'TASKHOOK_OAUTH_GITHUB_API_URL',
+    schema: Type.String({ pattern: HTTP_URL }),
+    default: 'https://api.github.com',
+    normalize: stripSlashes,
+    doc: "GitHub's API address (GitHub Enterprise: `https://host/api/v3`).",
+  }),
+  oauthRedirectUrl: setting({
+    env: 'TASKHOOK_OAUTH_REDIRECT_URL',
+    schema: Type.Optional(Type.String({ pattern: HTTP_URL })),
+    normalize: stripSlashes,
+    defaultText: '`$TASKHOOK_PUBLIC_URL/auth/oauth/{provider}/callback`',
+    doc: 'The `redirect_uri` given to both providers; `{provider}` becomes `google` or `github`.',
+  }),
+  oauthStateTtlSeconds: setting({
+    env: 'TASKHOOK_OAUTH_STATE_TTL_SECONDS',
+    schema: Type.Integer({ minimum: 1, maximum: 3600 }),
+    default: 600,
+    doc: 'How long a started login may take to finish.',
+  }),
   metrics: setting({
     env: 'TASKHOOK_METRICS',
     schema: Type.Boolean(),
@@ -195,12 +281,28 @@ export const SETTINGS = {
 type Settings = typeof SETTINGS;
 type SettingKey = keyof Settings;
 
-/** The whole configuration, read from the environment once at start. */
-export const ConfigSchema = Type.Object(
-  Object.fromEntries(Object.entries(SETTINGS).map(([key, s]) => [key, s.schema])) as {
+/** The identity providers that are turned on, built from the TASKHOOK_OAUTH_* settings. */
+export const OAuthConfigSchema = Type.Object({
+  google: Type.Optional(Type.Object({ clientId: Type.String(), clientSecret: Type.String(), issuer: Type.String() })),
+  github: Type.Optional(
+    Type.Object({
+      clientId: Type.String(),
+      clientSecret: Type.String(),
+      baseUrl: Type.String(),
+      apiUrl: Type.String(),
+    }),
+  ),
+  redirectUrl: Type.Optional(Type.String()),
+  stateTtlSeconds: Type.Integer({ minimum: 1, maximum: 3600 }),
+});
+
+/** The whole configuration: every setting, plus what is derived from several of them. */
+export const ConfigSchema = Type.Object({
+  ...(Object.fromEntries(Object.entries(SETTINGS).map(([key, s]) => [key, s.schema])) as {
     [K in SettingKey]: Settings[K]['schema'];
-  },
-);
+  }),
+  oauth: OAuthConfigSchema,
+});
 
 export type Config = Static<typeof ConfigSchema>;
 
@@ -249,13 +351,34 @@ export function loadConfig(env: Env = process.env): Config {
   for (const [key, s] of settingEntries()) {
     const raw = env[s.env]?.trim();
     if (raw !== undefined && raw !== '') {
-      const value = parseValue(s.env, raw, s.schema);
+      const value = s.parse ? s.parse(raw, s.env) : parseValue(s.env, raw, s.schema);
       read[key] = s.normalize ? s.normalize(value as never) : value;
     } else if (s.default !== undefined) {
       read[key] = typeof s.default === 'function' ? s.default(read) : s.default;
     }
   }
+  read.oauth = deriveOAuth(read as Omit<Config, 'oauth'>);
   return validateConfig(read as Config);
+}
+
+/** Both halves of a client credential, or neither. @throws ConfigError naming the missing one */
+function clientPair(id: string | undefined, secret: string | undefined, prefix: string) {
+  if (id === undefined && secret === undefined) return undefined;
+  if (id === undefined) throw new ConfigError(`${prefix}_CLIENT_ID is required when ${prefix}_CLIENT_SECRET is set`);
+  if (secret === undefined)
+    throw new ConfigError(`${prefix}_CLIENT_SECRET is required when ${prefix}_CLIENT_ID is set`);
+  return { clientId: id, clientSecret: secret };
+}
+
+function deriveOAuth(c: Omit<Config, 'oauth'>): Config['oauth'] {
+  const google = clientPair(c.oauthGoogleClientId, c.oauthGoogleClientSecret, 'TASKHOOK_OAUTH_GOOGLE');
+  const github = clientPair(c.oauthGithubClientId, c.oauthGithubClientSecret, 'TASKHOOK_OAUTH_GITHUB');
+  return {
+    google: google && { ...google, issuer: c.oauthGoogleIssuer },
+    github: github && { ...github, baseUrl: c.oauthGithubBaseUrl, apiUrl: c.oauthGithubApiUrl },
+    redirectUrl: c.oauthRedirectUrl,
+    stateTtlSeconds: c.oauthStateTtlSeconds,
+  };
 }
 
 /**

@@ -172,6 +172,25 @@ export interface CallbacksTable {
   updated_at: string;
 }
 
+export interface OAuthAttemptsTable {
+  state_hash: string;
+  provider: string;
+  redirect_uri: string;
+  code_verifier: string;
+  nonce: string | null;
+  expires_at: string;
+  created_at: string;
+}
+
+export interface OAuthIdentitiesTable {
+  provider: string;
+  subject: string;
+  user_uuid: string;
+  email: string | null;
+  created_at: string;
+  last_login_at: string;
+}
+
 export interface Database {
   users: UsersTable;
   email_verifications: EmailVerificationsTable;
@@ -187,4 +206,6 @@ export interface Database {
   triggers: TriggersTable;
   trigger_deliveries: TriggerDeliveriesTable;
   callbacks: CallbacksTable;
+  oauth_attempts: OAuthAttemptsTable;
+  oauth_identities: OAuthIdentitiesTable;
 }

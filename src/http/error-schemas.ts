@@ -43,6 +43,7 @@ const DESCRIPTIONS: Record<number, string> = {
   422: 'Idempotency key reused with a different request (IDEMPOTENCY_KEY_REUSED).',
   429: 'Rate limit exceeded (RATE_LIMITED); see Retry-After.',
   500: 'Unexpected server error (INTERNAL_ERROR); the request id identifies it in the logs.',
+  502: 'An identity provider failed or did not answer (OAUTH_PROVIDER_UNAVAILABLE).',
   503: 'Service or agent unavailable (SERVICE_UNAVAILABLE, AGENT_UNAVAILABLE).',
 };
 

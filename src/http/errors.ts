@@ -13,7 +13,9 @@ export type ErrorCode =
   | 'IDEMPOTENCY_KEY_REUSED'
   | 'CONFLICT'
   | 'INTERNAL_ERROR'
-  | 'SERVICE_UNAVAILABLE';
+  | 'SERVICE_UNAVAILABLE'
+  | 'OAUTH_STATE_INVALID'
+  | 'OAUTH_PROVIDER_UNAVAILABLE';
 
 export const ERROR_CODES: readonly ErrorCode[] = [
   'INVALID_REQUEST',
@@ -30,6 +32,8 @@ export const ERROR_CODES: readonly ErrorCode[] = [
   'CONFLICT',
   'INTERNAL_ERROR',
   'SERVICE_UNAVAILABLE',
+  'OAUTH_STATE_INVALID',
+  'OAUTH_PROVIDER_UNAVAILABLE',
 ];
 
 /** The HTTP status of each code; exhaustive, so a new code cannot be forgotten. */
@@ -39,6 +43,7 @@ export function statusFor(code: ErrorCode): number {
     case 'TASK_NOT_CANCELLABLE':
     case 'TASK_NOT_ACCEPTING_MESSAGES':
     case 'TASK_NOT_RUNNING':
+    case 'OAUTH_STATE_INVALID':
       return 400;
     case 'TRIGGER_DISABLED':
       return 403;
@@ -56,6 +61,8 @@ export function statusFor(code: ErrorCode): number {
       return 429;
     case 'INTERNAL_ERROR':
       return 500;
+    case 'OAUTH_PROVIDER_UNAVAILABLE':
+      return 502;
     case 'AGENT_UNAVAILABLE':
     case 'SERVICE_UNAVAILABLE':
       return 503;

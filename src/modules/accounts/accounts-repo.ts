@@ -4,10 +4,14 @@ import type { UsersTable } from '../../db/database.js';
 import { withDbErrors as guard } from '../../db/errors.js';
 import { prepareQuery } from '../../db/prepared.js';
 
+/** What `password_hash` holds for an account without a password (OAuth sign-ups): no hash matches it. */
+const NO_PASSWORD = '';
+
 export interface UserRow {
   uuid: string;
   email: string;
-  passwordHash: string;
+  /** null: the account has no password yet (created by an OAuth login). */
+  passwordHash: string | null;
   emailVerified: boolean;
   agentsEnabled: boolean;
   tokenVersion: number;
@@ -18,7 +22,7 @@ function toUser(row: Selectable<UsersTable>): UserRow {
   return {
     uuid: row.uuid,
     email: row.email,
-    passwordHash: row.password_hash,
+    passwordHash: row.password_hash === NO_PASSWORD ? null : row.password_hash,
     emailVerified: Boolean(row.email_verified),
     agentsEnabled: Boolean(row.agents_enabled),
     tokenVersion: row.token_version,
@@ -73,7 +77,7 @@ export const accountsRepo = {
         .values({
           uuid: user.uuid,
           email: user.email,
-          password_hash: user.passwordHash,
+          password_hash: user.passwordHash ?? NO_PASSWORD,
           email_verified: user.emailVerified ? 1 : 0,
           agents_enabled: user.agentsEnabled ? 1 : 0,
           token_version: user.tokenVersion,

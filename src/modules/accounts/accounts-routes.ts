@@ -87,7 +87,7 @@ export function accountsRoutes(service: AccountsService) {
           tags,
           summary: 'Change the password',
           description:
-            'Every session JWT issued before stops working; platform keys and ingest tokens are unaffected. A wrong current password or a short new one is a 400.',
+            'Every session JWT issued before stops working; platform keys and ingest tokens are unaffected. A wrong current password or a short new one is a 400. An account created by an OAuth login has no password: it leaves current_password out to set its first one.',
           body: ChangePasswordBody,
           response: { 204: NoContent },
         },

@@ -26,7 +26,16 @@ export const LoginReply = Type.Object({
   user: PublicUserSchema,
 });
 
-export const ChangePasswordBody = StrictObject({ current_password: AnyPassword, new_password: NewPassword });
+export const ChangePasswordBody = StrictObject({
+  current_password: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: MAX_PASSWORD_LENGTH,
+      description: 'Required, except for an account that has no password yet (created by an OAuth login).',
+    }),
+  ),
+  new_password: NewPassword,
+});
 
 export const UuidParams = Type.Object({ uuid: UuidSchema });
 

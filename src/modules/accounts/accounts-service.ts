@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Db } from '../../db/connect.js';
+import type { Db, Executor } from '../../db/connect.js';
 import { UniqueViolationError } from '../../db/errors.js';
 import { AppError, AUTH_MESSAGES, AuthError, invalid, notFound } from '../../http/errors.js';
 import { randomSecret, type SecretBox, sha256Hex } from '../../lib/crypto.js';
@@ -59,17 +59,23 @@ export function createAccountsService(deps: AccountsDeps) {
   const { db, repo, clock } = deps;
   const now = () => iso(clock.now());
 
+  /**
+   * Creates a user with its signing secret. `password: null` makes an account without a password
+   * (OAuth sign-ups); `link` runs in the same transaction, so the user exists only with it.
+   * @throws AppError INVALID_REQUEST for a short password or a registered e-mail.
+   */
   async function createUser(input: {
     email: string;
-    password: string;
+    password: string | null;
     verified: boolean;
     agentsEnabled: boolean;
+    link?: (trx: Executor, user: UserRow) => Promise<unknown>;
   }): Promise<UserRow> {
-    requirePassword('password', input.password);
+    if (input.password !== null) requirePassword('password', input.password);
     const user: UserRow = {
       uuid: newId(),
       email: normalizeEmail(input.email),
-      passwordHash: await hashPassword(input.password),
+      passwordHash: input.password === null ? null : await hashPassword(input.password),
       emailVerified: input.verified,
       agentsEnabled: input.agentsEnabled,
       tokenVersion: 0,
@@ -80,6 +86,7 @@ export function createAccountsService(deps: AccountsDeps) {
       await db.transaction(async (trx) => {
         await repo.insertUser(trx, user);
         await repo.insertSigningSecret(trx, { uuid: newId(), userUuid: user.uuid, sealed, createdAt: user.createdAt });
+        await input.link?.(trx, user);
       });
     } catch (err) {
       if (err instanceof UniqueViolationError) {
@@ -120,8 +127,15 @@ export function createAccountsService(deps: AccountsDeps) {
     return rows.map((r) => ({ secret: deps.box.open(r.secret_sealed), created_at: r.created_at, uuid: r.uuid }));
   }
 
+  /** A session token for the user, answered exactly as a password login answers. */
+  async function session(user: UserRow): Promise<{ token: string; user: PublicUser }> {
+    const token = await deps.tokens.issue({ userUuid: user.uuid, tokenVersion: user.tokenVersion });
+    return { token, user: { uuid: user.uuid, email: user.email } };
+  }
+
   return {
     createUser,
+    session,
 
     /** Self-service sign-up; the account must verify its e-mail before it can log in. */
     async register(input: { email: string; password: string }): Promise<PublicUser & { email_verified: false }> {
@@ -153,17 +167,25 @@ export function createAccountsService(deps: AccountsDeps) {
     /** @throws AuthError 401 on wrong credentials, 403 when the e-mail is not verified. */
     async login(email: string, password: string): Promise<{ token: string; user: PublicUser }> {
       const user = await repo.findUserByEmail(db.kysely, normalizeEmail(email));
-      const ok = await checkPassword(user?.passwordHash, password);
+      // An account without a password spends the same time as a wrong one and fails the same way.
+      const ok = await checkPassword(user?.passwordHash ?? undefined, password);
       if (!user || !ok) throw new AuthError(401, AUTH_MESSAGES.badLogin);
       if (!user.emailVerified) throw new AuthError(403, AUTH_MESSAGES.unverified);
-      const token = await deps.tokens.issue({ userUuid: user.uuid, tokenVersion: user.tokenVersion });
-      return { token, user: { uuid: user.uuid, email: user.email } };
+      return session(user);
     },
 
-    /** Sets a new password and voids every session token issued before. */
-    async changePassword(userUuid: string, current: string, next: string): Promise<void> {
+    /**
+     * Sets a new password and voids every session token issued before. `current` may be left out
+     * only while the account has none (OAuth sign-ups); given for such an account, it is wrong.
+     * @throws AppError INVALID_REQUEST for a missing or wrong current password or a short new one.
+     */
+    async changePassword(userUuid: string, current: string | undefined, next: string): Promise<void> {
       const user = await repo.findUserByUuid(db.kysely, userUuid);
-      if (!user || !(await checkPassword(user.passwordHash, current))) {
+      if (!user) throw new AuthError(401, AUTH_MESSAGES.invalid);
+      if (current === undefined && user.passwordHash !== null) {
+        throw invalid('current_password', 'is required', 'Invalid request: current_password is required');
+      }
+      if (current !== undefined && !(await checkPassword(user.passwordHash ?? undefined, current))) {
         throw invalid('current_password', 'is incorrect', 'The current password is incorrect');
       }
       requirePassword('new_password', next);
