@@ -25,6 +25,11 @@ export const ConfigSchema = Type.Object({
   healthIntervalMs: Type.Integer({ minimum: 50 }),
   sweepIntervalMs: Type.Integer({ minimum: 10 }),
   callbackTimeoutMs: Type.Integer({ minimum: 100 }),
+  pgPoolSize: Type.Integer({ minimum: 1, maximum: 1000 }),
+  pgIdleTimeoutMs: Type.Integer({ minimum: 0 }),
+  pgStatementTimeoutMs: Type.Integer({ minimum: 0 }),
+  pgPreparedStatements: Type.Boolean(),
+  credentialCacheMs: Type.Integer({ minimum: 0, maximum: 60_000 }),
 });
 
 export type Config = Static<typeof ConfigSchema>;
@@ -90,6 +95,11 @@ export function loadConfig(env: Env = process.env): Config {
     healthIntervalMs: int(env, 'TASKHOOK_HEALTH_INTERVAL_MS', 2000),
     sweepIntervalMs: int(env, 'TASKHOOK_SWEEP_INTERVAL_MS', 1000),
     callbackTimeoutMs: int(env, 'TASKHOOK_CALLBACK_TIMEOUT_MS', 10_000),
+    pgPoolSize: int(env, 'TASKHOOK_PG_POOL_SIZE', 10),
+    pgIdleTimeoutMs: int(env, 'TASKHOOK_PG_IDLE_TIMEOUT_MS', 10_000),
+    pgStatementTimeoutMs: int(env, 'TASKHOOK_PG_STATEMENT_TIMEOUT_MS', 0),
+    pgPreparedStatements: bool(env, 'TASKHOOK_PG_PREPARED_STATEMENTS', true),
+    credentialCacheMs: int(env, 'TASKHOOK_CREDENTIAL_CACHE_MS', 1000),
   };
   return validateConfig(config);
 }
@@ -108,6 +118,10 @@ const ENV_NAMES: Record<string, string> = {
   sqliteSynchronous: 'TASKHOOK_SQLITE_SYNCHRONOUS (full or normal)',
   maxBodyBytes: 'TASKHOOK_MAX_BODY_BYTES',
   logLevel: 'TASKHOOK_LOG_LEVEL',
+  pgPoolSize: 'TASKHOOK_PG_POOL_SIZE',
+  pgIdleTimeoutMs: 'TASKHOOK_PG_IDLE_TIMEOUT_MS',
+  pgStatementTimeoutMs: 'TASKHOOK_PG_STATEMENT_TIMEOUT_MS',
+  credentialCacheMs: 'TASKHOOK_CREDENTIAL_CACHE_MS (0 to 60000)',
 };
 
 /** Validates a complete config object (also used by tests that build one directly). */

@@ -63,6 +63,12 @@ export async function openRuntime(
     databaseUrl: config.databaseUrl,
     sqliteFile: path.join(config.dataDir, 'taskhook.sqlite'),
     sqliteSynchronous: config.sqliteSynchronous,
+    poolSize: config.pgPoolSize,
+    pg: {
+      idleTimeoutMs: config.pgIdleTimeoutMs,
+      statementTimeoutMs: config.pgStatementTimeoutMs,
+      preparedStatements: config.pgPreparedStatements,
+    },
     onPoolError: (err) => logger.warn({ err }, 'idle database connection failed'),
   });
   try {

@@ -2,9 +2,10 @@ import { closeSync, fdatasync, fsyncSync, mkdirSync, openSync } from 'node:fs';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql, type Transaction } from 'kysely';
-import pg from 'pg';
 import type { Database } from './database.js';
 import { createGroupCommitter } from './group-commit.js';
+import { listenPostgres, type SubscribeHandlers, type Subscription } from './pg-listen.js';
+import { createPgPool, type PgPoolOptions } from './pg-pool.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 /** What repo methods take as their first argument: the database or an open transaction. */
@@ -20,6 +21,11 @@ export interface Db {
    * `fn` must use only the executor it is given and do no slow non-database work.
    */
   transaction<T>(fn: (trx: Executor) => Promise<T>): Promise<T>;
+  /**
+   * PostgreSQL only: LISTEN on a channel with a dedicated connection (see pg-listen.ts).
+   * Absent on SQLite, which has a single process writing.
+   */
+  listen?: (channel: string, handlers: SubscribeHandlers) => Subscription;
   /** A trivial query; throws when the database cannot be reached. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -32,6 +38,8 @@ export interface ConnectOptions {
   sqliteSynchronous: 'full' | 'normal';
   /** PostgreSQL pool size. */
   poolSize?: number;
+  /** Other PostgreSQL settings (see pg-pool.ts); defaults when absent. */
+  pg?: Partial<Pick<PgPoolOptions, 'idleTimeoutMs' | 'statementTimeoutMs' | 'preparedStatements'>>;
   onPoolError?: (err: Error) => void;
 }
 
@@ -149,22 +157,19 @@ function withStatementCache(native: SqliteDatabase.Database) {
 }
 
 function connectPostgres(url: string, opts: ConnectOptions): Db {
-  const pool = new pg.Pool({
-    connectionString: url,
-    max: opts.poolSize ?? 10,
-    connectionTimeoutMillis: 5000,
-    // Every acknowledged write must be durable, whatever the server's default.
-    options: '-c synchronous_commit=on',
+  const pool = createPgPool(url, {
+    poolSize: opts.poolSize ?? 10,
+    idleTimeoutMs: opts.pg?.idleTimeoutMs ?? 10_000,
+    statementTimeoutMs: opts.pg?.statementTimeoutMs ?? 0,
+    preparedStatements: opts.pg?.preparedStatements ?? true,
+    onError: opts.onPoolError,
   });
-  pool.on('error', (err) => opts.onPoolError?.(err));
-  // pg emits 'error' on a checked-out client whose connection drops between queries, and the pool
-  // only listens while the client is idle: without this listener that error crashes the process.
-  pool.on('connect', (client) => client.on('error', (err) => opts.onPoolError?.(err)));
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     dialect: 'postgres',
     kysely,
     transaction: (fn) => kysely.transaction().execute(fn),
+    listen: (channel, handlers) => listenPostgres(url, channel, handlers),
     ping: async () => {
       await sql`select 1`.execute(kysely);
     },

@@ -13,10 +13,30 @@ interface Compiled {
 const sentinel = (i: number) => `\u0000taskhook-arg-${i}\u0000`;
 
 /**
+ * SQL texts run as named prepared statements on PostgreSQL (see connect.ts): parsed and planned
+ * once per connection instead of on every call. Only hot queries built once are registered, so
+ * the set is small and fixed: each connection keeps at most this many statements.
+ */
+const namedStatements = new Map<string, string>();
+const MAX_NAMED = 200;
+
+/** Marks an SQL text as a hot query to prepare once per PostgreSQL connection. */
+export function registerNamedStatement(text: string): void {
+  if (namedStatements.has(text) || namedStatements.size >= MAX_NAMED) return;
+  namedStatements.set(text, `taskhook_${namedStatements.size + 1}`);
+}
+
+/** The prepared statement name of a registered SQL text, if any. */
+export function statementName(text: string): string | undefined {
+  return namedStatements.get(text);
+}
+
+/**
  * A query built with Kysely once per dialect and then run with new arguments, skipping the
  * query builder on hot paths (building a query costs more than running it on SQLite).
  * `build` is called once with placeholder arguments; each argument must be used as a plain
  * value (compared, inserted), never inspected, so its position in the SQL is the same for any value.
+ * On PostgreSQL the statement is also prepared once per connection (registerNamedStatement).
  */
 export function prepareQuery<Args extends unknown[], Row>(
   arity: number,
@@ -35,6 +55,7 @@ export function prepareQuery<Args extends unknown[], Row>(
         constants: query.parameters,
       };
       byAdapter.set(adapter, compiled);
+      registerNamedStatement(compiled.sql);
     }
     const { slots, constants } = compiled;
     const parameters = slots.map((slot, i) => (slot >= 0 ? args[slot] : constants[i]));
