@@ -6,6 +6,7 @@ import type { Database } from './database.js';
 import { createGroupCommitter } from './group-commit.js';
 import { listenPostgres, type SubscribeHandlers, type Subscription } from './pg-listen.js';
 import { createPgPool, type PgPoolOptions } from './pg-pool.js';
+import { registerDirectReader } from './prepared.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 /** What repo methods take as their first argument: the database or an open transaction. */
@@ -59,6 +60,8 @@ function connectSqlite(opts: ConnectOptions): Db {
   if (process.env.TASKHOOK_EXPERIMENT_EXCLUSIVE) native.pragma('locking_mode = EXCLUSIVE');
   native.pragma('foreign_keys = ON');
   const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(native) }) });
+  const reader = opts.sqliteFile === ':memory:' ? null : openReader(opts.sqliteFile);
+  if (reader) registerDirectReader(kysely, reader.read);
   const wal =
     opts.sqliteSynchronous === 'full' && opts.sqliteFile !== ':memory:' ? createWalSync(opts.sqliteFile) : null;
   const groupCommit = createGroupCommitter(kysely, { sync: wal ? () => wal.sync() : undefined });
@@ -72,6 +75,7 @@ function connectSqlite(opts: ConnectOptions): Db {
     close: async () => {
       await groupCommit.drain();
       wal?.close();
+      reader?.close();
       await kysely.destroy();
     },
   };
@@ -131,6 +135,22 @@ function createWalSync(dbFile: string) {
       if (fd !== undefined) closeSync(fd);
       fd = undefined;
     },
+  };
+}
+
+/**
+ * A second, query-only connection for the hot reads outside transactions (prepareQuery): in WAL
+ * mode it reads the last committed state without taking the writer connection, so a status poll
+ * never queues behind a group-commit batch, and it runs without Kysely's per-query promise chain.
+ */
+function openReader(file: string) {
+  const native = new SqliteDatabase(file);
+  native.pragma('busy_timeout = 5000');
+  native.pragma('query_only = ON');
+  const statements = withStatementCache(native);
+  return {
+    read: (text: string, parameters: readonly unknown[]) => statements.prepare(text).all(...parameters),
+    close: () => native.close(),
   };
 }
 

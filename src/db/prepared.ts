@@ -5,6 +5,8 @@ type Executor = Kysely<Database> | Transaction<Database>;
 
 interface Compiled {
   sql: string;
+  /** A plain SELECT: safe to run on a read-only connection. */
+  select: boolean;
   /** For each SQL parameter, the index of the argument that fills it, or -1 for a constant. */
   slots: number[];
   constants: readonly unknown[];
@@ -18,6 +20,19 @@ const sentinel = (i: number) => `\u0000taskhook-arg-${i}\u0000`;
  * the set is small and fixed: each connection keeps at most this many statements.
  */
 const namedStatements = new Map<string, string>();
+
+/**
+ * A synchronous reader for a database handle's own queries outside any transaction (SQLite: a
+ * second connection that sees only committed data and never waits for the writer). Keyed by the
+ * root Kysely instance, so a transaction's executor never reads through it.
+ */
+export type DirectReader = (sql: string, parameters: readonly unknown[]) => unknown[];
+const readers = new WeakMap<object, DirectReader>();
+
+/** Registers the reader that prepared SELECTs on `kysely` (not in a transaction) use. */
+export function registerDirectReader(kysely: object, reader: DirectReader): void {
+  readers.set(kysely, reader);
+}
 const MAX_NAMED = 200;
 
 /** Marks an SQL text as a hot query to prepare once per PostgreSQL connection. */
@@ -51,6 +66,7 @@ export function prepareQuery<Args extends unknown[], Row>(
       const query = build(ex, ...placeholders).compile();
       compiled = {
         sql: query.sql,
+        select: /^\s*select\s/i.test(query.sql),
         slots: query.parameters.map((p) => (typeof p === 'string' ? placeholders.indexOf(p) : -1)),
         constants: query.parameters,
       };
@@ -59,6 +75,10 @@ export function prepareQuery<Args extends unknown[], Row>(
     }
     const { slots, constants } = compiled;
     const parameters = slots.map((slot, i) => (slot >= 0 ? args[slot] : constants[i]));
+    if (compiled.select) {
+      const reader = readers.get(ex);
+      if (reader) return reader(compiled.sql, parameters) as Row[];
+    }
     const result = await ex.executeQuery<Row>(CompiledQuery.raw(compiled.sql, parameters));
     return result.rows;
   };

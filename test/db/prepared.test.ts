@@ -39,6 +39,18 @@ describe.each(DATABASES)('prepared hot queries on $name', (database) => {
     expect(await settingByKey(db.kysely, 'no-such-key')).toEqual([]);
   });
 
+  it('outside a transaction read only committed rows (SQLite: on the read connection)', async () => {
+    const key = `uncommitted-${process.pid}-${Date.now()}`;
+    const seenInside = await db.transaction(async (trx) => {
+      await trx.insertInto('settings').values({ key, value: 'v' }).execute();
+      const inTrx = await settingByKey(trx, key);
+      const outside = await settingByKey(db.kysely, key);
+      return { inTrx: inTrx.length, outside: outside.length };
+    });
+    expect(seenInside).toEqual({ inTrx: 1, outside: 0 });
+    expect((await settingByKey(db.kysely, key))[0]?.value).toBe('v');
+  });
+
   it.runIf(database.name === 'postgres')('are prepared once per connection under a name', async () => {
     const names = await db.kysely.transaction().execute(async (trx) => {
       await settingByKey(trx, 'x');
