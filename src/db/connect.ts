@@ -24,7 +24,7 @@ export interface Db {
   transaction<T>(fn: (trx: Executor) => Promise<T>): Promise<T>;
   /**
    * PostgreSQL only: LISTEN on a channel with a dedicated connection (see pg-listen.ts).
-   * Absent on SQLite, which has a single process writing.
+   * Absent on SQLite, which has no way to announce a change to another process.
    */
   listen?: (channel: string, handlers: SubscribeHandlers) => Subscription;
   /** A trivial query; throws when the database cannot be reached. */
