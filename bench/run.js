@@ -1,214 +1,185 @@
-// npm run bench: taskhook side by side with a bare Fastify route, on this machine, in one run.
-// Servers run in child processes; autocannon drives them from this process over loopback.
-import { execFileSync, fork, spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir, totalmem } from 'node:os';
+// npm run bench [-- --quick]: taskhook on SQLite and on PostgreSQL against a bare Fastify route
+// (the ceiling) and against graphile-worker and pg-boss on the same PostgreSQL, in one run.
+// Prints a table and writes bench/results/latest.json. See docs/benchmarks.md.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { runEndToEnd, runPeers } from './end-to-end.js';
+import { root, setupTaskhook, sleep, startBare } from './servers.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const cli = path.join(root, 'dist/cli/index.js');
-const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
+const QUICK = process.argv.includes('--quick');
+const DURATION = Number(process.env.BENCH_SECONDS ?? (QUICK ? 2 : 10));
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
-const PILE = Number(process.env.BENCH_PILE ?? 50_000);
+const E2E_TASKS = Number(process.env.BENCH_TASKS ?? (QUICK ? 2000 : 10_000));
+const DISPATCH_ROUNDS = QUICK ? 40 : 300;
+const PORT = Number(process.env.BENCH_PORT ?? 18990);
+const MODES = (process.env.BENCH_DATABASES ?? 'sqlite,postgres').split(',');
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const step = (name) => console.error(`[bench] ${new Date().toISOString()} ${name}`);
+const TICK_US = 1e4; // /proc times are in 1/100 s
 
-async function waitHttp(url) {
-  for (let i = 0; i < 100; i++) {
-    try {
-      if ((await fetch(url)).ok) return;
-    } catch {}
-    await sleep(100);
+function proc(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (name) => Number(status.match(new RegExp(`${name}:\\s+(\\d+)`))?.[1] ?? 0);
+    return {
+      cpuUs: (Number(stat[11]) + Number(stat[12])) * TICK_US,
+      rssMb: kb('VmRSS') / 1024,
+      peakMb: kb('VmHWM') / 1024,
+    };
+  } catch {
+    return { cpuUs: 0, rssMb: 0, peakMb: 0 };
   }
-  throw new Error(`${url} did not come up`);
 }
 
-function cannon(opts) {
-  return new Promise((resolve, reject) => {
-    autocannon({ duration: DURATION, connections: CONNECTIONS, ...opts }, (err, result) =>
-      err ? reject(err) : resolve(result),
-    );
-  });
-}
-
-const summary = (r) => ({
-  rps: Math.round(r.requests.average),
-  p50_ms: r.latency.p50,
-  p99_ms: r.latency.p99,
-  non2xx: r.non2xx,
-  errors: r.errors,
-});
-
-async function startTaskhook(env) {
-  const child = spawn(process.execPath, [cli, 'serve'], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  await waitHttp(`http://127.0.0.1:${env.PORT}/health`);
-  return child;
-}
-
-function cliJson(args, env) {
-  return JSON.parse(execFileSync(process.execPath, [cli, ...args], { env: { ...process.env, ...env } }).toString());
-}
-
-async function main() {
-  const results = {
-    machine: { cpus: cpus().length, model: cpus()[0]?.model, memory_gb: Math.round(totalmem() / 2 ** 30) },
-  };
-  results.node = process.version;
-  results.settings = { duration_s: DURATION, connections: CONNECTIONS, pile: PILE };
-
-  step('bare');
-  // 1. The bare Fastify baseline.
-  const bare = fork(path.join(root, 'bench/bare-server.js'), { env: { ...process.env, PORT: '18990' } });
-  await new Promise((r) => bare.once('message', r));
-  results.bare_get = summary(await cannon({ url: 'http://127.0.0.1:18990/bare' }));
-  results.bare_post = summary(
-    await cannon({
-      url: 'http://127.0.0.1:18990/bare',
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ message: 'review this diff please', priority: 5 }),
-    }),
+/** autocannon for DURATION seconds; also the server's CPU time per request (µs). */
+async function cannon(pid, opts) {
+  const before = proc(pid).cpuUs;
+  const r = await new Promise((resolve, reject) =>
+    autocannon({ duration: DURATION, connections: CONNECTIONS, ...opts }, (err, res) =>
+      err ? reject(err) : resolve(res),
+    ),
   );
-  bare.kill();
-
-  step('taskhook');
-  // 2. taskhook on the embedded default: SQLite, power-loss durable commits (synchronous=full).
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'taskhook-bench-'));
-  const env = {
-    PORT: '18991',
-    HOST: '127.0.0.1',
-    TASKHOOK_DATA_DIR: dataDir,
-    TASKHOOK_LOG_LEVEL: 'warn',
-    TASKHOOK_RATE_LIMIT: '1000000000',
-    TASKHOOK_SQLITE_SYNCHRONOUS: 'full',
-    ...(process.env.BENCH_DATABASE_URL ? { DATABASE_URL: process.env.BENCH_DATABASE_URL } : {}),
+  const requests = r.requests.total || 1;
+  return {
+    rps: Math.round(r.requests.average),
+    p50_ms: r.latency.p50,
+    p99_ms: r.latency.p99,
+    cpu_us_per_request: Math.round((proc(pid).cpuUs - before) / requests),
+    non2xx: r.non2xx,
+    errors: r.errors,
   };
-  const email = `bench-${Date.now()}@example.test`;
-  cliJson(['user', 'create', '--email', email, '--password', 'benchmark-password', '--verified'], env);
-  const { key } = cliJson(['key', 'create', '--email', email, '--name', 'bench'], env);
-  const server = await startTaskhook(env);
-  const base = 'http://127.0.0.1:18991';
-  const headers = { 'x-api-key': key, 'content-type': 'application/json' };
-  const agent = await (
-    await fetch(`${base}/agent`, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({ name: 'bench', concurrency: 1000 }),
-    })
-  ).json();
-  const submitBody = JSON.stringify({ message: 'review this diff please', priority: 5 });
-  const first = await (
-    await fetch(`${base}/agent/request/${agent.uuid}`, { method: 'POST', headers, body: submitBody })
-  ).json();
+}
 
-  results.status_get = summary(await cannon({ url: first.poll_url.replace('http://localhost:18991', base), headers }));
-  results.submit = summary(
-    await cannon({ url: `${base}/agent/request/${agent.uuid}`, method: 'POST', headers, body: submitBody }),
-  );
-
-  step('dispatch');
-  // 3. Dispatch latency: a worker long-polls; measure submit-acknowledged → claim-returned.
-  const fromSend = [];
-  const fromAck = [];
+async function dispatch(th) {
   const worker = await (
-    await fetch(`${base}/agent`, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({ name: 'dispatch', concurrency: 1000 }),
-    })
+    await fetch(`${th.base}/agent`, { method: 'POST', headers: th.headers, body: JSON.stringify({ name: 'dispatch' }) })
   ).json();
-  for (let i = 0; i < 300; i++) {
-    const claim = fetch(`${base}/agent/${worker.uuid}/tasks/claim`, {
+  const fromAck = [];
+  for (let i = 0; i < DISPATCH_ROUNDS; i++) {
+    const claim = fetch(`${th.base}/agent/${worker.uuid}/tasks/claim`, {
       method: 'POST',
-      headers,
+      headers: th.headers,
       body: JSON.stringify({ wait_seconds: 10, max_tasks: 1 }),
     }).then(async (r) => ({ body: await r.json(), at: performance.now() }));
-    await sleep(3);
-    const sent = performance.now();
-    const ack = await fetch(`${base}/agent/request/${worker.uuid}`, { method: 'POST', headers, body: submitBody }).then(
-      async (r) => ({ body: await r.json(), at: performance.now() }),
-    );
+    await sleep(5);
+    const ack = await fetch(`${th.base}/agent/request/${worker.uuid}`, {
+      method: 'POST',
+      headers: th.headers,
+      body: th.submitBody,
+    }).then(async (r) => ({ body: await r.json(), at: performance.now() }));
     const got = await claim;
     if (got.body.tasks?.[0]?.task_id !== ack.body.task_id)
       throw new Error('dispatch: the claim did not return the task');
-    fromSend.push(got.at - sent);
     fromAck.push(got.at - ack.at);
+    await fetch(`${th.base}/agent/${worker.uuid}/task/${ack.body.task_id}/complete`, {
+      method: 'POST',
+      headers: th.headers,
+      body: JSON.stringify({ lease_id: got.body.tasks[0].lease_id, result: { summary: 'ok' } }),
+    });
   }
-  const pct = (xs, p) => +[...xs].sort((a, b) => a - b)[Math.floor(xs.length * p)].toFixed(2);
-  results.dispatch_ms = {
-    note: 'a worker long-polls; the client submits. send→claimed: from sending the submit to the claim answer arriving (includes the submit and the claim, each committed durably); ack→claimed: from the 202 arriving to the claim answer arriving (negative when the claim answer arrives first)',
-    send_to_claimed_p50: pct(fromSend, 0.5),
-    send_to_claimed_p99: pct(fromSend, 0.99),
-    ack_to_claimed_p50: pct(fromAck, 0.5),
-    ack_to_claimed_p99: pct(fromAck, 0.99),
-  };
+  const pct = (p) => +[...fromAck].sort((a, b) => a - b)[Math.floor(fromAck.length * p)].toFixed(2);
+  return { rounds: DISPATCH_ROUNDS, p50_ms: pct(0.5), p99_ms: pct(0.99) };
+}
 
-  // 4. Batch claims: drain what the submit benchmark queued, 100 at a time.
-  const drainStart = performance.now();
-  let drained = 0;
-  for (;;) {
-    const r = await (
-      await fetch(`${base}/agent/${agent.uuid}/tasks/claim`, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify({ max_tasks: 100 }),
-      })
-    ).json();
-    if (r.tasks.length === 0) break;
-    drained += r.tasks.length;
-    await Promise.all(
-      r.tasks.map((t) =>
-        fetch(`${base}/agent/${agent.uuid}/task/${t.task_id}/complete`, {
-          method: 'POST',
-          headers,
-          body: JSON.stringify({ lease_id: t.lease_id, result: { summary: 'ok', findings: [] } }),
-        }),
-      ),
-    );
-    if (drained >= 20_000) break;
+async function measureMode(mode, port) {
+  step(`taskhook on ${mode}`);
+  const th = await setupTaskhook({ mode, port });
+  try {
+    const out = { database: mode };
+    out.get = await cannon(th.pid, { url: th.pollUrl, headers: th.headers });
+    out.submit = await cannon(th.pid, { url: th.submitUrl, method: 'POST', headers: th.headers, body: th.submitBody });
+    out.webhook = await cannon(th.pid, {
+      url: th.webhookUrl,
+      method: 'POST',
+      headers: th.webhookHeaders,
+      body: th.webhookBody,
+    });
+    step(`end to end on ${mode}`);
+    out.end_to_end = await runEndToEnd(th, { tasks: E2E_TASKS, clients: 32, workers: 4, claim: 50 });
+    step(`dispatch on ${mode}`);
+    out.dispatch = await dispatch(th);
+    const mem = proc(th.pid);
+    out.memory = { rss_mb: Math.round(mem.rssMb), peak_rss_mb: Math.round(mem.peakMb) };
+    return out;
+  } finally {
+    await th.stop();
   }
-  results.claim_complete = {
-    tasks: drained,
-    per_second: Math.round(drained / ((performance.now() - drainStart) / 1000)),
-  };
+}
 
-  step('pile');
-  // 5. Flat cost: pile up tasks on another agent, then measure again.
-  const pileAgent = await (
-    await fetch(`${base}/agent`, { method: 'POST', headers, body: JSON.stringify({ name: 'pile', concurrency: 10 }) })
-  ).json();
-  await cannon({
-    url: `${base}/agent/request/${pileAgent.uuid}`,
-    method: 'POST',
-    headers,
-    body: submitBody,
-    amount: PILE,
-  });
-  const piled = await (await fetch(`${base}/agent/${pileAgent.uuid}/tasks?limit=1`, { headers })).json();
-  results.pile = { queued_tasks: piled.pagination.total };
-  results.status_get_piled = summary(
-    await cannon({ url: first.poll_url.replace('http://localhost:18991', base), headers }),
-  );
-  results.submit_piled = summary(
-    await cannon({ url: `${base}/agent/request/${pileAgent.uuid}`, method: 'POST', headers, body: submitBody }),
-  );
-  server.kill('SIGTERM');
+const ratio = (a, b) => (a && b ? +(a / b).toFixed(3) : null);
 
-  results.ratios = {
-    status_get_vs_bare_get: +(results.status_get.rps / results.bare_get.rps).toFixed(3),
-    submit_vs_bare_post: +(results.submit.rps / results.bare_post.rps).toFixed(3),
-    status_get_piled_vs_empty: +(results.status_get_piled.rps / results.status_get.rps).toFixed(3),
-    submit_piled_vs_empty: +(results.submit_piled.rps / results.submit.rps).toFixed(3),
+function table(results) {
+  const rows = [['figure', ...results.modes.map((m) => m.database)]];
+  const ceiling = results.ceiling.get.rps;
+  rows.push([
+    'ceiling: bare GET req/s (CPU µs/req)',
+    ...results.modes.map(() => `${ceiling} (${results.ceiling.get.cpu_us_per_request})`),
+  ]);
+  for (const [key, label] of [
+    ['get', 'GET task status'],
+    ['submit', 'submit (platform key, durable)'],
+    ['webhook', 'webhook receive'],
+  ]) {
+    rows.push([
+      `${label} req/s (×ceiling, CPU µs/req)`,
+      ...results.modes.map((m) => `${m[key].rps} (${ratio(m[key].rps, ceiling)}×, ${m[key].cpu_us_per_request})`),
+    ]);
+  }
+  rows.push(['end to end tasks/s', ...results.modes.map((m) => String(m.end_to_end.tasks_per_second))]);
+  for (const peer of Object.keys(results.peers)) {
+    rows.push([
+      `${peer} no-op jobs/s`,
+      ...results.modes.map(() => String(results.peers[peer].jobs_per_second ?? results.peers[peer].error)),
+    ]);
+  }
+  rows.push(['dispatch p50 / p99 ms', ...results.modes.map((m) => `${m.dispatch.p50_ms} / ${m.dispatch.p99_ms}`)]);
+  rows.push(['server RSS now / peak MB', ...results.modes.map((m) => `${m.memory.rss_mb} / ${m.memory.peak_rss_mb}`)]);
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  const line = (r) => `| ${r.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
+  return [line(rows[0]), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.slice(1).map(line)].join('\n');
+}
+
+async function main() {
+  const started = Date.now();
+  const results = {
+    date: new Date().toISOString(),
+    quick: QUICK,
+    machine: { cpus: cpus().length, model: cpus()[0]?.model, memory_gb: Math.round(totalmem() / 2 ** 30) },
+    node: process.version,
+    settings: { duration_s: DURATION, connections: CONNECTIONS, end_to_end_tasks: E2E_TASKS },
   };
-  const out = JSON.stringify(results, null, 2);
-  console.log(out);
-  if (process.env.BENCH_OUT) writeFileSync(process.env.BENCH_OUT, `${out}\n`);
+  step('ceiling');
+  const bare = await startBare(PORT);
+  results.ceiling = { get: await cannon(bare.pid, { url: `${bare.base}/bare` }) };
+  bare.kill();
+  results.modes = [];
+  for (const [i, mode] of MODES.entries()) results.modes.push(await measureMode(mode, PORT + 1 + i));
+  step('peers');
+  results.peers = MODES.includes('postgres') ? await runPeers({ jobs: E2E_TASKS, clients: 32 }) : {};
+  results.ratios = Object.fromEntries(
+    results.modes.map((m) => [
+      m.database,
+      {
+        get_vs_ceiling: ratio(m.get.rps, results.ceiling.get.rps),
+        submit_vs_ceiling: ratio(m.submit.rps, results.ceiling.get.rps),
+        webhook_vs_ceiling: ratio(m.webhook.rps, results.ceiling.get.rps),
+        end_to_end_vs_graphile_worker: ratio(
+          m.end_to_end.tasks_per_second,
+          results.peers['graphile-worker']?.jobs_per_second,
+        ),
+      },
+    ]),
+  );
+  results.seconds = Math.round((Date.now() - started) / 1000);
+  const dir = path.join(root, 'bench/results');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, 'latest.json'), `${JSON.stringify(results, null, 2)}\n`);
+  console.log(table(results));
+  console.log(`\nratios: ${JSON.stringify(results.ratios)}`);
+  console.log(`${results.seconds} s; written to bench/results/latest.json`);
 }
 
 main().catch((err) => {

@@ -203,6 +203,36 @@ export const SETTINGS = {
     default: 60_000,
     doc: 'How often old rows are looked for (one instance at a time on PostgreSQL).',
   }),
+  pgPoolSize: setting({
+    env: 'TASKHOOK_PG_POOL_SIZE',
+    schema: Type.Integer({ minimum: 1, maximum: 1000 }),
+    default: 10,
+    doc: 'PostgreSQL connections per instance (plus one for LISTEN).',
+  }),
+  pgIdleTimeoutMs: setting({
+    env: 'TASKHOOK_PG_IDLE_TIMEOUT_MS',
+    schema: Type.Integer({ minimum: 0 }),
+    default: 10_000,
+    doc: 'An idle pooled PostgreSQL connection is closed after this long (0: never).',
+  }),
+  pgStatementTimeoutMs: setting({
+    env: 'TASKHOOK_PG_STATEMENT_TIMEOUT_MS',
+    schema: Type.Integer({ minimum: 0 }),
+    default: 0,
+    doc: "PostgreSQL `statement_timeout` of the pool's connections (0: the server's own setting).",
+  }),
+  pgPreparedStatements: setting({
+    env: 'TASKHOOK_PG_PREPARED_STATEMENTS',
+    schema: Type.Boolean(),
+    default: true,
+    doc: 'Send hot queries as named prepared statements (parsed and planned once per connection). Turn off behind a transaction-mode pooler that cannot keep them.',
+  }),
+  credentialCacheMs: setting({
+    env: 'TASKHOOK_CREDENTIAL_CACHE_MS',
+    schema: Type.Integer({ minimum: 0, maximum: 60_000 }),
+    default: 1000,
+    doc: 'PostgreSQL mode: how long a verified key or token is remembered. Revocations and password changes reach every instance at once through LISTEN/NOTIFY; this bounds the rare lost notification. 0: no cache.',
+  }),
   corsOrigins: setting({
     env: 'TASKHOOK_CORS_ORIGINS',
     schema: Type.Array(Type.String()),

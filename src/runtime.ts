@@ -54,6 +54,12 @@ export function openDb(config: Config, logger: Logger, opts: { checkTransactions
     databaseUrl: config.databaseUrl,
     sqliteFile: path.join(config.dataDir, 'taskhook.sqlite'),
     sqliteSynchronous: config.sqliteSynchronous,
+    poolSize: config.pgPoolSize,
+    pg: {
+      idleTimeoutMs: config.pgIdleTimeoutMs,
+      statementTimeoutMs: config.pgStatementTimeoutMs,
+      preparedStatements: config.pgPreparedStatements,
+    },
     onPoolError: (err) => logger.warn({ err }, 'idle database connection failed'),
     checkTransactions: opts.checkTransactions,
   });

@@ -2,9 +2,11 @@ import { closeSync, fdatasync, fsyncSync, mkdirSync, openSync } from 'node:fs';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { Kysely, type Dialect as KyselyDialect, PostgresDialect, SqliteDialect, sql } from 'kysely';
-import pg from 'pg';
 import type { Database } from './database.js';
 import { createGroupCommitter } from './group-commit.js';
+import { listenPostgres, type SubscribeHandlers, type Subscription } from './pg-listen.js';
+import { createPgPool, type PgPoolOptions } from './pg-pool.js';
+import { registerDirectReader } from './prepared.js';
 import { checkedDialect, type Executor, runTransaction } from './transactions.js';
 
 export type { Executor } from './transactions.js';
@@ -21,6 +23,11 @@ export interface Db {
    * happen after the commit it schedules with `afterCommit(trx, hook)` (see transactions.ts).
    */
   transaction<T>(fn: (trx: Executor) => Promise<T>): Promise<T>;
+  /**
+   * PostgreSQL only: LISTEN on a channel with a dedicated connection (see pg-listen.ts).
+   * Absent on SQLite, which has no way to announce a change to another process.
+   */
+  listen?: (channel: string, handlers: SubscribeHandlers) => Subscription;
   /** A trivial query; throws when the database cannot be reached. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -33,6 +40,8 @@ export interface ConnectOptions {
   sqliteSynchronous: 'full' | 'normal';
   /** PostgreSQL pool size. */
   poolSize?: number;
+  /** Other PostgreSQL settings (see pg-pool.ts); defaults when absent. */
+  pg?: Partial<Pick<PgPoolOptions, 'idleTimeoutMs' | 'statementTimeoutMs' | 'preparedStatements'>>;
   onPoolError?: (err: Error) => void;
   /** Make a root-handle query inside a transaction's function throw (see checkedDialect); for tests. */
   checkTransactions?: boolean;
@@ -58,6 +67,8 @@ function connectSqlite(opts: ConnectOptions): Db {
   const kysely = new Kysely<Database>({
     dialect: checked(new SqliteDialect({ database: withStatementCache(native) }), opts),
   });
+  const reader = opts.sqliteFile === ':memory:' ? null : openReader(opts.sqliteFile);
+  if (reader) registerDirectReader(kysely, reader.read);
   const wal =
     opts.sqliteSynchronous === 'full' && opts.sqliteFile !== ':memory:' ? createWalSync(opts.sqliteFile) : null;
   const groupCommit = createGroupCommitter(kysely, { sync: wal ? () => wal.sync() : undefined });
@@ -71,6 +82,7 @@ function connectSqlite(opts: ConnectOptions): Db {
     close: async () => {
       await groupCommit.drain();
       wal?.close();
+      reader?.close();
       await kysely.destroy();
     },
   };
@@ -133,6 +145,22 @@ function createWalSync(dbFile: string) {
   };
 }
 
+/**
+ * A second, query-only connection for the hot reads outside transactions (prepareQuery): in WAL
+ * mode it reads the last committed state without taking the writer connection, so a status poll
+ * never queues behind a group-commit batch, and it runs without Kysely's per-query promise chain.
+ */
+function openReader(file: string) {
+  const native = new SqliteDatabase(file);
+  native.pragma('busy_timeout = 5000');
+  native.pragma('query_only = ON');
+  const statements = withStatementCache(native);
+  return {
+    read: (text: string, parameters: readonly unknown[]) => statements.prepare(text).all(...parameters),
+    close: () => native.close(),
+  };
+}
+
 const STATEMENT_CACHE_SIZE = 1000;
 
 /**
@@ -156,22 +184,19 @@ function withStatementCache(native: SqliteDatabase.Database) {
 }
 
 function connectPostgres(url: string, opts: ConnectOptions): Db {
-  const pool = new pg.Pool({
-    connectionString: url,
-    max: opts.poolSize ?? 10,
-    connectionTimeoutMillis: 5000,
-    // Every acknowledged write must be durable, whatever the server's default.
-    options: '-c synchronous_commit=on',
+  const pool = createPgPool(url, {
+    poolSize: opts.poolSize ?? 10,
+    idleTimeoutMs: opts.pg?.idleTimeoutMs ?? 10_000,
+    statementTimeoutMs: opts.pg?.statementTimeoutMs ?? 0,
+    preparedStatements: opts.pg?.preparedStatements ?? true,
+    onError: opts.onPoolError,
   });
-  pool.on('error', (err) => opts.onPoolError?.(err));
-  // pg emits 'error' on a checked-out client whose connection drops between queries, and the pool
-  // only listens while the client is idle: without this listener that error crashes the process.
-  pool.on('connect', (client) => client.on('error', (err) => opts.onPoolError?.(err)));
   const kysely = new Kysely<Database>({ dialect: checked(new PostgresDialect({ pool }), opts) });
   return {
     dialect: 'postgres',
     kysely,
     transaction: (fn) => runTransaction(kysely, fn),
+    listen: (channel, handlers) => listenPostgres(url, channel, handlers),
     ping: async () => {
       await sql`select 1`.execute(kysely);
     },

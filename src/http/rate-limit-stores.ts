@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { sql } from 'kysely';
 import type { Db } from '../db/connect.js';
+import { prepareQuery } from '../db/prepared.js';
 
 /**
  * Counts hits per (scope, window). `hit` returns the count including this hit: a number at once
@@ -58,11 +59,61 @@ export function createMemoryStore(): RateLimitStore {
   };
 }
 
-/** PostgreSQL mode: one atomic upsert per hit on an UNLOGGED table shared by every instance. */
+/**
+ * Hits on one (scope, window) that arrive while that scope's previous write is in flight are
+ * sent together as one increment by their number; each still gets its own exact count. Under
+ * concurrent requests of one user this turns N round trips (and N waits on the same row lock)
+ * into a few, with the same counts a write per hit would give.
+ */
+export function coalesceHits(
+  add: (scope: string, window: number, n: number) => Promise<number>,
+): RateLimitStore['hit'] {
+  type Waiter = { resolve: (count: number) => void; reject: (err: unknown) => void };
+  const queued = new Map<string, Waiter[]>();
+  const inFlight = new Set<string>();
+
+  async function flush(key: string, scope: string, window: number): Promise<void> {
+    const batch = queued.get(key) ?? [];
+    queued.delete(key);
+    inFlight.add(key);
+    try {
+      const total = await add(scope, window, batch.length);
+      for (const [i, waiter] of batch.entries()) waiter.resolve(total - batch.length + 1 + i);
+    } catch (err) {
+      for (const waiter of batch) waiter.reject(err);
+    } finally {
+      inFlight.delete(key);
+      if (queued.has(key)) void flush(key, scope, window);
+    }
+  }
+
+  return (scope, window) =>
+    new Promise<number>((resolve, reject) => {
+      const key = `${window}\n${scope}`;
+      const waiters = queued.get(key);
+      if (waiters) waiters.push({ resolve, reject });
+      else queued.set(key, [{ resolve, reject }]);
+      if (!inFlight.has(key)) void flush(key, scope, window);
+    });
+}
+
+const addHits = prepareQuery(3, (ex, scope: string, window: number, n: number) =>
+  ex
+    .insertInto('rate_limits')
+    .values({ scope, window_start: window, count: n })
+    .onConflict((oc) => oc.columns(['scope', 'window_start']).doUpdateSet({ count: sql`rate_limits.count + ${n}` }))
+    .returning('count'),
+);
+
+/** PostgreSQL mode: an atomic upsert on an UNLOGGED table shared by every instance. */
 export function createPostgresStore(db: Db): RateLimitStore {
   let lastSweep = -1;
+  const hit = coalesceHits(async (scope, window, n) => {
+    const [row] = await addHits(db.kysely, scope, window, n);
+    return Number(row?.count);
+  });
   return {
-    async hit(scope, window) {
+    hit(scope, window) {
       if (window !== lastSweep) {
         lastSweep = window;
         // Old windows by the database's clock, so an instance whose clock runs ahead cannot
@@ -71,26 +122,20 @@ export function createPostgresStore(db: Db): RateLimitStore {
           .execute(db.kysely)
           .catch(() => undefined);
       }
-      const row = await db.kysely
-        .insertInto('rate_limits')
-        .values({ scope, window_start: window, count: 1 })
-        .onConflict((oc) => oc.columns(['scope', 'window_start']).doUpdateSet({ count: sql`rate_limits.count + 1` }))
-        .returning('count')
-        .executeTakeFirstOrThrow();
-      return Number(row.count);
+      return hit(scope, window);
     },
   };
 }
 
-/** Redis mode (REDIS_URL): INCR with a two-window expiry, shared by every instance. */
+/** Redis mode (REDIS_URL): INCRBY with a two-window expiry, shared by every instance. */
 export function createRedisStore(redis: Redis, prefix = 'taskhook:rl'): RateLimitStore {
   return {
-    async hit(scope, window) {
+    hit: coalesceHits(async (scope, window, n) => {
       const key = `${prefix}:${window}:${scope}`;
-      const results = await redis.multi().incr(key).expire(key, 120).exec();
+      const results = await redis.multi().incrby(key, n).expire(key, 120).exec();
       const [err, count] = results?.[0] ?? [new Error('Redis returned no result'), 0];
       if (err) throw err;
       return Number(count);
-    },
+    }),
   };
 }

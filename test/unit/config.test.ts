@@ -89,6 +89,12 @@ describe('loadConfig refuses bad values, naming the variable', () => {
     ['TASKHOOK_SMTP_URL', 'mail.example.com'],
     ['TASKHOOK_MAX_BODY_BYTES', '10'],
     ['TASKHOOK_LOG_LEVEL', 'loud'],
+    ['TASKHOOK_PG_POOL_SIZE', '0'],
+    ['TASKHOOK_PG_POOL_SIZE', 'many'],
+    ['TASKHOOK_PG_IDLE_TIMEOUT_MS', '-5'],
+    ['TASKHOOK_PG_STATEMENT_TIMEOUT_MS', '1.5'],
+    ['TASKHOOK_PG_PREPARED_STATEMENTS', 'sometimes'],
+    ['TASKHOOK_CREDENTIAL_CACHE_MS', '60001'],
   ])('%s=%s', (name, value) => {
     let error: unknown;
     try {
@@ -102,6 +108,31 @@ describe('loadConfig refuses bad values, naming the variable', () => {
 
   it('accepts a JWT secret of exactly 32 characters', () => {
     expect(loadConfig({ TASKHOOK_JWT_SECRET: 'x'.repeat(32) }).jwtSecret).toHaveLength(32);
+  });
+
+  it('reads the PostgreSQL pool settings and the credential cache lifetime, with defaults', () => {
+    expect(loadConfig({})).toMatchObject({
+      pgPoolSize: 10,
+      pgIdleTimeoutMs: 10_000,
+      pgStatementTimeoutMs: 0,
+      pgPreparedStatements: true,
+      credentialCacheMs: 1000,
+    });
+    expect(
+      loadConfig({
+        TASKHOOK_PG_POOL_SIZE: '24',
+        TASKHOOK_PG_IDLE_TIMEOUT_MS: '0',
+        TASKHOOK_PG_STATEMENT_TIMEOUT_MS: '30000',
+        TASKHOOK_PG_PREPARED_STATEMENTS: 'false',
+        TASKHOOK_CREDENTIAL_CACHE_MS: '0',
+      }),
+    ).toMatchObject({
+      pgPoolSize: 24,
+      pgIdleTimeoutMs: 0,
+      pgStatementTimeoutMs: 30_000,
+      pgPreparedStatements: false,
+      credentialCacheMs: 0,
+    });
   });
 });
 

@@ -6,6 +6,7 @@ import { type Clock, iso } from '../../lib/time.js';
 import { readCredential } from './accounts-fns.js';
 import type { AccountsRepo, CredentialTable, CredentialWithUser, UserRow } from './accounts-repo.js';
 import type { SessionTokens } from './accounts-tokens.js';
+import type { CredentialCache } from './credential-cache.js';
 
 /** `last_used_at` is refreshed at most this often per credential. */
 const TOUCH_INTERVAL_MS = 60_000;
@@ -27,6 +28,8 @@ export function createAuthenticator(deps: {
   tokens: SessionTokens;
   clock: Clock;
   log: Log;
+  /** Authenticated credentials by hash, when the database announces changes (PostgreSQL). */
+  cache?: CredentialCache;
 }) {
   const { db, repo, clock } = deps;
 
@@ -40,14 +43,23 @@ export function createAuthenticator(deps: {
   async function touch(table: CredentialTable, found: CredentialWithUser) {
     const now = clock.now();
     if (found.lastUsedAt && now - Date.parse(found.lastUsedAt) < TOUCH_INTERVAL_MS) return;
+    // Recorded on the (possibly cached) row first, so requests in flight do not all write it.
+    found.lastUsedAt = iso(now);
     await db
       .transaction((trx) => repo.touchCredential(trx, table, found.credentialUuid, iso(now)))
       .catch((err) => deps.log.warn({ err }, 'could not record last_used_at'));
   }
 
   async function byHash(table: CredentialTable, secret: string): Promise<CredentialWithUser> {
-    const found = await repo.findLiveCredential(db.kysely, table, sha256Hex(secret));
-    if (!found) throw new AuthError(401, AUTH_MESSAGES.invalid);
+    const hash = sha256Hex(secret);
+    const cacheKey = table === 'platform_keys' ? hash : `token:${hash}`;
+    let found = deps.cache?.get(cacheKey);
+    if (!found) {
+      const generation = deps.cache?.generation() ?? 0;
+      found = await repo.findLiveCredential(db.kysely, table, hash);
+      if (!found) throw new AuthError(401, AUTH_MESSAGES.invalid);
+      deps.cache?.set(cacheKey, found, generation);
+    }
     await touch(table, found);
     return found;
   }

@@ -1,3 +1,4 @@
+import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
 import type { SecretBox } from '../../lib/crypto.js';
 import type { Runtime } from '../../runtime.js';
@@ -6,12 +7,18 @@ import { accountsRepo } from './accounts-repo.js';
 import { accountsRoutes } from './accounts-routes.js';
 import { createAccountsService } from './accounts-service.js';
 import { createSessionTokens } from './accounts-tokens.js';
+import { createCredentialCache, listenForCredentialChanges } from './credential-cache.js';
 import { createMailer } from './mailer.js';
 
-/** Wires the accounts capability: its service, the request authenticator and its routes. */
+/**
+ * Wires the accounts capability: its service, the request authenticator and its routes. The
+ * credential cache starts listening for changes when the routes are registered (a serving app),
+ * not for the CLI, which only uses the service.
+ */
 export function createAccountsModule(deps: { config: Config; runtime: Runtime; box: SecretBox }) {
   const { config, runtime } = deps;
   const tokens = createSessionTokens(runtime.secrets.jwtSecret, () => runtime.clock.now());
+  const cache = createCredentialCache({ ttlMs: config.credentialCacheMs, now: () => runtime.clock.now() });
   const service = createAccountsService({
     db: runtime.db,
     repo: accountsRepo,
@@ -20,6 +27,7 @@ export function createAccountsModule(deps: { config: Config; runtime: Runtime; b
     clock: runtime.clock,
     publicUrl: config.publicUrl,
     mailer: createMailer({ smtpUrl: config.smtpUrl, from: config.smtpFrom, log: runtime.logger }),
+    onCredentialsChanged: (userUuid) => cache.invalidateUser(userUuid),
   });
   const authenticate = createAuthenticator({
     db: runtime.db,
@@ -27,6 +35,15 @@ export function createAccountsModule(deps: { config: Config; runtime: Runtime; b
     tokens,
     clock: runtime.clock,
     log: runtime.logger,
+    cache,
   });
-  return { service, authenticate, routes: accountsRoutes(service) };
+  const routes = accountsRoutes(service);
+  async function withCacheListener(app: FastifyInstance) {
+    if (config.credentialCacheMs > 0) {
+      const subscription = listenForCredentialChanges(runtime.db, cache, runtime.logger);
+      app.addHook('onClose', async () => subscription?.close());
+    }
+    await routes(app);
+  }
+  return { service, authenticate, routes: withCacheListener };
 }

@@ -3,6 +3,7 @@ import type { Executor } from '../../db/connect.js';
 import type { UsersTable } from '../../db/database.js';
 import { withDbErrors as guard } from '../../db/errors.js';
 import { prepareQuery } from '../../db/prepared.js';
+import { announceCredentialChange } from './credential-cache.js';
 
 /** What `password_hash` holds for an account without a password (OAuth sign-ups): no hash matches it. */
 const NO_PASSWORD = '';
@@ -117,6 +118,7 @@ export const accountsRepo = {
         .where('uuid', '=', uuid)
         .executeTakeFirst(),
     );
+    await announceCredentialChange(ex, uuid);
     return Number(result.numUpdatedRows) > 0;
   },
 
@@ -205,6 +207,7 @@ export const accountsRepo = {
     if (!found) return false;
     if (found.revoked_at === null) {
       await guard(ex.updateTable(table).set({ revoked_at: now }).where('uuid', '=', uuid).execute());
+      await announceCredentialChange(ex, userUuid);
     }
     return true;
   },

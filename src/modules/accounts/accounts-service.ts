@@ -33,6 +33,8 @@ export interface AccountsDeps {
   box: SecretBox;
   clock: Clock;
   publicUrl: string;
+  /** Called after a commit that may void the user's credentials (this instance's cache). */
+  onCredentialsChanged?: (userUuid: string) => void;
 }
 
 export interface PublicUser {
@@ -58,6 +60,7 @@ function requirePassword(field: string, password: string) {
 export function createAccountsService(deps: AccountsDeps) {
   const { db, repo, clock } = deps;
   const now = () => iso(clock.now());
+  const changed = (userUuid: string) => deps.onCredentialsChanged?.(userUuid);
 
   /**
    * Creates a user with its signing secret. `password: null` makes an account without a password
@@ -120,6 +123,7 @@ export function createAccountsService(deps: AccountsDeps) {
   async function revoke(table: CredentialTable, userUuid: string, uuid: string, what: string) {
     const ok = await db.transaction((trx) => repo.revokeCredential(trx, table, userUuid, uuid, now()));
     if (!ok) throw notFound(what);
+    changed(userUuid);
   }
 
   async function signingSecrets(userUuid: string) {
@@ -155,13 +159,13 @@ export function createAccountsService(deps: AccountsDeps) {
 
     /** @throws AppError INVALID_REQUEST when the token is unknown, used or expired. */
     async verifyEmail(token: string): Promise<void> {
-      const ok = await db.transaction(async (trx) => {
-        const userUuid = await repo.consumeVerification(trx, sha256Hex(token), now());
-        if (!userUuid) return false;
-        await repo.updateUser(trx, userUuid, { emailVerified: true }, now());
-        return true;
+      const userUuid = await db.transaction(async (trx) => {
+        const found = await repo.consumeVerification(trx, sha256Hex(token), now());
+        if (found) await repo.updateUser(trx, found, { emailVerified: true }, now());
+        return found;
       });
-      if (!ok) throw invalid('token', 'is invalid or expired', 'The verification link is invalid or has expired');
+      if (userUuid) changed(userUuid);
+      else throw invalid('token', 'is invalid or expired', 'The verification link is invalid or has expired');
     },
 
     /** @throws AuthError 401 on wrong credentials, 403 when the e-mail is not verified. */
@@ -191,6 +195,7 @@ export function createAccountsService(deps: AccountsDeps) {
       requirePassword('new_password', next);
       const passwordHash = await hashPassword(next);
       await db.transaction((trx) => repo.updateUser(trx, userUuid, { passwordHash, bumpTokenVersion: true }, now()));
+      changed(userUuid);
     },
 
     async setPasswordByEmail(email: string, password: string): Promise<PublicUser> {
@@ -198,12 +203,14 @@ export function createAccountsService(deps: AccountsDeps) {
       const user = await userByEmail(email);
       const passwordHash = await hashPassword(password);
       await db.transaction((trx) => repo.updateUser(trx, user.uuid, { passwordHash, bumpTokenVersion: true }, now()));
+      changed(user.uuid);
       return { uuid: user.uuid, email: user.email };
     },
 
     async verifyByEmail(email: string): Promise<PublicUser> {
       const user = await userByEmail(email);
       await db.transaction((trx) => repo.updateUser(trx, user.uuid, { emailVerified: true }, now()));
+      changed(user.uuid);
       return { uuid: user.uuid, email: user.email };
     },
 

@@ -1,0 +1,71 @@
+// node bench/round-trips.js: the statements one status GET, submit and webhook receive send to PostgreSQL
+// (DATABASE_URL names an empty database), counted on the pg client after two warm-up requests.
+
+import { mkdtempSync } from 'node:fs';
+import pg from 'pg';
+import { buildApp } from '../dist/app.js';
+import { loadConfig } from '../dist/config.js';
+import { createSecretBox } from '../dist/lib/crypto.js';
+import { createAccountsModule } from '../dist/modules/accounts/accounts-module.js';
+import { createLogger, openRuntime } from '../dist/runtime.js';
+
+const counts = [];
+let on = false;
+const orig = pg.Client.prototype.query;
+pg.Client.prototype.query = function (text, ...rest) {
+  if (on) counts.push(typeof text === 'string' ? text.slice(0, 70) : `[named ${text.name}] ${text.text.slice(0, 60)}`);
+  return orig.call(this, text, ...rest);
+};
+const config = loadConfig({
+  DATABASE_URL: process.env.DATABASE_URL,
+  TASKHOOK_DATA_DIR: mkdtempSync('/tmp/w9rt-'),
+  TASKHOOK_LOG_LEVEL: 'silent',
+  TASKHOOK_RATE_LIMIT: '100000',
+  ...(process.env.EXTRA ? JSON.parse(process.env.EXTRA) : {}),
+});
+const runtime = await openRuntime(config, { logger: createLogger(config) });
+const app = await buildApp(config, runtime);
+await app.ready();
+const accounts = createAccountsModule({ config, runtime, box: createSecretBox(runtime.secrets.encryptionKey) }).service;
+const email = `rt-${Date.now()}@x.test`;
+const u = await accounts.createUser({ email, password: 'long password here', verified: true, agentsEnabled: true });
+const { key } = await accounts.createPlatformKey(u.uuid, 'k');
+const h = { 'x-api-key': key, 'content-type': 'application/json' };
+const agent = (await app.inject({ method: 'POST', url: '/agent', headers: h, payload: { name: 'a' } })).json();
+const trig = (
+  await app.inject({
+    method: 'POST',
+    url: `/v1/agent/${agent.uuid}/triggers`,
+    headers: h,
+    payload: { name: 't', message_template: 'x {{payload.a}}' },
+  })
+).json();
+await new Promise((r) => setTimeout(r, 300));
+async function measure(name, req) {
+  await app.inject(req());
+  await app.inject(req()); // warm: caches, touch
+  counts.length = 0;
+  on = true;
+  const r = await app.inject(req());
+  on = false;
+  console.log(`${name}: ${r.statusCode}, ${counts.length} round trips`);
+  for (const c of counts) console.log('   ', c);
+}
+const sub = () => ({
+  method: 'POST',
+  url: `/agent/request/${agent.uuid}`,
+  headers: h,
+  payload: { message: 'hi', priority: 5 },
+});
+const first = (await app.inject(sub())).json();
+await measure('GET', () => ({ method: 'GET', url: `/agent/${agent.uuid}/task/${first.task_id}`, headers: h }));
+await measure('submit', sub);
+await measure('webhook', () => ({
+  method: 'POST',
+  url: `/v1/webhooks/triggers/${trig.uuid}`,
+  headers: { 'content-type': 'application/json', 'x-webhook-secret': trig.webhook_secret },
+  payload: { a: 1 },
+}));
+await app.close();
+await runtime.close();
+process.exit(0);

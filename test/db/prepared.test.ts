@@ -1,0 +1,97 @@
+import path from 'node:path';
+import { CompiledQuery, sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectDb, type Db } from '../../src/db/connect.js';
+import { migrateToLatest } from '../../src/db/migrate.js';
+import { prepareQuery, registerNamedStatement, statementName } from '../../src/db/prepared.js';
+import { DATABASES, tempDir } from '../helpers/databases.js';
+
+const settingByKey = prepareQuery(1, (ex, key: string) => ex.selectFrom('settings').selectAll().where('key', '=', key));
+
+function open(database: (typeof DATABASES)[number], preparedStatements = true): Db {
+  return connectDb({
+    databaseUrl: database.databaseUrl,
+    sqliteFile: path.join(tempDir('taskhook-prepared-'), 'taskhook.sqlite'),
+    sqliteSynchronous: 'normal',
+    poolSize: 2,
+    pg: { preparedStatements },
+  });
+}
+
+describe.each(DATABASES)('prepared hot queries on $name', (database) => {
+  let db: Db;
+  beforeAll(async () => {
+    db = open(database);
+    await migrateToLatest(db);
+  });
+  afterAll(() => db.close());
+
+  it('return the rows of their arguments, call after call', async () => {
+    const keys = Array.from({ length: 20 }, (_, i) => `prepared-${process.pid}-${Date.now()}-${i}`);
+    await db.transaction((trx) =>
+      trx
+        .insertInto('settings')
+        .values(keys.map((key, i) => ({ key, value: String(i) })))
+        .execute(),
+    );
+    const rows = await Promise.all(keys.map((key) => settingByKey(db.kysely, key)));
+    expect(rows.map((r) => r[0]?.value)).toEqual(keys.map((_, i) => String(i)));
+    expect(await settingByKey(db.kysely, 'no-such-key')).toEqual([]);
+  });
+
+  it('outside a transaction read only committed rows (SQLite: on the read connection)', async () => {
+    const key = `uncommitted-${process.pid}-${Date.now()}`;
+    const seenInside = await db.transaction(async (trx) => {
+      await trx.insertInto('settings').values({ key, value: 'v' }).execute();
+      const inTrx = await settingByKey(trx, key);
+      const outside = await settingByKey(db.kysely, key);
+      return { inTrx: inTrx.length, outside: outside.length };
+    });
+    expect(seenInside).toEqual({ inTrx: 1, outside: 0 });
+    expect((await settingByKey(db.kysely, key))[0]?.value).toBe('v');
+  });
+
+  it.runIf(database.name === 'postgres')('are prepared once per connection under a name', async () => {
+    const names = await db.kysely.transaction().execute(async (trx) => {
+      await settingByKey(trx, 'x');
+      await settingByKey(trx, 'y');
+      const { rows } = await sql<{ name: string }>`select name from pg_prepared_statements`.execute(trx);
+      return rows.map((r) => r.name);
+    });
+    expect(names.filter((n) => n.startsWith('taskhook_')).length).toBeGreaterThanOrEqual(1);
+  });
+
+  it.runIf(database.name === 'postgres')('survive a column added by another instance (re-prepared)', async () => {
+    const table = `prepared_probe_${process.pid}_${Date.now()}`;
+    await sql.raw(`create table ${table} (id int primary key, a text)`).execute(db.kysely);
+    try {
+      await sql.raw(`insert into ${table} values (1, 'one')`).execute(db.kysely);
+      const text = `select * from ${table} where id = $1`;
+      registerNamedStatement(text);
+      expect(statementName(text)).toMatch(/^taskhook_/);
+      const run = () => db.kysely.executeQuery<Record<string, unknown>>(CompiledQuery.raw(text, [1]));
+      // Both pooled connections prepare it.
+      await Promise.all([run(), run()]);
+      await sql.raw(`alter table ${table} add column b text default 'two'`).execute(db.kysely);
+      for (let i = 0; i < 4; i++) expect((await run()).rows[0]).toEqual({ id: 1, a: 'one', b: 'two' });
+    } finally {
+      await sql.raw(`drop table ${table}`).execute(db.kysely);
+    }
+  });
+});
+
+describe.each(DATABASES.filter((d) => d.name === 'postgres'))('prepared statements turned off on $name', (database) => {
+  it('sends hot queries unnamed', async () => {
+    const db = open(database, false);
+    try {
+      const names = await db.kysely.transaction().execute(async (trx) => {
+        await settingByKey(trx, 'x');
+        const { rows } = await sql<{ name: string }>`select name from pg_prepared_statements`.execute(trx);
+        return rows.map((r) => r.name);
+      });
+      expect(names).toEqual([]);
+    } finally {
+      await db.close();
+    }
+  });
+});
