@@ -16,6 +16,7 @@ import type { AgentDeleteCascade } from './modules/agents/agents-service.js';
 import { createCallbacksModule } from './modules/callbacks/callbacks-module.js';
 import { createHealthModule } from './modules/health/health-module.js';
 import { createTasksModule } from './modules/tasks/tasks-module.js';
+import { createTelemetryModule } from './modules/telemetry/telemetry-module.js';
 import { createTriggersModule } from './modules/triggers/triggers-module.js';
 import type { Runtime } from './runtime.js';
 
@@ -111,5 +112,8 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   await app.register(tasks.routes);
   await app.register(triggers.routes);
   await app.register(callbacks.attach(tasks.service));
+  const telemetry = createTelemetryModule({ config, runtime });
+  await app.register(telemetry.routes);
+  app.decorate('telemetry', telemetry);
   return app;
 }

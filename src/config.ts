@@ -25,6 +25,8 @@ export const ConfigSchema = Type.Object({
   healthIntervalMs: Type.Integer({ minimum: 50 }),
   sweepIntervalMs: Type.Integer({ minimum: 10 }),
   callbackTimeoutMs: Type.Integer({ minimum: 100 }),
+  telemetryRetentionDays: Type.Integer({ minimum: 1, maximum: 3650 }),
+  telemetryMaxBodyBytes: Type.Integer({ minimum: 1024 }),
 });
 
 export type Config = Static<typeof ConfigSchema>;
@@ -90,6 +92,8 @@ export function loadConfig(env: Env = process.env): Config {
     healthIntervalMs: int(env, 'TASKHOOK_HEALTH_INTERVAL_MS', 2000),
     sweepIntervalMs: int(env, 'TASKHOOK_SWEEP_INTERVAL_MS', 1000),
     callbackTimeoutMs: int(env, 'TASKHOOK_CALLBACK_TIMEOUT_MS', 10_000),
+    telemetryRetentionDays: int(env, 'TASKHOOK_TELEMETRY_RETENTION_DAYS', 30),
+    telemetryMaxBodyBytes: int(env, 'TASKHOOK_TELEMETRY_MAX_BODY_BYTES', 4 * 1024 * 1024),
   };
   return validateConfig(config);
 }
@@ -108,6 +112,8 @@ const ENV_NAMES: Record<string, string> = {
   sqliteSynchronous: 'TASKHOOK_SQLITE_SYNCHRONOUS (full or normal)',
   maxBodyBytes: 'TASKHOOK_MAX_BODY_BYTES',
   logLevel: 'TASKHOOK_LOG_LEVEL',
+  telemetryRetentionDays: 'TASKHOOK_TELEMETRY_RETENTION_DAYS (1 to 3650)',
+  telemetryMaxBodyBytes: 'TASKHOOK_TELEMETRY_MAX_BODY_BYTES',
 };
 
 /** Validates a complete config object (also used by tests that build one directly). */
