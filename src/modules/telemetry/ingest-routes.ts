@@ -141,7 +141,11 @@ export function ingestRoutes(service: TelemetryService, maxBytes: number) {
           const length = Number(request.headers['content-length'] ?? 0);
           if (length > maxBytes) throw new OtlpError(413, `Request body is larger than ${maxBytes} bytes`, encoding);
           let body = await readBody(request.body as Readable | undefined, maxBytes, encoding);
-          if (String(request.headers['content-encoding'] ?? '').trim().toLowerCase() === 'gzip') {
+          if (
+            String(request.headers['content-encoding'] ?? '')
+              .trim()
+              .toLowerCase() === 'gzip'
+          ) {
             body = await gunzipBody(body, maxBytes, encoding);
           }
           return sendOutcome(reply, signal, encoding, await ingest(service, user, signal, encoding, body));

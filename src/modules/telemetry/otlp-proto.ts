@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
-import type { OtlpBatch, OtlpEvent, OtlpLogRecord, OtlpScope, OtlpSpan } from './telemetry-fns.js';
 import { attributesOf, bytesToHex, doubleToJson, intToJson, type JsonValue } from './otlp-values-fns.js';
+import type { OtlpBatch, OtlpEvent, OtlpLogRecord, OtlpScope, OtlpSpan } from './telemetry-fns.js';
 
 // The vendored definitions sit at the repository root, two levels above both src/ and dist/.
 const PROTO_ROOT = fileURLToPath(new URL('../../../vendor/opentelemetry-proto/', import.meta.url));

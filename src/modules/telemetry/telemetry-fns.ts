@@ -1,11 +1,4 @@
-import {
-  type Attributes,
-  durationMs,
-  isValidId,
-  type JsonValue,
-  nanosToIso,
-  timeKey,
-} from './otlp-values-fns.js';
+import { type Attributes, durationMs, isValidId, type JsonValue, nanosToIso, timeKey } from './otlp-values-fns.js';
 
 /**
  * The decoded request, the same whichever encoding it came in: ids as lowercase hex ('' when

@@ -194,11 +194,7 @@ export const telemetryRepo = {
   },
 
   async listLogs(ex: Executor, userUuid: string, f: LogFilter): Promise<StoredLog[]> {
-    let q = ex
-      .selectFrom('telemetry_logs')
-      .selectAll()
-      .where('user_uuid', '=', userUuid)
-      .where('time', '>=', f.cutoff);
+    let q = ex.selectFrom('telemetry_logs').selectAll().where('user_uuid', '=', userUuid).where('time', '>=', f.cutoff);
     if (f.fromKey) q = q.where('time_key', '>=', f.fromKey);
     if (f.toKey) q = q.where('time_key', '<', f.toKey);
     if (f.service !== undefined) q = q.where('service_name', '=', f.service);
@@ -229,7 +225,13 @@ export const telemetryRepo = {
     const res = await guard(
       ex
         .deleteFrom('telemetry_spans')
-        .where((eb) => eb(eb.refTuple('user_uuid', 'trace_id', 'span_id'), 'in', doomed.$asTuple('user_uuid', 'trace_id', 'span_id')))
+        .where((eb) =>
+          eb(
+            eb.refTuple('user_uuid', 'trace_id', 'span_id'),
+            'in',
+            doomed.$asTuple('user_uuid', 'trace_id', 'span_id'),
+          ),
+        )
         .executeTakeFirst(),
     );
     return Number(res.numDeletedRows);

@@ -14,13 +14,7 @@ import {
   toLogRow,
   toSpanRow,
 } from './telemetry-fns.js';
-import {
-  aggregateUsage,
-  decodeCursor,
-  encodeCursor,
-  summarise,
-  type UsageKey,
-} from './telemetry-query-fns.js';
+import { aggregateUsage, decodeCursor, encodeCursor, summarise, type UsageKey } from './telemetry-query-fns.js';
 import type { SpanOrigin, TelemetryRepo } from './telemetry-repo.js';
 
 /** Rows per INSERT and per transaction: small enough that task writes interleave with a large export. */
@@ -72,12 +66,7 @@ function cursorOf(endpoint: string, cursor: string | undefined) {
 }
 
 /** Ingest, fetch and retention of telemetry; the service's own spans are written through here too. */
-export function createTelemetryService(deps: {
-  db: Db;
-  repo: TelemetryRepo;
-  clock: Clock;
-  retentionDays: number;
-}) {
+export function createTelemetryService(deps: { db: Db; repo: TelemetryRepo; clock: Clock; retentionDays: number }) {
   const { db, repo, clock } = deps;
   const cutoff = () => iso(clock.now() - deps.retentionDays * DAY_MS);
 
