@@ -15,6 +15,9 @@ export class OtlpShapeError extends Error {}
 
 type Obj = Record<string, unknown>;
 
+/** Attribute values nest arrays and maps; deeper than this is refused like any other bad shape. */
+export const MAX_VALUE_DEPTH = 64;
+
 const fail = (path: string, what: string): never => {
   throw new OtlpShapeError(`${path} must be ${what}`);
 };
@@ -61,7 +64,8 @@ function double(v: unknown, path: string): JsonValue {
   return fail(path, 'a number');
 }
 
-function anyValue(v: unknown, path: string): JsonValue {
+function anyValue(v: unknown, path: string, depth = 0): JsonValue {
+  if (depth > MAX_VALUE_DEPTH) return fail(path, `nested at most ${MAX_VALUE_DEPTH} levels deep`);
   const o = obj(v, path);
   if (!o) return null;
   if ('stringValue' in o) return str(o.stringValue, `${path}.stringValue`);
@@ -71,17 +75,19 @@ function anyValue(v: unknown, path: string): JsonValue {
   if ('bytesValue' in o) return Buffer.from(str(o.bytesValue, `${path}.bytesValue`), 'base64').toString('base64');
   if ('arrayValue' in o) {
     const values = list(obj(o.arrayValue, `${path}.arrayValue`)?.values, `${path}.arrayValue.values`);
-    return values.map((item, i) => anyValue(item, `${path}.arrayValue.values[${i}]`));
+    return values.map((item, i) => anyValue(item, `${path}.arrayValue.values[${i}]`, depth + 1));
   }
-  if ('kvlistValue' in o) return keyValues(obj(o.kvlistValue, `${path}.kvlistValue`)?.values, `${path}.kvlistValue`);
+  if ('kvlistValue' in o) {
+    return keyValues(obj(o.kvlistValue, `${path}.kvlistValue`)?.values, `${path}.kvlistValue`, depth + 1);
+  }
   return null;
 }
 
-function keyValues(v: unknown, path: string) {
+function keyValues(v: unknown, path: string, depth = 0) {
   return attributesOf(
     list(v, path).map((item, i): [string, JsonValue] => {
       const kv = obj(item, `${path}[${i}]`) ?? {};
-      return [str(kv.key, `${path}[${i}].key`), anyValue(kv.value, `${path}[${i}].value`)];
+      return [str(kv.key, `${path}[${i}].key`), anyValue(kv.value, `${path}[${i}].value`, depth)];
     }),
   );
 }

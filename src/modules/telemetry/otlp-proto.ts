@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
+import { MAX_VALUE_DEPTH } from './otlp-json.js';
 import { attributesOf, bytesToHex, doubleToJson, intToJson, type JsonValue } from './otlp-values-fns.js';
 import type { OtlpBatch, OtlpEvent, OtlpLogRecord, OtlpScope, OtlpSpan } from './telemetry-fns.js';
 
@@ -33,8 +34,9 @@ type Long = { toString(): string; unsigned?: boolean };
 const u64 = (v: number | Long | null | undefined): bigint => (v == null ? 0n : BigInt(v.toString()));
 
 /** An AnyValue to JSON (see otlp-values-fns for the mapping). */
-function anyValue(v: Msg): JsonValue {
+function anyValue(v: Msg, depth = 0): JsonValue {
   if (!v) return null;
+  if (depth > MAX_VALUE_DEPTH) throw new Error(`attribute values nest at most ${MAX_VALUE_DEPTH} levels deep`);
   switch (v.value) {
     case 'stringValue':
       return v.stringValue;
@@ -47,16 +49,16 @@ function anyValue(v: Msg): JsonValue {
     case 'bytesValue':
       return Buffer.from(v.bytesValue).toString('base64');
     case 'arrayValue':
-      return (v.arrayValue.values ?? []).map(anyValue);
+      return (v.arrayValue.values ?? []).map((item: Msg) => anyValue(item, depth + 1));
     case 'kvlistValue':
-      return attributesOf(keyValues(v.kvlistValue.values));
+      return attributesOf(keyValues(v.kvlistValue.values, depth + 1));
     default:
       return null;
   }
 }
 
-function* keyValues(list: Msg[] | undefined): Iterable<[string, JsonValue]> {
-  for (const kv of list ?? []) yield [kv.key ?? '', anyValue(kv.value)];
+function* keyValues(list: Msg[] | undefined, depth = 0): Iterable<[string, JsonValue]> {
+  for (const kv of list ?? []) yield [kv.key ?? '', anyValue(kv.value, depth)];
 }
 
 const attrs = (list: Msg[] | undefined) => attributesOf(keyValues(list));
