@@ -217,7 +217,8 @@ export interface TelemetryLogsTable {
   observed_time_unix_nano: string | null;
   severity_number: number;
   severity_text: string | null;
-  body: DbJson;
+  /** JSON text on both databases. */
+  body: string;
   event_name: string | null;
   trace_id: string | null;
   span_id: string | null;

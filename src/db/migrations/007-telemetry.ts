@@ -67,7 +67,8 @@ export const migration007: DialectMigration = {
       .addColumn('observed_time_unix_nano', 'text')
       .addColumn('severity_number', 'integer', (c) => c.notNull())
       .addColumn('severity_text', 'text')
-      .addColumn('body', t.json, (c) => c.notNull())
+      // JSON text on both databases: a body may be a bare string, which jsonb would hand back unquoted.
+      .addColumn('body', 'text', (c) => c.notNull())
       .addColumn('event_name', 'text')
       .addColumn('trace_id', 'text')
       .addColumn('span_id', 'text')

@@ -209,7 +209,7 @@ export const telemetryRepo = {
     const rows = await guard(q.orderBy('time_key', 'desc').orderBy('uuid', 'desc').limit(f.limit).execute());
     return rows.map(({ user_uuid: _, received_at: __, ...r }) => ({
       ...r,
-      body: fromDbJson<JsonValue>(r.body),
+      body: JSON.parse(r.body) as JsonValue,
       attributes: fromDbJson<Attributes>(r.attributes),
       resource_attributes: fromDbJson<Attributes>(r.resource_attributes),
     }));

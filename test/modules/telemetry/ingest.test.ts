@@ -156,6 +156,7 @@ describe.each(DATABASES)('OTLP ingest ($name)', (db) => {
         {},
         `{"resourceSpans":[{"scopeSpans":[{"spans":[{"attributes":[{"key":"k","value":${'{"arrayValue":{"values":['.repeat(2000)}`,
       ],
+      [{}, JSON.stringify(tracesRequest([jsonSpan({ attributes: [{ key: 'deep', value: nested(100) }] })]))],
     ];
     for (const [headers, payload] of bad) {
       const res = await post(TRACES, { authorization: token, 'content-type': 'application/json', ...headers }, payload);
