@@ -3,6 +3,7 @@ import { AppError } from '../../http/errors.js';
 import { newId } from '../../lib/ids.js';
 import { type Clock, iso } from '../../lib/time.js';
 import { isoToNanos, msToNanos, timeKey } from './otlp-values-fns.js';
+import { type ServiceSpan, serviceSpanRow } from './service-spans-fns.js';
 import {
   logProblem,
   type OtlpBatch,
@@ -106,9 +107,12 @@ export function createTelemetryService(deps: { db: Db; repo: TelemetryRepo; cloc
       return { rejected, message: rejected > 0 ? `${rejected} log record(s) rejected: ${reason}` : null };
     },
 
-    /** Writes spans of the service's own work (never replaced through ingest). */
-    async recordSpans(userUuid: string, rows: SpanRow[]): Promise<void> {
-      await writeSpans(userUuid, 'service', rows);
+    /**
+     * Writes spans of the service's own work into the user's telemetry, committed when it
+     * resolves. Ingest never replaces them; recording the same ids again does.
+     */
+    async recordServiceSpans(userUuid: string, spans: ServiceSpan[]): Promise<void> {
+      await writeSpans(userUuid, 'service', spans.map(serviceSpanRow));
     },
 
     async listTraces(
