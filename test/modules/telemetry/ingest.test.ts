@@ -292,6 +292,16 @@ describe.each(DATABASES)('OTLP ingest ($name)', (db) => {
     expect(theirs.spans.map((s: { name: string }) => s.name)).toEqual(['theirs']);
   });
 
+  it('is described in the OpenAPI document with the read endpoints', async () => {
+    const doc = (await call(t.app, 'GET', '/openapi.json')).json();
+    for (const path of ['/telemetry/ingest_http/v1/traces', '/telemetry/ingest_http/v1/logs']) {
+      expect(doc.paths[path].post.description).toContain('OTLP/HTTP');
+    }
+    for (const path of ['/telemetry/fetch_traces', '/telemetry/fetch_trace/{traceId}', '/telemetry/fetch_logs']) {
+      expect(doc.paths[path].get.responses['200']).toBeDefined();
+    }
+  });
+
   it('has no metrics endpoint', async () => {
     const [, token] = await setup();
     const res = await postOtlpJson(t, 'traces', token, {}).then(() =>
