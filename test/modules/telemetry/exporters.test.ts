@@ -158,6 +158,25 @@ describe.each(DATABASES)('OTLP exporters round-trip ($name)', (db) => {
     });
   }
 
+  it('takes ingest bodies above the general body limit, up to the telemetry limit', async () => {
+    const [user, token] = await userWithToken();
+    const name = 'n'.repeat(2 * 1024 * 1024);
+    const span = { traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), name, startTimeUnixNano: '1795361443211333262' };
+    const body = JSON.stringify({
+      resourceSpans: [{ scopeSpans: [{ spans: [{ ...span, endTimeUnixNano: span.startTimeUnixNano }] }] }],
+    });
+    expect(body.length).toBeGreaterThan(t.config.maxBodyBytes);
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/telemetry/ingest_http/v1/traces',
+      headers: { authorization: token, 'content-type': 'application/json' },
+      payload: body,
+    });
+    expect({ status: res.statusCode, body: res.body }).toEqual({ status: 200, body: '{}' });
+    const got = await call(t.app, 'GET', `/telemetry/fetch_trace/${span.traceId}`, { token: user.token });
+    expect(got.json().spans[0].name).toHaveLength(name.length);
+  });
+
   for (const [label, Logs] of [
     ['http/json', HttpLogExporter],
     ['http/protobuf', ProtoLogExporter],
