@@ -18,6 +18,7 @@ import { createHousekeepingModule, type HousekeepingResult } from './modules/hou
 import { createMetricsModule } from './modules/metrics/metrics-module.js';
 import { createOAuthModule } from './modules/oauth/oauth-module.js';
 import { createTasksModule } from './modules/tasks/tasks-module.js';
+import { createTelemetryModule } from './modules/telemetry/telemetry-module.js';
 import { createTriggersModule } from './modules/triggers/triggers-module.js';
 import type { Runtime } from './runtime.js';
 
@@ -140,5 +141,9 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   const oauth = createOAuthModule({ config, runtime, accounts: accounts.service });
   app.addHook('onClose', oauth.close);
   await app.register(oauth.routes);
+
+  const telemetry = createTelemetryModule({ config, runtime });
+  await app.register(telemetry.routes);
+  app.decorate('telemetry', telemetry);
   return app;
 }

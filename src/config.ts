@@ -295,6 +295,18 @@ export const SETTINGS = {
     default: 600,
     doc: 'How long a started login may take to finish.',
   }),
+  telemetryRetentionDays: setting({
+    env: 'TASKHOOK_TELEMETRY_RETENTION_DAYS',
+    schema: Type.Integer({ minimum: 1, maximum: 3650 }),
+    default: 30,
+    doc: 'Spans that ended, and log records timed, longer ago than this are never returned or counted, and are deleted by a background sweep (at start, then hourly, 1,000 rows per statement).',
+  }),
+  telemetryMaxBodyBytes: setting({
+    env: 'TASKHOOK_TELEMETRY_MAX_BODY_BYTES',
+    schema: Type.Integer({ minimum: 1024 }),
+    default: 4 * 1024 * 1024,
+    doc: 'Largest OTLP ingest body, counted after gzip inflation (413 beyond). `TASKHOOK_MAX_BODY_BYTES` does not apply to ingest.',
+  }),
   metrics: setting({
     env: 'TASKHOOK_METRICS',
     schema: Type.Boolean(),

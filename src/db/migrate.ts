@@ -5,6 +5,7 @@ import { migration001 } from './migrations/001-foundation.js';
 import { migration002 } from './migrations/002-tasks.js';
 import { migration003 } from './migrations/003-triggers.js';
 import { migration004 } from './migrations/004-callbacks.js';
+import { migration007 } from './migrations/007-telemetry.js';
 import { migration008 } from './migrations/008-oauth.js';
 import { migration010 } from './migrations/010-housekeeping.js';
 import type { DialectMigration } from './migrations/types.js';
@@ -15,6 +16,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '002-tasks': migration002,
   '003-triggers': migration003,
   '004-callbacks': migration004,
+  '007-telemetry': migration007,
   '008-oauth': migration008,
   '010-housekeeping': migration010,
 };

@@ -14,6 +14,7 @@ export const ID_KINDS = [
   'doneTask',
   'trigger',
   'delivery',
+  'trace',
 ] as const;
 export type IdKind = (typeof ID_KINDS)[number];
 
@@ -48,6 +49,35 @@ export interface CatalogueRoute {
  * catalogue test fails while a registered authenticated route is missing.
  */
 export const ROUTES: CatalogueRoute[] = [
+  {
+    method: 'GET',
+    path: '/telemetry/fetch_traces',
+    url: () => '/telemetry/fetch_traces?limit=5',
+    auth: 'session',
+    status: 200,
+  },
+  {
+    method: 'GET',
+    path: '/telemetry/fetch_trace/:traceId',
+    url: (ctx) => `/telemetry/fetch_trace/${ctx.trace}`,
+    auth: 'session',
+    ids: ['trace'],
+    status: 200,
+  },
+  {
+    method: 'GET',
+    path: '/telemetry/fetch_logs',
+    url: () => '/telemetry/fetch_logs?limit=5',
+    auth: 'session',
+    status: 200,
+  },
+  {
+    method: 'GET',
+    path: '/telemetry/fetch_usage',
+    url: () => '/telemetry/fetch_usage?group_by=model',
+    auth: 'session',
+    status: 200,
+  },
   {
     method: 'POST',
     path: '/auth/change_password',
@@ -321,6 +351,20 @@ const WORKER_BODIES = {
   release: (lease: string) => ({ lease_id: lease }),
 };
 
+/**
+ * Routes that take an ingest token and nothing else (OTLP ingest): they answer 401 without a
+ * credential but speak another protocol, so the telemetry tests cover their credential matrix.
+ */
+export const INGEST_ROUTES = [
+  { method: 'POST', path: '/telemetry/ingest_http/v1/traces' },
+  { method: 'POST', path: '/telemetry/ingest_http/v1/logs' },
+];
+
+/** An id of the kind that names nothing: a fresh UUID, or fresh hex for a trace id. */
+export function freshId(kind: IdKind): string {
+  return kind === 'trace' ? randomUUID().replaceAll('-', '') : randomUUID();
+}
+
 /** `METHOD /path` of a catalogue entry or a registered route. */
 export const routeKey = (r: { method: string; path: string }) => `${r.method} ${r.path}`;
 
@@ -349,6 +393,7 @@ export async function createRouteContext(
   const trigger = given.agent
     ? { uuid: randomUUID(), webhook_secret: `whs_${randomUUID()}` }
     : await createContextTrigger(t, user, agent);
+  const trace = await createContextTrace(t, token.json().token);
   return {
     ctx: {
       agent,
@@ -358,11 +403,39 @@ export async function createRouteContext(
       trigger: trigger.uuid,
       // No callback delivery exists without a reachable receiver: a fresh id that names none.
       delivery: randomUUID(),
+      trace,
       ...tasks,
       ...given,
     },
     secrets: { platformKey: key.json().key, ingestToken: token.json().token, trigger: trigger.webhook_secret },
   };
+}
+
+/**
+ * A one-span trace with token usage (its model named after the trace) and a log record in it,
+ * sent with the ingest token, so every telemetry list has something of the user's; returns the trace id.
+ */
+async function createContextTrace(t: TestApp, ingestToken: string): Promise<string> {
+  const traceId = randomUUID().replaceAll('-', '');
+  const now = `${Date.now()}000000`;
+  const attributes = [
+    { key: 'gen_ai.response.model', value: { stringValue: `model-${traceId}` } },
+    { key: 'gen_ai.usage.input_tokens', value: { intValue: 1 } },
+  ];
+  const span = { traceId, spanId: traceId.slice(0, 16), name: 'context', startTimeUnixNano: now, endTimeUnixNano: now };
+  const send = (signal: string, body: unknown) =>
+    t.app.inject({
+      method: 'POST',
+      url: `/telemetry/ingest_http/v1/${signal}`,
+      headers: { authorization: ingestToken, 'content-type': 'application/json' },
+      payload: JSON.stringify(body),
+    });
+  const spans = await send('traces', { resourceSpans: [{ scopeSpans: [{ spans: [{ ...span, attributes }] }] }] });
+  const logs = await send('logs', {
+    resourceLogs: [{ scopeLogs: [{ logRecords: [{ traceId, timeUnixNano: now }] }] }],
+  });
+  if (spans.body !== '{}' || logs.body !== '{}') throw new Error(`telemetry setup failed: ${spans.body} ${logs.body}`);
+  return traceId;
 }
 
 /** A webhook trigger of the agent, with its secret. */

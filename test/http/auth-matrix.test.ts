@@ -11,6 +11,7 @@ import {
   expectFlatError,
   expectFreshRequestId,
   expectStandardHeaders,
+  INGEST_ROUTES,
   keyHeaders,
   probeUrl,
   ROUTES,
@@ -62,7 +63,7 @@ describe.each(DATABASES)('authentication matrix on $name', (database) => {
         const res = await call(t.app, route.method as 'GET', probeUrl(route.path));
         if (res.statusCode === 401 && res.json().error === MISSING) authenticated.push(routeKey(route));
       }
-      expect(authenticated.sort()).toEqual(ROUTES.map(routeKey).sort());
+      expect(authenticated.sort()).toEqual([...ROUTES, ...INGEST_ROUTES].map(routeKey).sort());
     });
   });
 

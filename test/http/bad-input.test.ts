@@ -9,6 +9,7 @@ import {
   type CatalogueRoute,
   createRouteContext,
   expectErrorEnvelope,
+  type IdKind,
   ROUTES,
   type RouteContext,
   routeKey,
@@ -268,6 +269,7 @@ const CASES: Record<string, BadCase[]> = {
     (ctx) => `/v1/agent/${ctx.agent}/triggers/${ctx.trigger}/deliveries`,
   ),
   'POST /agent/:id/task/:taskId/deliveries/:deliveryId/retry': BODYLESS_CASES,
+  ...telemetryQueryCases(),
   'GET /agent/list': 'limit=0 limit=101 limit=abc limit=-1 limit=2.5 limit= page=0 page=1.5 page=abc page=-1'
     .split(' ')
     .map((query) => ({
@@ -279,11 +281,38 @@ const CASES: Record<string, BadCase[]> = {
     })),
 };
 
-/** Every route that names an id answers 400 for ids that are not UUIDs. */
+/** The telemetry lists refuse bad ranges, limits, cursors and filters with the field named. */
+function telemetryQueryCases(): Record<string, BadCase[]> {
+  const cases = (path: string, queries: string) =>
+    queries.split(' ').map((query) => ({
+      name: `query ${query}`,
+      url: () => `${path}?${query}`,
+      field: query.split('=')[0],
+      status: 400,
+      code: 'INVALID_REQUEST',
+    }));
+  const common = 'limit=0 limit=101 limit=abc from=yesterday to=2026-01-01T00:00:00 cursor=nope';
+  return {
+    'GET /telemetry/fetch_traces': cases('/telemetry/fetch_traces', `${common} status=bad`),
+    'GET /telemetry/fetch_logs': cases(
+      '/telemetry/fetch_logs',
+      `${common} severity_min=0 severity_min=25 trace_id=xyz`,
+    ),
+    'GET /telemetry/fetch_usage': cases('/telemetry/fetch_usage', 'group_by=week from=nope'),
+  };
+}
+
+/** Ids that do not have the shape of the kind: not UUIDs, or not 32 hex characters for a trace. */
+function badIds(kind: IdKind): string[] {
+  if (kind === 'trace') return ['not-hex', '123', randomUUID(), `${'a'.repeat(32)}0`];
+  return ['not-a-uuid', '123', randomUUID().replaceAll('-', ''), `${randomUUID()}x`];
+}
+
+/** Every route that names an id answers 400 for ids that are not of its shape. */
 function badIdCases(route: CatalogueRoute): BadCase[] {
   const params = (route.path.match(/:[A-Za-z]+/g) ?? []).map((p) => p.slice(1));
   return (route.ids ?? []).flatMap((kind, i) =>
-    ['not-a-uuid', '123', randomUUID().replaceAll('-', ''), `${randomUUID()}x`].map((bad) => ({
+    badIds(kind).map((bad) => ({
       name: `${kind} id ${bad}`,
       url: (ctx: RouteContext) => route.url({ ...ctx, [kind]: bad }),
       field: params[i],

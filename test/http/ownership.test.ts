@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, call, type TestApp } from '../helpers/app.js';
 import { DATABASES } from '../helpers/databases.js';
@@ -8,6 +7,7 @@ import {
   type ContextSecrets,
   createRouteContext,
   expectErrorEnvelope,
+  freshId,
   type IdKind,
   keyHeaders,
   ROUTES,
@@ -38,6 +38,10 @@ const SNAPSHOTS: Record<IdKind, Snapshot> = {
   runningTask: (t, owner, id) => taskSnapshot(t, owner, id),
   doneTask: (t, owner, id) => taskSnapshot(t, owner, id),
   delivery: async () => null,
+  trace: async (t, owner, id) => {
+    const res = await call(t.app, 'GET', `/telemetry/fetch_trace/${id}`, { token: owner.token });
+    return { status: res.statusCode, body: res.json() };
+  },
   trigger: async (t, owner, id, secrets) => {
     const agents = (await call(t.app, 'GET', '/agent/list?limit=100', { token: owner.token })).json().agents;
     for (const agent of agents as Array<{ uuid: string }>) {
@@ -97,7 +101,7 @@ describe.each(DATABASES)('ownership on $name', (database) => {
     const credentials = route.auth === 'user' ? [bearer(me.token), ...keyHeaders(me.key)] : [bearer(me.token)];
     for (const headers of credentials) {
       const foreign = await sendRoute(t, route, { ...mine, [kind]: theirs[kind] }, headers);
-      const missing = await sendRoute(t, route, { ...mine, [kind]: randomUUID() }, headers);
+      const missing = await sendRoute(t, route, { ...mine, [kind]: freshId(kind) }, headers);
       const foreignBody = expectErrorEnvelope(foreign, 404, 'NOT_FOUND');
       const missingBody = expectErrorEnvelope(missing, 404, 'NOT_FOUND');
       expect(withoutVolatileMeta(foreignBody)).toEqual(withoutVolatileMeta(missingBody));
@@ -126,12 +130,13 @@ describe.each(DATABASES)('ownership on $name', (database) => {
         theirs.agent,
         theirs.platformKey,
         theirs.ingestToken,
+        theirs.trace,
         secrets.platformKey.slice(0, 16),
         secrets.ingestToken.slice(0, 8),
       ];
       for (const value of secretsOfOther) expect(res.body).not.toContain(value);
       // Positive control: the caller's own resources of the listed kind do appear.
-      const ownIds = [mine.agent, mine.platformKey, mine.ingestToken];
+      const ownIds = [mine.agent, mine.platformKey, mine.ingestToken, mine.trace];
       if (!route.path.includes('webhook_signing_secret')) {
         expect(ownIds.some((id) => res.body.includes(id))).toBe(true);
       }

@@ -84,6 +84,8 @@ export function readCredential(headers: Headers): PresentedCredential {
   const bearer = /^Bearer\s+(\S+)\s*$/i.exec(auth);
   if (bearer?.[1]) {
     const token = bearer[1];
+    // OTLP exporters are often configured with `Bearer <token>`; a UUID is never a JWT.
+    if (isWellFormedIngestToken(token)) return { kind: 'ingest_token', value: token.toLowerCase() };
     if (token.startsWith(KEY_PREFIX)) {
       return isWellFormedPlatformKey(token) ? { kind: 'platform_key', value: token } : { kind: 'malformed' };
     }

@@ -1,0 +1,248 @@
+import { type Expression, type SqlBool, sql } from 'kysely';
+import type { Executor } from '../../db/connect.js';
+import type { TelemetryLogsTable, TelemetrySpansTable } from '../../db/database.js';
+import { withDbErrors as guard } from '../../db/errors.js';
+import { fromDbJson, toDbJson } from '../../db/json.js';
+import { type Attributes, durationMs, type JsonValue } from './otlp-values-fns.js';
+import type { LogRow, SpanKind, SpanRow, SpanStatus } from './telemetry-fns.js';
+
+export type SpanOrigin = 'ingest' | 'service';
+
+/** Filters of the trace list; every time bound is a zero-padded nanosecond key. */
+export interface TraceFilter {
+  cutoff: string;
+  fromKey?: string | undefined;
+  toKey?: string | undefined;
+  service?: string | undefined;
+  agentId?: string | undefined;
+  taskId?: string | undefined;
+  status?: 'ok' | 'error' | undefined;
+  after?: { key: string; traceId: string } | undefined;
+  limit: number;
+}
+
+export interface TraceAggregate {
+  trace_id: string;
+  start_key: string;
+  end_key: string;
+  span_count: number;
+  error_count: number;
+}
+
+export interface LogFilter {
+  cutoff: string;
+  fromKey?: string | undefined;
+  toKey?: string | undefined;
+  service?: string | undefined;
+  traceId?: string | undefined;
+  spanId?: string | undefined;
+  taskId?: string | undefined;
+  severityMin?: number | undefined;
+  after?: { key: string; uuid: string } | undefined;
+  limit: number;
+}
+
+export type StoredLog = LogRow & { uuid: string };
+
+const KEY_COLUMNS = new Set(['user_uuid', 'trace_id', 'span_id']);
+const num = (v: number | string | null) => (v === null ? null : Number(v));
+
+function spanFromRow(r: TelemetrySpansTable): SpanRow {
+  return {
+    ...r,
+    kind: r.kind as SpanKind,
+    status_code: r.status_code as SpanStatus,
+    attributes: fromDbJson<Attributes>(r.attributes),
+    resource_attributes: fromDbJson<Attributes>(r.resource_attributes),
+    events: fromDbJson<SpanRow['events']>(r.events),
+    input_tokens: num(r.input_tokens),
+    output_tokens: num(r.output_tokens),
+    duration_ms: durationMs(BigInt(r.start_time_unix_nano), BigInt(r.end_time_unix_nano)),
+  };
+}
+
+function spanToRow(userUuid: string, origin: SpanOrigin, receivedAt: string, s: SpanRow): TelemetrySpansTable {
+  const { duration_ms: _, ...rest } = s;
+  return {
+    ...rest,
+    user_uuid: userUuid,
+    origin,
+    received_at: receivedAt,
+    attributes: toDbJson(s.attributes),
+    resource_attributes: toDbJson(s.resource_attributes),
+    events: toDbJson(s.events),
+  };
+}
+
+/** The only code that touches the telemetry tables. */
+export const telemetryRepo = {
+  /**
+   * Inserts spans, replacing ingested ones with the same ids; the service's own spans are only
+   * ever replaced by the service. Returns the ids actually written.
+   */
+  async upsertSpans(ex: Executor, userUuid: string, origin: SpanOrigin, receivedAt: string, spans: SpanRow[]) {
+    if (spans.length === 0) return [];
+    const values = spans.map((s) => spanToRow(userUuid, origin, receivedAt, s));
+    const rows = await guard(
+      ex
+        .insertInto('telemetry_spans')
+        .values(values)
+        .onConflict((oc) => {
+          const update = oc.columns(['user_uuid', 'trace_id', 'span_id']).doUpdateSet((eb) => {
+            const set: Record<string, unknown> = {};
+            for (const key of Object.keys(values[0] as object)) {
+              if (!KEY_COLUMNS.has(key)) set[key] = eb.ref(`excluded.${key}` as 'excluded.name');
+            }
+            return set;
+          });
+          return origin === 'ingest' ? update.where('telemetry_spans.origin', '=', 'ingest') : update;
+        })
+        .returning(['trace_id', 'span_id'])
+        .execute(),
+    );
+    return rows;
+  },
+
+  async insertLogs(ex: Executor, userUuid: string, receivedAt: string, logs: StoredLog[]) {
+    if (logs.length === 0) return;
+    const values: TelemetryLogsTable[] = logs.map((l) => ({
+      ...l,
+      user_uuid: userUuid,
+      received_at: receivedAt,
+      body: toDbJson(l.body),
+      attributes: toDbJson(l.attributes),
+      resource_attributes: toDbJson(l.resource_attributes),
+    }));
+    await guard(ex.insertInto('telemetry_logs').values(values).execute());
+  },
+
+  /** One page of trace aggregates, newest first by earliest span start. */
+  async listTraces(ex: Executor, userUuid: string, f: TraceFilter): Promise<TraceAggregate[]> {
+    const has = (col: 'service_name' | 'agent_id' | 'task_id', value: string) =>
+      sql<number>`sum(case when ${sql.ref(col)} = ${value} then 1 else 0 end)`;
+    const errors = sql<number>`sum(case when status_code = 'error' then 1 else 0 end)`;
+    let q = ex
+      .selectFrom('telemetry_spans')
+      .where('user_uuid', '=', userUuid)
+      .where('end_time', '>=', f.cutoff)
+      .groupBy('trace_id')
+      .select((eb) => [
+        'trace_id',
+        eb.fn.min('start_key').as('start_key'),
+        eb.fn.max('end_key').as('end_key'),
+        eb.fn.countAll().as('span_count'),
+        errors.as('error_count'),
+      ]);
+    const conds: Expression<SqlBool>[] = [];
+    if (f.fromKey) conds.push(sql<SqlBool>`min(start_key) >= ${f.fromKey}`);
+    if (f.toKey) conds.push(sql<SqlBool>`min(start_key) < ${f.toKey}`);
+    if (f.service !== undefined) conds.push(sql<SqlBool>`${has('service_name', f.service)} > 0`);
+    if (f.agentId !== undefined) conds.push(sql<SqlBool>`${has('agent_id', f.agentId)} > 0`);
+    if (f.taskId !== undefined) conds.push(sql<SqlBool>`${has('task_id', f.taskId)} > 0`);
+    if (f.status === 'error') conds.push(sql<SqlBool>`${errors} > 0`);
+    if (f.status === 'ok') conds.push(sql<SqlBool>`${errors} = 0`);
+    if (f.after) {
+      const { key, traceId } = f.after;
+      conds.push(sql<SqlBool>`(min(start_key) < ${key} or (min(start_key) = ${key} and trace_id < ${traceId}))`);
+    }
+    for (const c of conds) q = q.having(c);
+    const rows = await guard(
+      q.orderBy(sql`min(start_key)`, 'desc').orderBy('trace_id', 'desc').limit(f.limit).execute(),
+    );
+    return rows.map((r) => ({
+      trace_id: r.trace_id,
+      start_key: String(r.start_key),
+      end_key: String(r.end_key),
+      span_count: Number(r.span_count),
+      error_count: Number(r.error_count),
+    }));
+  },
+
+  /** Every live span of the given traces, in start order. */
+  async spansOfTraces(ex: Executor, userUuid: string, traceIds: string[], cutoff: string): Promise<SpanRow[]> {
+    if (traceIds.length === 0) return [];
+    const rows = await guard(
+      ex
+        .selectFrom('telemetry_spans')
+        .selectAll()
+        .where('user_uuid', '=', userUuid)
+        .where('trace_id', 'in', traceIds)
+        .where('end_time', '>=', cutoff)
+        .orderBy('start_key')
+        .orderBy('span_id')
+        .execute(),
+    );
+    return rows.map(spanFromRow);
+  },
+
+  /** Live spans carrying usage, started within the bounds. */
+  async usageSpans(
+    ex: Executor,
+    userUuid: string,
+    f: { cutoff: string; fromKey?: string | undefined; toKey?: string | undefined; service?: string | undefined },
+  ): Promise<SpanRow[]> {
+    let q = ex
+      .selectFrom('telemetry_spans')
+      .selectAll()
+      .where('user_uuid', '=', userUuid)
+      .where('end_time', '>=', f.cutoff)
+      .where((eb) => eb.or([eb('input_tokens', 'is not', null), eb('output_tokens', 'is not', null)]));
+    if (f.fromKey) q = q.where('start_key', '>=', f.fromKey);
+    if (f.toKey) q = q.where('start_key', '<', f.toKey);
+    if (f.service !== undefined) q = q.where('service_name', '=', f.service);
+    return (await guard(q.execute())).map(spanFromRow);
+  },
+
+  async listLogs(ex: Executor, userUuid: string, f: LogFilter): Promise<StoredLog[]> {
+    let q = ex.selectFrom('telemetry_logs').selectAll().where('user_uuid', '=', userUuid).where('time', '>=', f.cutoff);
+    if (f.fromKey) q = q.where('time_key', '>=', f.fromKey);
+    if (f.toKey) q = q.where('time_key', '<', f.toKey);
+    if (f.service !== undefined) q = q.where('service_name', '=', f.service);
+    if (f.traceId !== undefined) q = q.where('trace_id', '=', f.traceId);
+    if (f.spanId !== undefined) q = q.where('span_id', '=', f.spanId);
+    if (f.taskId !== undefined) q = q.where('task_id', '=', f.taskId);
+    if (f.severityMin !== undefined) q = q.where('severity_number', '>=', f.severityMin);
+    if (f.after) {
+      const { key, uuid } = f.after;
+      q = q.where((eb) => eb.or([eb('time_key', '<', key), eb.and([eb('time_key', '=', key), eb('uuid', '<', uuid)])]));
+    }
+    const rows = await guard(q.orderBy('time_key', 'desc').orderBy('uuid', 'desc').limit(f.limit).execute());
+    return rows.map(({ user_uuid: _, received_at: __, ...r }) => ({
+      ...r,
+      body: JSON.parse(r.body) as JsonValue,
+      attributes: fromDbJson<Attributes>(r.attributes),
+      resource_attributes: fromDbJson<Attributes>(r.resource_attributes),
+    }));
+  },
+
+  /** Deletes at most `batch` spans that ended before `cutoff`; returns how many. */
+  async deleteExpiredSpans(ex: Executor, cutoff: string, batch: number): Promise<number> {
+    const doomed = ex
+      .selectFrom('telemetry_spans')
+      .select(['user_uuid', 'trace_id', 'span_id'])
+      .where('end_time', '<', cutoff)
+      .limit(batch);
+    const res = await guard(
+      ex
+        .deleteFrom('telemetry_spans')
+        .where((eb) =>
+          eb(
+            eb.refTuple('user_uuid', 'trace_id', 'span_id'),
+            'in',
+            doomed.$asTuple('user_uuid', 'trace_id', 'span_id'),
+          ),
+        )
+        .executeTakeFirst(),
+    );
+    return Number(res.numDeletedRows);
+  },
+
+  /** Deletes at most `batch` log records older than `cutoff`; returns how many. */
+  async deleteExpiredLogs(ex: Executor, cutoff: string, batch: number): Promise<number> {
+    const doomed = ex.selectFrom('telemetry_logs').select('uuid').where('time', '<', cutoff).limit(batch);
+    const res = await guard(ex.deleteFrom('telemetry_logs').where('uuid', 'in', doomed).executeTakeFirst());
+    return Number(res.numDeletedRows);
+  },
+};
+
+export type TelemetryRepo = typeof telemetryRepo;

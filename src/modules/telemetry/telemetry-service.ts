@@ -1,0 +1,240 @@
+import type { Db } from '../../db/connect.js';
+import { AppError } from '../../http/errors.js';
+import { newId } from '../../lib/ids.js';
+import { type Clock, iso } from '../../lib/time.js';
+import { isoToNanos, msToNanos, timeKey } from './otlp-values-fns.js';
+import { type ServiceSpan, serviceSpanRow } from './service-spans-fns.js';
+import {
+  logProblem,
+  type OtlpBatch,
+  type OtlpLogRecord,
+  type OtlpSpan,
+  type SpanRow,
+  sortItems,
+  spanProblem,
+  toLogRow,
+  toSpanRow,
+} from './telemetry-fns.js';
+import { aggregateUsage, decodeCursor, encodeCursor, summarise, type UsageKey } from './telemetry-query-fns.js';
+import type { SpanOrigin, TelemetryRepo } from './telemetry-repo.js';
+
+/** Rows per INSERT and per transaction: small enough that task writes interleave with a large export. */
+const CHUNK = 500;
+const DAY_MS = 86_400_000;
+
+export interface IngestOutcome {
+  rejected: number;
+  message: string | null;
+}
+
+export interface RangeQuery {
+  from?: string | undefined;
+  to?: string | undefined;
+}
+
+function chunks<T>(items: T[]): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += CHUNK) out.push(items.slice(i, i + CHUNK));
+  return out;
+}
+
+const invalid = (field: string, reason: string) =>
+  new AppError('INVALID_REQUEST', `Invalid request (querystring): ${field} ${reason}`, { field, reason });
+
+/** The from/to bounds as time keys. @throws AppError INVALID_REQUEST for a bad or inverted range. */
+export function rangeKeys(q: RangeQuery): { fromKey?: string; toKey?: string } {
+  const out: { fromKey?: string; toKey?: string } = {};
+  const bounds: [keyof RangeQuery, 'fromKey' | 'toKey'][] = [
+    ['from', 'fromKey'],
+    ['to', 'toKey'],
+  ];
+  for (const [name, key] of bounds) {
+    const raw = q[name];
+    if (raw === undefined) continue;
+    const nanos = isoToNanos(raw);
+    if (nanos === null) throw invalid(name, 'must be an ISO 8601 timestamp with a time zone');
+    out[key] = timeKey(nanos);
+  }
+  if (out.fromKey && out.toKey && out.fromKey > out.toKey) throw invalid('from', 'must not be after to');
+  return out;
+}
+
+function cursorOf(endpoint: string, cursor: string | undefined) {
+  if (cursor === undefined) return undefined;
+  const pos = decodeCursor(endpoint, cursor);
+  if (!pos) throw invalid('cursor', 'was not issued by this endpoint');
+  return pos;
+}
+
+/** Ingest, fetch and retention of telemetry; the service's own spans are written through here too. */
+export function createTelemetryService(deps: { db: Db; repo: TelemetryRepo; clock: Clock; retentionDays: number }) {
+  const { db, repo, clock } = deps;
+  const cutoff = () => iso(clock.now() - deps.retentionDays * DAY_MS);
+
+  async function writeSpans(userUuid: string, origin: SpanOrigin, rows: SpanRow[]): Promise<number> {
+    // One row per id: a repeated span in one request is the last one sent.
+    const unique = [...new Map(rows.map((r) => [`${r.trace_id}:${r.span_id}`, r])).values()];
+    const receivedAt = iso(clock.now());
+    let written = 0;
+    for (const part of chunks(unique)) {
+      const ids = await db.transaction((trx) => repo.upsertSpans(trx, userUuid, origin, receivedAt, part));
+      written += ids.length;
+    }
+    return unique.length - written;
+  }
+
+  return {
+    /** Stores the valid spans of a decoded export; counts the refused ones. */
+    async ingestSpans(userUuid: string, batches: OtlpBatch<OtlpSpan>[]): Promise<IngestOutcome> {
+      const sorted = sortItems(batches, spanProblem, toSpanRow);
+      const owned = await writeSpans(userUuid, 'ingest', sorted.rows);
+      const rejected = sorted.rejected + owned;
+      const reason = sorted.reason ?? (owned > 0 ? 'span ids belong to a span written by taskhook' : null);
+      return { rejected, message: rejected > 0 ? `${rejected} span(s) rejected: ${reason}` : null };
+    },
+
+    /** Stores the valid log records of a decoded export; counts the refused ones. */
+    async ingestLogs(userUuid: string, batches: OtlpBatch<OtlpLogRecord>[]): Promise<IngestOutcome> {
+      const now = clock.now();
+      const sorted = sortItems(batches, logProblem, (r, scope, resource) => ({
+        uuid: newId(),
+        ...toLogRow(r, scope, resource, msToNanos(now)),
+      }));
+      for (const part of chunks(sorted.rows)) {
+        await db.transaction((trx) => repo.insertLogs(trx, userUuid, iso(now), part));
+      }
+      const { rejected, reason } = sorted;
+      return { rejected, message: rejected > 0 ? `${rejected} log record(s) rejected: ${reason}` : null };
+    },
+
+    /**
+     * Writes spans of the service's own work into the user's telemetry, committed when it
+     * resolves. Ingest never replaces them; recording the same ids again does.
+     */
+    async recordServiceSpans(userUuid: string, spans: ServiceSpan[]): Promise<void> {
+      await writeSpans(userUuid, 'service', spans.map(serviceSpanRow));
+    },
+
+    async listTraces(
+      userUuid: string,
+      q: RangeQuery & {
+        service?: string;
+        agent_id?: string;
+        task_id?: string;
+        status?: 'ok' | 'error';
+        limit: number;
+        cursor?: string;
+      },
+    ) {
+      const after = cursorOf('traces', q.cursor);
+      const aggs = await repo.listTraces(db.kysely, userUuid, {
+        cutoff: cutoff(),
+        ...rangeKeys(q),
+        service: q.service,
+        agentId: q.agent_id,
+        taskId: q.task_id,
+        status: q.status,
+        after: after && { key: after.key, traceId: after.id },
+        limit: q.limit + 1,
+      });
+      const page = aggs.slice(0, q.limit);
+      const spans = await repo.spansOfTraces(
+        db.kysely,
+        userUuid,
+        page.map((a) => a.trace_id),
+        cutoff(),
+      );
+      const traces = page.map((a) =>
+        summarise(
+          a,
+          spans.filter((s) => s.trace_id === a.trace_id),
+        ),
+      );
+      const last = page.at(-1);
+      const more = aggs.length > q.limit && last;
+      return { traces, next_cursor: more ? encodeCursor('traces', last.start_key, last.trace_id) : null };
+    },
+
+    /** @throws AppError NOT_FOUND when the caller has no live span of that trace. */
+    async getTrace(userUuid: string, traceId: string) {
+      const id = traceId.toLowerCase();
+      const spans = await repo.spansOfTraces(db.kysely, userUuid, [id], cutoff());
+      if (spans.length === 0) throw new AppError('NOT_FOUND', 'Trace not found');
+      return { trace_id: id, spans };
+    },
+
+    async listLogs(
+      userUuid: string,
+      q: RangeQuery & {
+        service?: string;
+        trace_id?: string;
+        span_id?: string;
+        task_id?: string;
+        severity_min?: number;
+        limit: number;
+        cursor?: string;
+      },
+    ) {
+      const after = cursorOf('logs', q.cursor);
+      const rows = await repo.listLogs(db.kysely, userUuid, {
+        cutoff: cutoff(),
+        ...rangeKeys(q),
+        service: q.service,
+        traceId: q.trace_id?.toLowerCase(),
+        spanId: q.span_id?.toLowerCase(),
+        taskId: q.task_id,
+        severityMin: q.severity_min,
+        after: after && { key: after.key, uuid: after.id },
+        limit: q.limit + 1,
+      });
+      const page = rows.slice(0, q.limit);
+      const last = page.at(-1);
+      const more = rows.length > q.limit && last;
+      return {
+        logs: page.map(({ uuid: _, time_key: __, ...log }) => log),
+        next_cursor: more ? encodeCursor('logs', last.time_key, last.uuid) : null,
+      };
+    },
+
+    async usage(userUuid: string, q: RangeQuery & { group_by?: string; service?: string }) {
+      const keys = new Set<UsageKey>();
+      for (const part of (q.group_by ?? '').split(',').map((p) => p.trim())) {
+        if (part === '') continue;
+        if (part !== 'model' && part !== 'agent' && part !== 'day') {
+          throw invalid('group_by', 'must be a comma-separated set of model, agent, day');
+        }
+        keys.add(part);
+      }
+      const range = rangeKeys(q);
+      const spans = await repo.usageSpans(db.kysely, userUuid, { cutoff: cutoff(), ...range, service: q.service });
+      const traces = new Map<string, SpanRow[]>();
+      for (const ids of chunks([...new Set(spans.map((s) => s.trace_id))])) {
+        for (const s of await repo.spansOfTraces(db.kysely, userUuid, ids, cutoff())) {
+          const list = traces.get(s.trace_id) ?? [];
+          list.push(s);
+          traces.set(s.trace_id, list);
+        }
+      }
+      return aggregateUsage(spans, traces, keys);
+    },
+
+    /**
+     * Deletes telemetry past the retention window, at most `batch` rows per statement so no sweep
+     * holds a long lock. Returns how many rows went.
+     */
+    async sweepExpired(batch = 1000): Promise<number> {
+      const before = cutoff();
+      let total = 0;
+      for (const del of [repo.deleteExpiredSpans, repo.deleteExpiredLogs]) {
+        for (;;) {
+          const n = await db.transaction((trx) => del(trx, before, batch));
+          total += n;
+          if (n < batch) break;
+        }
+      }
+      return total;
+    },
+  };
+}
+
+export type TelemetryService = ReturnType<typeof createTelemetryService>;
