@@ -15,6 +15,8 @@ import { createAgentsModule } from './modules/agents/agents-module.js';
 import type { AgentDeleteCascade } from './modules/agents/agents-service.js';
 import { createCallbacksModule } from './modules/callbacks/callbacks-module.js';
 import { createHealthModule } from './modules/health/health-module.js';
+import { createProvidersModule } from './modules/providers/providers-module.js';
+import { createSpotlightModule } from './modules/spotlight/spotlight-module.js';
 import { createTasksModule } from './modules/tasks/tasks-module.js';
 import { createTriggersModule } from './modules/triggers/triggers-module.js';
 import type { Runtime } from './runtime.js';
@@ -111,5 +113,8 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   await app.register(tasks.routes);
   await app.register(triggers.routes);
   await app.register(callbacks.attach(tasks.service));
+  const providers = createProvidersModule({ config, runtime, box });
+  await app.register(providers.routes);
+  await app.register(createSpotlightModule({ config, runtime, providers: providers.service }).routes);
   return app;
 }

@@ -25,6 +25,10 @@ export const ConfigSchema = Type.Object({
   healthIntervalMs: Type.Integer({ minimum: 50 }),
   sweepIntervalMs: Type.Integer({ minimum: 10 }),
   callbackTimeoutMs: Type.Integer({ minimum: 100 }),
+  proxyTimeoutMs: Type.Integer({ minimum: 100 }),
+  proxyMaxBodyBytes: Type.Integer({ minimum: 1024 }),
+  spotlightRetentionDays: Type.Integer({ minimum: 1, maximum: 36500 }),
+  modelPricesFile: Type.Optional(Type.String({ minLength: 1 })),
 });
 
 export type Config = Static<typeof ConfigSchema>;
@@ -90,6 +94,10 @@ export function loadConfig(env: Env = process.env): Config {
     healthIntervalMs: int(env, 'TASKHOOK_HEALTH_INTERVAL_MS', 2000),
     sweepIntervalMs: int(env, 'TASKHOOK_SWEEP_INTERVAL_MS', 1000),
     callbackTimeoutMs: int(env, 'TASKHOOK_CALLBACK_TIMEOUT_MS', 10_000),
+    proxyTimeoutMs: int(env, 'TASKHOOK_PROXY_TIMEOUT_MS', 600_000),
+    proxyMaxBodyBytes: int(env, 'TASKHOOK_PROXY_MAX_BODY_BYTES', 20 * 1024 * 1024),
+    spotlightRetentionDays: int(env, 'TASKHOOK_SPOTLIGHT_RETENTION_DAYS', 400),
+    modelPricesFile: optional(env, 'TASKHOOK_MODEL_PRICES_FILE'),
   };
   return validateConfig(config);
 }
@@ -108,6 +116,9 @@ const ENV_NAMES: Record<string, string> = {
   sqliteSynchronous: 'TASKHOOK_SQLITE_SYNCHRONOUS (full or normal)',
   maxBodyBytes: 'TASKHOOK_MAX_BODY_BYTES',
   logLevel: 'TASKHOOK_LOG_LEVEL',
+  proxyTimeoutMs: 'TASKHOOK_PROXY_TIMEOUT_MS',
+  proxyMaxBodyBytes: 'TASKHOOK_PROXY_MAX_BODY_BYTES',
+  spotlightRetentionDays: 'TASKHOOK_SPOTLIGHT_RETENTION_DAYS',
 };
 
 /** Validates a complete config object (also used by tests that build one directly). */

@@ -5,6 +5,7 @@ import { migration001 } from './migrations/001-foundation.js';
 import { migration002 } from './migrations/002-tasks.js';
 import { migration003 } from './migrations/003-triggers.js';
 import { migration004 } from './migrations/004-callbacks.js';
+import { migration009 } from './migrations/009-model-proxy.js';
 import type { DialectMigration } from './migrations/types.js';
 
 /** Every migration, in order. Forward only: a released migration is never edited. */
@@ -13,6 +14,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '002-tasks': migration002,
   '003-triggers': migration003,
   '004-callbacks': migration004,
+  '009-model-proxy': migration009,
 };
 
 export class MigrationError extends Error {}
