@@ -4,7 +4,7 @@ import { AppError, AuthError } from '../../http/errors.js';
 import { principalOf } from '../../http/guard.js';
 import { openAiError, ProxyError } from './spotlight-fns.js';
 import type { ProxyAnswer } from './spotlight-proxy.js';
-import { ChatCompletionBody, OpenAiErrorSchema } from './spotlight-schemas.js';
+import { ChatCompletionBody, ChatCompletionReply, ModelListReply, OpenAiErrorSchema } from './spotlight-schemas.js';
 import type { SpotlightService } from './spotlight-service.js';
 
 const tags = ['model proxy'];
@@ -90,7 +90,7 @@ export function proxyRoutes(service: SpotlightService, opts: { maxBodyBytes: num
           description:
             'OpenAI-compatible: point an OpenAI client at {base_url}/spotlight/v1 with a platform key. The credential is chosen by X-Taskhook-Credential, or by the model prefix `<credential name>/`. X-Taskhook-Task-Id attributes the call to one of your tasks. The upstream answer (status, body, Content-Type, Retry-After) is relayed; streams event by event. Every call that selected a credential is recorded, and its answer carries X-Taskhook-Call-Id.',
           body: ChatCompletionBody,
-          response: openAiErrors,
+          response: { 200: ChatCompletionReply, ...openAiErrors },
         },
       },
       async (request, reply) => {
@@ -117,7 +117,7 @@ export function proxyRoutes(service: SpotlightService, opts: { maxBodyBytes: num
           summary: 'Models of your provider credentials',
           description:
             "With X-Taskhook-Credential: that upstream's list as it is. Without: every credential's models with ids `<credential name>/<id>`, leaving out credentials whose upstream fails.",
-          response: openAiErrors,
+          response: { 200: ModelListReply, ...openAiErrors },
         },
       },
       async (request, reply) =>

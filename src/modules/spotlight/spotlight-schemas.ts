@@ -112,3 +112,13 @@ export const UsageReply = Type.Object({
   totals: Type.Object(Totals),
 });
 export type UsageView = Static<typeof UsageReply>;
+
+export const ChatCompletionReply = Type.Unknown({
+  description:
+    'The upstream answer as it is: a chat completion (application/json), or for stream: true a text/event-stream of chat.completion.chunk events ending with data: [DONE].',
+});
+
+export const ModelListReply = Type.Unknown({
+  description:
+    '{"object": "list", "data": [model, …]}: ids are `<credential name>/<id>` unless X-Taskhook-Credential names one.',
+});
