@@ -20,7 +20,7 @@ export interface SeenRequest {
  * - `stall`: streams one chunk, then never another;
  * - `reset`: streams one chunk, then drops the connection;
  * - `findings`: answers a review as fenced JSON; `ask`: calls the request_input tool when offered.
- * GET /models lists two models; a key of `bad-key` gets 401.
+ * GET /models lists two models; a key of `bad-key` gets 401, one of `slow-key` no answer at all.
  */
 export async function startFakeOpenAi() {
   const seen: SeenRequest[] = [];
@@ -42,6 +42,7 @@ export async function startFakeOpenAi() {
     seen.push({ method: req.method ?? '', path, headers: req.headers, body });
     if (req.headers.authorization === 'Bearer bad-key')
       return json(res, 401, errorBody('Incorrect API key provided', 'invalid_api_key'));
+    if (req.headers.authorization === 'Bearer slow-key') return; // never answers
     if (req.method === 'GET' && path === '/models') {
       return json(res, 200, { object: 'list', data: [model('gpt-4o-mini'), model('gpt-4o')] });
     }

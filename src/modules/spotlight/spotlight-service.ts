@@ -12,10 +12,12 @@ import {
   relayWhole,
   type UpstreamDeps,
 } from './spotlight-proxy.js';
-import type { CallRow, SpotlightRepo } from './spotlight-repo.js';
+import type { SpotlightRepo } from './spotlight-repo.js';
 import { relayStream } from './spotlight-stream.js';
 import type { CallObserver, RecordedCall } from './spotlight-telemetry.js';
 
+/** How long one credential's model list may take when listing all of them. */
+const MODEL_LIST_TIMEOUT_MS = 15_000;
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Who calls and for what: the proxy's request, as plain data. */
@@ -89,9 +91,8 @@ export function createSpotlightService(deps: {
       latencyMs: Math.max(0, Math.round(outcome.endedAt - arrivedAt)),
       costNanos: costNanos(deps.prices, base.upstreamModel, outcome.inputTokens, outcome.outputTokens),
     };
-    const row: CallRow = { ...call, responseModel: call.responseModel };
     try {
-      await db.transaction((trx) => repo.insert(trx, row));
+      await db.transaction((trx) => repo.insert(trx, call));
     } catch (err) {
       deps.log(err, 'could not record a model call');
     }
@@ -99,7 +100,12 @@ export function createSpotlightService(deps: {
   }
 
   /** One credential's model list, entries renamed `<credential name>/<id>`; null when it fails. */
-  async function prefixedModels(credential: OpenedCredential, signal: AbortSignal): Promise<unknown[] | null> {
+  async function prefixedModels(credential: OpenedCredential, caller: AbortSignal): Promise<unknown[] | null> {
+    // One slow upstream must not hold the whole list for the full proxy timeout.
+    const signal = AbortSignal.any([
+      caller,
+      AbortSignal.timeout(Math.min(deps.upstream.timeoutMs, MODEL_LIST_TIMEOUT_MS)),
+    ]);
     try {
       const res = await callUpstream(deps.upstream, credential, '/models', { method: 'GET', signal });
       const { answer, text } = await relayWhole(deps.upstream, res, signal);
