@@ -17,6 +17,8 @@ import { createHealthModule } from './modules/health/health-module.js';
 import { createHousekeepingModule, type HousekeepingResult } from './modules/housekeeping/housekeeping-module.js';
 import { createMetricsModule } from './modules/metrics/metrics-module.js';
 import { createOAuthModule } from './modules/oauth/oauth-module.js';
+import { createProvidersModule } from './modules/providers/providers-module.js';
+import { createSpotlightModule } from './modules/spotlight/spotlight-module.js';
 import { createTasksModule } from './modules/tasks/tasks-module.js';
 import { createTelemetryModule } from './modules/telemetry/telemetry-module.js';
 import { createTriggersModule } from './modules/triggers/triggers-module.js';
@@ -145,5 +147,9 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   const telemetry = createTelemetryModule({ config, runtime });
   await app.register(telemetry.routes);
   app.decorate('telemetry', telemetry);
+
+  const providers = createProvidersModule({ config, runtime, box });
+  await app.register(providers.routes);
+  await app.register(createSpotlightModule({ config, runtime, providers: providers.service }).routes);
   return app;
 }

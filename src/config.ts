@@ -307,6 +307,29 @@ export const SETTINGS = {
     default: 4 * 1024 * 1024,
     doc: 'Largest OTLP ingest body, counted after gzip inflation (413 beyond). `TASKHOOK_MAX_BODY_BYTES` does not apply to ingest.',
   }),
+  proxyTimeoutMs: setting({
+    env: 'TASKHOOK_PROXY_TIMEOUT_MS',
+    schema: Type.Integer({ minimum: 100 }),
+    default: 600_000,
+    doc: "Model proxy: longest wait for an upstream's response headers, for a whole non-streamed body, and between two streamed chunks (then 504, or an error event ending the stream).",
+  }),
+  proxyMaxBodyBytes: setting({
+    env: 'TASKHOOK_PROXY_MAX_BODY_BYTES',
+    schema: Type.Integer({ minimum: 1024 }),
+    default: 20 * 1024 * 1024,
+    doc: "Model proxy: largest chat-completion request body (413 in OpenAI's error shape).",
+  }),
+  spotlightRetentionDays: setting({
+    env: 'TASKHOOK_SPOTLIGHT_RETENTION_DAYS',
+    schema: Type.Integer({ minimum: 1, maximum: 36500 }),
+    default: 400,
+    doc: 'Model call records older than this are deleted (at start, then hourly).',
+  }),
+  modelPricesFile: setting({
+    env: 'TASKHOOK_MODEL_PRICES_FILE',
+    schema: Type.Optional(Type.String({ minLength: 1 })),
+    doc: 'JSON file of model prices laid over the shipped table: `{"gpt-4o": {"input": 2.5, "output": 10}}` in US dollars per million tokens. A malformed file stops the server at start.',
+  }),
   metrics: setting({
     env: 'TASKHOOK_METRICS',
     schema: Type.Boolean(),

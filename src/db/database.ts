@@ -249,6 +249,41 @@ export interface TelemetryLogsTable {
   received_at: string;
 }
 
+export interface ProviderCredentialsTable {
+  uuid: string;
+  user_uuid: string;
+  name: string;
+  provider: string;
+  base_url: string;
+  api_key_sealed: string;
+  api_key_hint: string;
+  created_at: string;
+  updated_at: string;
+  last_used_at: string | null;
+}
+
+export interface SpotlightCallsTable {
+  uuid: string;
+  user_uuid: string;
+  created_at: string;
+  source: string;
+  model: string;
+  upstream_model: string;
+  response_model: string | null;
+  provider_credential_uuid: string;
+  stream: DbBool;
+  status_code: number;
+  error: DbJson | null;
+  latency_ms: number;
+  time_to_first_token_ms: number | null;
+  /** bigint: PostgreSQL returns these as strings; read them with Number(). */
+  input_tokens: number | string | null;
+  output_tokens: number | string | null;
+  cost_nanos: number | string | null;
+  agent_uuid: string | null;
+  task_uuid: string | null;
+}
+
 export interface Database {
   users: UsersTable;
   email_verifications: EmailVerificationsTable;
@@ -268,4 +303,6 @@ export interface Database {
   oauth_identities: OAuthIdentitiesTable;
   telemetry_spans: TelemetrySpansTable;
   telemetry_logs: TelemetryLogsTable;
+  provider_credentials: ProviderCredentialsTable;
+  spotlight_calls: SpotlightCallsTable;
 }

@@ -7,6 +7,7 @@ import { migration003 } from './migrations/003-triggers.js';
 import { migration004 } from './migrations/004-callbacks.js';
 import { migration007 } from './migrations/007-telemetry.js';
 import { migration008 } from './migrations/008-oauth.js';
+import { migration009 } from './migrations/009-model-proxy.js';
 import { migration010 } from './migrations/010-housekeeping.js';
 import type { DialectMigration } from './migrations/types.js';
 
@@ -18,6 +19,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '004-callbacks': migration004,
   '007-telemetry': migration007,
   '008-oauth': migration008,
+  '009-model-proxy': migration009,
   '010-housekeeping': migration010,
 };
 

@@ -37,7 +37,7 @@ const DESCRIPTIONS: Record<number, string> = {
   401: 'Missing or invalid credential (flat body).',
   403: 'Unverified e-mail, agents feature disabled, or a platform key on a user-session endpoint (flat body).',
   404: 'Not found, or not yours (NOT_FOUND).',
-  409: 'Conflict (CONFLICT).',
+  409: 'Conflict (CONFLICT; CREDENTIAL_IN_USE for a provider credential an agent uses).',
   413: 'Request body larger than TASKHOOK_MAX_BODY_BYTES (PAYLOAD_TOO_LARGE).',
   415: 'Unsupported content type (UNSUPPORTED_MEDIA_TYPE).',
   422: 'Idempotency key reused with a different request (IDEMPOTENCY_KEY_REUSED).',

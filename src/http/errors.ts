@@ -12,6 +12,7 @@ export type ErrorCode =
   | 'UNSUPPORTED_MEDIA_TYPE'
   | 'IDEMPOTENCY_KEY_REUSED'
   | 'CONFLICT'
+  | 'CREDENTIAL_IN_USE'
   | 'INTERNAL_ERROR'
   | 'SERVICE_UNAVAILABLE'
   | 'OAUTH_STATE_INVALID'
@@ -30,6 +31,7 @@ export const ERROR_CODES: readonly ErrorCode[] = [
   'UNSUPPORTED_MEDIA_TYPE',
   'IDEMPOTENCY_KEY_REUSED',
   'CONFLICT',
+  'CREDENTIAL_IN_USE',
   'INTERNAL_ERROR',
   'SERVICE_UNAVAILABLE',
   'OAUTH_STATE_INVALID',
@@ -50,6 +52,7 @@ export function statusFor(code: ErrorCode): number {
     case 'NOT_FOUND':
       return 404;
     case 'CONFLICT':
+    case 'CREDENTIAL_IN_USE':
       return 409;
     case 'PAYLOAD_TOO_LARGE':
       return 413;

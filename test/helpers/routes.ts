@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
+import { createSecretBox } from '../../src/lib/crypto.js';
+import { createProvidersModule } from '../../src/modules/providers/providers-module.js';
 import { call, type TestApp } from './app.js';
 import { createAgent, type TestUser } from './factories.js';
 
@@ -15,6 +17,8 @@ export const ID_KINDS = [
   'trigger',
   'delivery',
   'trace',
+  'providerCredential',
+  'modelCall',
 ] as const;
 export type IdKind = (typeof ID_KINDS)[number];
 
@@ -23,6 +27,8 @@ export interface RouteContext extends Record<IdKind, string> {
   password: string;
   /** The lease_id under which `runningTask` is held. */
   lease: string;
+  /** The name of `providerCredential` (the model prefix of the proxy). */
+  credentialName: string;
 }
 
 type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
@@ -42,6 +48,13 @@ export interface CatalogueRoute {
   ids?: IdKind[];
   /** The status of the example request when it succeeds. */
   status: number;
+  /**
+   * The path speaks another protocol (the model proxy speaks OpenAI's): its input errors take that
+   * protocol's shape, so the generic bad-input table leaves it to its own tests.
+   */
+  protocol?: 'openai';
+  /** False when the example's answer holds none of the context's resources (nothing to list yet). */
+  showsOwn?: false;
 }
 
 /**
@@ -341,6 +354,94 @@ export const ROUTES: CatalogueRoute[] = [
     ids: ['agent', 'doneTask', 'delivery'],
     status: 404,
   },
+  {
+    method: 'POST',
+    path: '/user/provider_credentials',
+    url: () => '/user/provider_credentials',
+    body: () => ({
+      name: `catalogue-${randomUUID().slice(0, 8)}`,
+      provider: 'openai',
+      api_key: 'sk-catalogue-provider-key',
+      // A literal public address: accepted without DNS; no catalogue request calls it.
+      base_url: 'https://93.184.215.14/v1',
+    }),
+    auth: 'session',
+    status: 201,
+  },
+  {
+    method: 'GET',
+    path: '/user/provider_credentials',
+    url: () => '/user/provider_credentials',
+    auth: 'session',
+    status: 200,
+  },
+  {
+    method: 'GET',
+    path: '/user/provider_credentials/:uuid',
+    url: (ctx) => `/user/provider_credentials/${ctx.providerCredential}`,
+    auth: 'session',
+    ids: ['providerCredential'],
+    status: 200,
+  },
+  {
+    method: 'PATCH',
+    path: '/user/provider_credentials/:uuid',
+    url: (ctx) => `/user/provider_credentials/${ctx.providerCredential}`,
+    body: () => ({ name: 'renamed-by-catalogue', api_key: 'sk-another-catalogue-key' }),
+    auth: 'session',
+    ids: ['providerCredential'],
+    status: 200,
+  },
+  {
+    method: 'DELETE',
+    path: '/user/provider_credentials/:uuid',
+    url: (ctx) => `/user/provider_credentials/${ctx.providerCredential}`,
+    auth: 'session',
+    ids: ['providerCredential'],
+    status: 204,
+  },
+  {
+    // The context's credential points at a loopback port the guard refuses: the call is made,
+    // recorded and answered 502 without any network.
+    method: 'POST',
+    path: '/spotlight/v1/chat/completions',
+    url: () => '/spotlight/v1/chat/completions',
+    body: (ctx) => ({ model: `${ctx.credentialName}/gpt-4o-mini`, messages: [{ role: 'user', content: 'hi' }] }),
+    auth: 'user',
+    protocol: 'openai',
+    status: 502,
+  },
+  {
+    method: 'GET',
+    path: '/spotlight/v1/models',
+    url: () => '/spotlight/v1/models',
+    auth: 'user',
+    protocol: 'openai',
+    showsOwn: false,
+    status: 200,
+  },
+  {
+    method: 'GET',
+    path: '/spotlight/usage',
+    url: () => '/spotlight/usage',
+    auth: 'user',
+    status: 200,
+  },
+  {
+    method: 'GET',
+    path: '/spotlight/calls',
+    url: () => '/spotlight/calls?page=1&limit=5',
+    auth: 'user',
+    status: 200,
+  },
+  {
+    method: 'GET',
+    path: '/spotlight/calls/:id',
+    url: (ctx) => `/spotlight/calls/${ctx.modelCall}`,
+    auth: 'user',
+    ids: ['modelCall'],
+    status: 200,
+  },
 ];
 
 const WORKER_BODIES = {
@@ -394,9 +495,11 @@ export async function createRouteContext(
     ? { uuid: randomUUID(), webhook_secret: `whs_${randomUUID()}` }
     : await createContextTrigger(t, user, agent);
   const trace = await createContextTrace(t, token.json().token);
+  const model = await createContextModelCall(t, user);
   return {
     ctx: {
       agent,
+      ...model,
       platformKey: key.json().uuid,
       ingestToken: token.json().uuid,
       password: user.password,
@@ -436,6 +539,33 @@ async function createContextTrace(t: TestApp, ingestToken: string): Promise<stri
   });
   if (spans.body !== '{}' || logs.body !== '{}') throw new Error(`telemetry setup failed: ${spans.body} ${logs.body}`);
   return traceId;
+}
+
+/**
+ * A provider credential whose upstream is a closed loopback port, and one recorded call through it.
+ * The credential is made through the production service with private addresses allowed (the API
+ * of a test app without that setting refuses them); calling it is refused or fails at once.
+ */
+async function createContextModelCall(t: TestApp, user: TestUser) {
+  const providers = createProvidersModule({
+    config: { ...t.config, allowPrivateUrls: true },
+    runtime: t.runtime,
+    box: createSecretBox(t.runtime.secrets.encryptionKey),
+  }).service;
+  const credentialName = `context-${randomUUID().slice(0, 8)}`;
+  const credential = await providers.create(user.uuid, {
+    name: credentialName,
+    provider: 'openai',
+    api_key: 'sk-context-provider-key',
+    base_url: 'http://127.0.0.1:9/v1',
+  });
+  const res = await call(t.app, 'POST', '/spotlight/v1/chat/completions', {
+    token: user.token,
+    body: { model: `${credentialName}/gpt-4o-mini`, messages: [{ role: 'user', content: 'context' }] },
+  });
+  const modelCall = res.headers['x-taskhook-call-id'];
+  if (res.statusCode !== 502 || typeof modelCall !== 'string') throw new Error(`model call setup failed: ${res.body}`);
+  return { providerCredential: credential.uuid, credentialName, modelCall };
 }
 
 /** A webhook trigger of the agent, with its secret. */

@@ -42,6 +42,14 @@ const SNAPSHOTS: Record<IdKind, Snapshot> = {
     const res = await call(t.app, 'GET', `/telemetry/fetch_trace/${id}`, { token: owner.token });
     return { status: res.statusCode, body: res.json() };
   },
+  providerCredential: async (t, owner, id) => {
+    const res = await call(t.app, 'GET', `/user/provider_credentials/${id}`, { token: owner.token });
+    return { status: res.statusCode, body: res.json() };
+  },
+  modelCall: async (t, owner, id) => {
+    const res = await call(t.app, 'GET', `/spotlight/calls/${id}`, { token: owner.token });
+    return { status: res.statusCode, body: res.json() };
+  },
   trigger: async (t, owner, id, secrets) => {
     const agents = (await call(t.app, 'GET', '/agent/list?limit=100', { token: owner.token })).json().agents;
     for (const agent of agents as Array<{ uuid: string }>) {
@@ -136,8 +144,15 @@ describe.each(DATABASES)('ownership on $name', (database) => {
       ];
       for (const value of secretsOfOther) expect(res.body).not.toContain(value);
       // Positive control: the caller's own resources of the listed kind do appear.
-      const ownIds = [mine.agent, mine.platformKey, mine.ingestToken, mine.trace];
-      if (!route.path.includes('webhook_signing_secret')) {
+      const ownIds = [
+        mine.agent,
+        mine.platformKey,
+        mine.ingestToken,
+        mine.trace,
+        mine.providerCredential,
+        mine.modelCall,
+      ];
+      if (!route.path.includes('webhook_signing_secret') && route.showsOwn !== false) {
         expect(ownIds.some((id) => res.body.includes(id))).toBe(true);
       }
     },

@@ -1,0 +1,96 @@
+import type { Readable } from 'node:stream';
+import { ProxyError } from '../spotlight/spotlight-fns.js';
+import type { SpotlightService } from '../spotlight/spotlight-service.js';
+import {
+  type ConversationMessage,
+  chatRequestOf,
+  isRetryableStatus,
+  type ModelOutcome,
+  type OpenAiRuntime,
+  outcomeOfAnswer,
+  retryAfterMs,
+} from './model-runtime-fns.js';
+
+/** One run of a task by its model: who, which task, the whole conversation so far. */
+export interface ModelRun {
+  userUuid: string;
+  agentUuid: string;
+  taskUuid: string;
+  runtime: OpenAiRuntime;
+  conversation: ConversationMessage[];
+  /** Aborted on cancel or timeout: the upstream request is closed at once. */
+  signal: AbortSignal;
+}
+
+/** What the lifecycle does next; `aborted` when the run's signal ended it. */
+export type RunOutcome = (ModelOutcome | { kind: 'aborted' }) & { callId: string | null };
+
+async function textOf(body: string | Buffer | Readable): Promise<string> {
+  if (typeof body === 'string') return body;
+  if (Buffer.isBuffer(body)) return body.toString('utf8');
+  const parts: Buffer[] = [];
+  for await (const chunk of body) parts.push(chunk as Buffer);
+  return Buffer.concat(parts).toString('utf8');
+}
+
+function upstreamMessage(text: string): string {
+  try {
+    const m = (JSON.parse(text) as { error?: { message?: unknown } }).error?.message;
+    if (typeof m === 'string') return m;
+  } catch {
+    // not JSON
+  }
+  return text.slice(0, 500);
+}
+
+/**
+ * Runs tasks of agents that are a model: each run is one chat completion through the model proxy's
+ * path (recorded with source "runtime" and the task), and its answer becomes the outcome the task
+ * lifecycle applies: complete, ask for input, or fail (retryable or not) with PROVIDER_ERROR.
+ */
+export function createModelRuntime(deps: { spotlight: Pick<SpotlightService, 'chatCompletions'>; now: () => number }) {
+  return {
+    /** One run; never throws for provider trouble (that is an outcome). */
+    async run(run: ModelRun): Promise<RunOutcome> {
+      let answer: Awaited<ReturnType<SpotlightService['chatCompletions']>>;
+      try {
+        answer = await deps.spotlight.chatCompletions(
+          {
+            userUuid: run.userUuid,
+            body: chatRequestOf(run.runtime, run.conversation),
+            credential: run.runtime.provider_credential_uuid,
+            task: { taskUuid: run.taskUuid, agentUuid: run.agentUuid },
+            signal: run.signal,
+          },
+          'runtime',
+        );
+      } catch (err) {
+        if (!(err instanceof ProxyError)) throw err;
+        // Refused before any upstream call (e.g. the credential is gone): another attempt cannot help.
+        const message = `The provider call was refused (HTTP ${err.status}): ${err.message}`;
+        return { kind: 'failed', retryable: false, retryAfterMs: null, message, callId: null };
+      }
+      const { callId } = answer;
+      if (run.signal.aborted) return { kind: 'aborted', callId };
+      const text = await textOf(answer.body);
+      if (answer.status >= 200 && answer.status < 300) {
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          parsed = null;
+        }
+        return { ...outcomeOfAnswer(parsed, run.runtime.allow_input_requests === true), callId };
+      }
+      return {
+        kind: 'failed',
+        retryable: isRetryableStatus(answer.status),
+        retryAfterMs: retryAfterMs(answer.headers, deps.now()),
+        message: `The provider answered HTTP ${answer.status}: ${upstreamMessage(text)}`,
+        callId,
+      };
+    },
+  };
+}
+
+export type ModelRuntime = ReturnType<typeof createModelRuntime>;

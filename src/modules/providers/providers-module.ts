@@ -1,0 +1,18 @@
+import type { Config } from '../../config.js';
+import type { SecretBox } from '../../lib/crypto.js';
+import type { Runtime } from '../../runtime.js';
+import { providersRepo } from './providers-repo.js';
+import { providersRoutes } from './providers-routes.js';
+import { createProvidersService } from './providers-service.js';
+
+/** Wires provider credentials: the service (also used by the model proxy) and its routes. */
+export function createProvidersModule(deps: { config: Config; runtime: Runtime; box: SecretBox }) {
+  const service = createProvidersService({
+    db: deps.runtime.db,
+    repo: providersRepo,
+    box: deps.box,
+    clock: deps.runtime.clock,
+    outbound: { allowPrivate: deps.config.allowPrivateUrls, lookup: deps.runtime.lookup },
+  });
+  return { service, routes: providersRoutes(service) };
+}

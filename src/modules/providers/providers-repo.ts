@@ -1,0 +1,156 @@
+import type { Selectable } from 'kysely';
+import type { Executor } from '../../db/connect.js';
+import type { ProviderCredentialsTable } from '../../db/database.js';
+import { withDbErrors as guard } from '../../db/errors.js';
+import { fromDbJson } from '../../db/json.js';
+
+export interface CredentialRow {
+  uuid: string;
+  userUuid: string;
+  name: string;
+  provider: 'openai';
+  baseUrl: string;
+  apiKeySealed: string;
+  apiKeyHint: string;
+  createdAt: string;
+  updatedAt: string;
+  lastUsedAt: string | null;
+}
+
+function toRow(r: Selectable<ProviderCredentialsTable>): CredentialRow {
+  return {
+    uuid: r.uuid,
+    userUuid: r.user_uuid,
+    name: r.name,
+    provider: r.provider as 'openai',
+    baseUrl: r.base_url,
+    apiKeySealed: r.api_key_sealed,
+    apiKeyHint: r.api_key_hint,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    lastUsedAt: r.last_used_at,
+  };
+}
+
+/** The only code that touches the provider_credentials table. */
+export const providersRepo = {
+  insert(ex: Executor, c: CredentialRow) {
+    return guard(
+      ex
+        .insertInto('provider_credentials')
+        .values({
+          uuid: c.uuid,
+          user_uuid: c.userUuid,
+          name: c.name,
+          provider: c.provider,
+          base_url: c.baseUrl,
+          api_key_sealed: c.apiKeySealed,
+          api_key_hint: c.apiKeyHint,
+          created_at: c.createdAt,
+          updated_at: c.updatedAt,
+          last_used_at: c.lastUsedAt,
+        })
+        .execute(),
+    );
+  },
+
+  update(ex: Executor, c: CredentialRow) {
+    return guard(
+      ex
+        .updateTable('provider_credentials')
+        .set({
+          name: c.name,
+          base_url: c.baseUrl,
+          api_key_sealed: c.apiKeySealed,
+          api_key_hint: c.apiKeyHint,
+          updated_at: c.updatedAt,
+        })
+        .where('uuid', '=', c.uuid)
+        .execute(),
+    );
+  },
+
+  async findOwned(ex: Executor, userUuid: string, uuid: string): Promise<CredentialRow | undefined> {
+    const row = await guard(
+      ex
+        .selectFrom('provider_credentials')
+        .selectAll()
+        .where('uuid', '=', uuid)
+        .where('user_uuid', '=', userUuid)
+        .executeTakeFirst(),
+    );
+    return row && toRow(row);
+  },
+
+  async findByName(ex: Executor, userUuid: string, name: string): Promise<CredentialRow | undefined> {
+    const row = await guard(
+      ex
+        .selectFrom('provider_credentials')
+        .selectAll()
+        .where('user_uuid', '=', userUuid)
+        .where('name', '=', name)
+        .executeTakeFirst(),
+    );
+    return row && toRow(row);
+  },
+
+  async list(ex: Executor, userUuid: string): Promise<CredentialRow[]> {
+    const rows = await guard(
+      ex
+        .selectFrom('provider_credentials')
+        .selectAll()
+        .where('user_uuid', '=', userUuid)
+        .orderBy('created_at', 'desc')
+        .orderBy('uuid', 'desc')
+        .execute(),
+    );
+    return rows.map(toRow);
+  },
+
+  async count(ex: Executor, userUuid: string): Promise<number> {
+    const row = await guard(
+      ex
+        .selectFrom('provider_credentials')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('user_uuid', '=', userUuid)
+        .executeTakeFirstOrThrow(),
+    );
+    return Number(row.n);
+  },
+
+  /** PostgreSQL: serialises a user's creates, so the count and the insert are one step. */
+  async lockOwner(ex: Executor, userUuid: string) {
+    await guard(ex.selectFrom('users').select('uuid').where('uuid', '=', userUuid).forUpdate().execute());
+  },
+
+  async remove(ex: Executor, uuid: string) {
+    await guard(ex.deleteFrom('provider_credentials').where('uuid', '=', uuid).execute());
+  },
+
+  touch(ex: Executor, uuid: string, at: string) {
+    return guard(ex.updateTable('provider_credentials').set({ last_used_at: at }).where('uuid', '=', uuid).execute());
+  },
+
+  /**
+   * Names of the user's live agents whose runtime uses this credential. The runtime is the agents
+   * module's JSON column, read here only to keep a credential in use from being deleted.
+   */
+  async agentsUsing(ex: Executor, userUuid: string, credentialUuid: string): Promise<string[]> {
+    const rows = await guard(
+      ex
+        .selectFrom('agents')
+        .select(['name', 'runtime'])
+        .where('user_uuid', '=', userUuid)
+        .where('deleted_at', 'is', null)
+        .execute(),
+    );
+    return rows
+      .filter(
+        (r) =>
+          fromDbJson<{ provider_credential_uuid?: unknown }>(r.runtime)?.provider_credential_uuid === credentialUuid,
+      )
+      .map((r) => r.name);
+  },
+};
+
+export type ProvidersRepo = typeof providersRepo;

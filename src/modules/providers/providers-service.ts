@@ -1,0 +1,179 @@
+import type { Db, Executor } from '../../db/connect.js';
+import { UniqueViolationError } from '../../db/errors.js';
+import { AppError, invalid, notFound } from '../../http/errors.js';
+import type { SecretBox } from '../../lib/crypto.js';
+import { newId } from '../../lib/ids.js';
+import { checkOutboundUrl, type OutboundPolicy, OutboundUrlError } from '../../lib/outbound.js';
+import { type Clock, iso } from '../../lib/time.js';
+import { apiKeyHint, DEFAULT_BASE_URL, normaliseBaseUrl } from './providers-fns.js';
+import type { CredentialRow, ProvidersRepo } from './providers-repo.js';
+import {
+  type CreateCredentialInput,
+  type CredentialView,
+  MAX_CREDENTIALS_PER_USER,
+  type PatchCredentialInput,
+} from './providers-schemas.js';
+
+/** `last_used_at` is written at most this often per credential. */
+const TOUCH_INTERVAL_MS = 60_000;
+
+/** A credential ready for an upstream call: the key opened, never leaving the server. */
+export interface OpenedCredential {
+  uuid: string;
+  name: string;
+  baseUrl: string;
+  apiKey: string;
+}
+
+const duplicateName = () => invalid('name', 'is already used by another of your provider credentials');
+
+/** Provider credentials (one user's keys for OpenAI-compatible servers), sealed at rest. */
+export function createProvidersService(deps: {
+  db: Db;
+  repo: ProvidersRepo;
+  box: SecretBox;
+  clock: Clock;
+  outbound: OutboundPolicy;
+}) {
+  const { db, repo } = deps;
+  const now = () => iso(deps.clock.now());
+  const lastTouched = new Map<string, number>();
+
+  const view = (c: CredentialRow): CredentialView => ({
+    uuid: c.uuid,
+    name: c.name,
+    provider: c.provider,
+    base_url: c.baseUrl,
+    api_key_hint: c.apiKeyHint,
+    created_at: c.createdAt,
+    updated_at: c.updatedAt,
+    last_used_at: c.lastUsedAt,
+  });
+
+  /** The normalised base URL, refused with a 400 naming `base_url` when malformed or private. */
+  async function checkBaseUrl(raw: string): Promise<string> {
+    const form = normaliseBaseUrl(raw);
+    if (!form.ok) throw invalid('base_url', form.reason);
+    try {
+      await checkOutboundUrl(form.url, deps.outbound);
+    } catch (err) {
+      if (err instanceof OutboundUrlError) throw invalid('base_url', err.message);
+      throw err;
+    }
+    return form.url;
+  }
+
+  async function requireOwned(userUuid: string, uuid: string, ex: Executor = db.kysely) {
+    const found = await repo.findOwned(ex, userUuid, uuid);
+    if (!found) throw notFound('Provider credential');
+    return found;
+  }
+
+  const open = (c: CredentialRow): OpenedCredential => ({
+    uuid: c.uuid,
+    name: c.name,
+    baseUrl: c.baseUrl,
+    apiKey: deps.box.open(c.apiKeySealed),
+  });
+
+  return {
+    async create(userUuid: string, input: CreateCredentialInput): Promise<CredentialView> {
+      const baseUrl = await checkBaseUrl(input.base_url ?? DEFAULT_BASE_URL);
+      const at = now();
+      const row: CredentialRow = {
+        uuid: newId(),
+        userUuid,
+        name: input.name,
+        provider: input.provider,
+        baseUrl,
+        apiKeySealed: deps.box.seal(input.api_key),
+        apiKeyHint: apiKeyHint(input.api_key),
+        createdAt: at,
+        updatedAt: at,
+        lastUsedAt: null,
+      };
+      try {
+        await db.transaction(async (trx) => {
+          if (db.dialect === 'postgres') await repo.lockOwner(trx, userUuid);
+          if ((await repo.count(trx, userUuid)) >= MAX_CREDENTIALS_PER_USER) {
+            throw invalid('provider_credentials', `at most ${MAX_CREDENTIALS_PER_USER} per user`);
+          }
+          await repo.insert(trx, row);
+        });
+      } catch (err) {
+        if (err instanceof UniqueViolationError) throw duplicateName();
+        throw err;
+      }
+      return view(row);
+    },
+
+    list: async (userUuid: string) => (await repo.list(db.kysely, userUuid)).map(view),
+
+    get: async (userUuid: string, uuid: string) => view(await requireOwned(userUuid, uuid)),
+
+    async patch(userUuid: string, uuid: string, input: PatchCredentialInput): Promise<CredentialView> {
+      const baseUrl = input.base_url === undefined ? undefined : await checkBaseUrl(input.base_url);
+      try {
+        return await db.transaction(async (trx) => {
+          const current = await requireOwned(userUuid, uuid, trx);
+          const next: CredentialRow = {
+            ...current,
+            name: input.name ?? current.name,
+            baseUrl: baseUrl ?? current.baseUrl,
+            ...(input.api_key === undefined
+              ? {}
+              : { apiKeySealed: deps.box.seal(input.api_key), apiKeyHint: apiKeyHint(input.api_key) }),
+            updatedAt: now(),
+          };
+          await repo.update(trx, next);
+          return view(next);
+        });
+      } catch (err) {
+        if (err instanceof UniqueViolationError) throw duplicateName();
+        throw err;
+      }
+    },
+
+    /**
+     * Deletes a credential; its call records stay.
+     * @throws AppError NOT_FOUND, or CREDENTIAL_IN_USE while an agent's runtime names it.
+     */
+    async remove(userUuid: string, uuid: string) {
+      await db.transaction(async (trx) => {
+        await requireOwned(userUuid, uuid, trx);
+        const agents = await repo.agentsUsing(trx, userUuid, uuid);
+        if (agents.length > 0) {
+          throw new AppError(
+            'CREDENTIAL_IN_USE',
+            `The credential is used by agent ${agents.map((a) => JSON.stringify(a)).join(', ')}; change their runtime first`,
+          );
+        }
+        await repo.remove(trx, uuid);
+      });
+    },
+
+    /** The credential with this uuid or name among the user's, opened; undefined when none. */
+    async resolve(userUuid: string, uuidOrName: string): Promise<OpenedCredential | undefined> {
+      const byUuid = /^[0-9a-f-]{36}$/i.test(uuidOrName)
+        ? await repo.findOwned(db.kysely, userUuid, uuidOrName)
+        : undefined;
+      const found = byUuid ?? (await repo.findByName(db.kysely, userUuid, uuidOrName));
+      return found && open(found);
+    },
+
+    /** Every credential of the user, opened (for the model list). */
+    openAll: async (userUuid: string) => (await repo.list(db.kysely, userUuid)).map(open),
+
+    /** Records a use, at most once a minute per credential (per instance); never fails the caller. */
+    async touch(uuid: string, log: (err: unknown) => void) {
+      const nowMs = deps.clock.now();
+      const last = lastTouched.get(uuid);
+      if (last !== undefined && nowMs - last < TOUCH_INTERVAL_MS) return;
+      lastTouched.set(uuid, nowMs);
+      if (lastTouched.size > 10_000) lastTouched.clear();
+      await db.transaction((trx) => repo.touch(trx, uuid, iso(nowMs))).catch(log);
+    },
+  };
+}
+
+export type ProvidersService = ReturnType<typeof createProvidersService>;

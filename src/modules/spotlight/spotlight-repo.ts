@@ -1,0 +1,229 @@
+import { sql } from 'kysely';
+import type { Executor } from '../../db/connect.js';
+import { withDbErrors as guard } from '../../db/errors.js';
+import { fromDbJson, toDbJson } from '../../db/json.js';
+
+export interface CallError {
+  code: 'upstream_error' | 'upstream_unreachable' | 'upstream_timeout' | 'client_closed';
+  message: string;
+}
+
+/** One model call, as recorded. */
+export interface CallRow {
+  uuid: string;
+  userUuid: string;
+  createdAt: string;
+  source: 'api' | 'runtime';
+  model: string;
+  upstreamModel: string;
+  responseModel: string | null;
+  providerCredentialUuid: string;
+  stream: boolean;
+  statusCode: number;
+  error: CallError | null;
+  latencyMs: number;
+  timeToFirstTokenMs: number | null;
+  inputTokens: number | null;
+  outputTokens: number | null;
+  costNanos: number | null;
+  agentUuid: string | null;
+  taskUuid: string | null;
+}
+
+/** A record with the name its credential has now (null once deleted). */
+export type NamedCallRow = CallRow & { providerCredentialName: string | null };
+
+const num = (v: number | string | null) => (v === null ? null : Number(v));
+
+export interface CallFilter {
+  taskUuid?: string | undefined;
+  agentUuid?: string | undefined;
+  credentialUuid?: string | undefined;
+}
+
+export interface UsageRow {
+  date: string;
+  credentialUuid: string;
+  credentialName: string | null;
+  model: string;
+  calls: number;
+  errors: number;
+  inputTokens: number;
+  outputTokens: number;
+  costNanos: number;
+}
+
+function callsOf(ex: Executor, userUuid: string) {
+  return ex
+    .selectFrom('spotlight_calls as s')
+    .leftJoin('provider_credentials as p', 'p.uuid', 's.provider_credential_uuid')
+    .where('s.user_uuid', '=', userUuid);
+}
+
+/** The only code that touches the spotlight_calls table. */
+export const spotlightRepo = {
+  insert(ex: Executor, c: CallRow) {
+    return guard(
+      ex
+        .insertInto('spotlight_calls')
+        .values({
+          uuid: c.uuid,
+          user_uuid: c.userUuid,
+          created_at: c.createdAt,
+          source: c.source,
+          model: c.model,
+          upstream_model: c.upstreamModel,
+          response_model: c.responseModel,
+          provider_credential_uuid: c.providerCredentialUuid,
+          stream: c.stream ? 1 : 0,
+          status_code: c.statusCode,
+          error: c.error === null ? null : toDbJson(c.error),
+          latency_ms: c.latencyMs,
+          time_to_first_token_ms: c.timeToFirstTokenMs,
+          input_tokens: c.inputTokens,
+          output_tokens: c.outputTokens,
+          cost_nanos: c.costNanos,
+          agent_uuid: c.agentUuid,
+          task_uuid: c.taskUuid,
+        })
+        .execute(),
+    );
+  },
+
+  async list(ex: Executor, userUuid: string, filter: CallFilter, offset: number, limit: number) {
+    const base = callsOf(ex, userUuid)
+      .$if(filter.taskUuid !== undefined, (q) => q.where('s.task_uuid', '=', filter.taskUuid as string))
+      .$if(filter.agentUuid !== undefined, (q) => q.where('s.agent_uuid', '=', filter.agentUuid as string))
+      .$if(filter.credentialUuid !== undefined, (q) =>
+        q.where('s.provider_credential_uuid', '=', filter.credentialUuid as string),
+      );
+    const [rows, total] = await Promise.all([
+      guard(
+        base
+          .selectAll('s')
+          .select('p.name as credential_name')
+          .orderBy('s.created_at', 'desc')
+          .orderBy('s.uuid', 'desc')
+          .offset(offset)
+          .limit(limit)
+          .execute(),
+      ),
+      guard(base.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()),
+    ]);
+    return { calls: rows.map(toNamedCall), total: Number(total.n) };
+  },
+
+  async find(ex: Executor, userUuid: string, uuid: string): Promise<NamedCallRow | undefined> {
+    const row = await guard(
+      callsOf(ex, userUuid)
+        .selectAll('s')
+        .select('p.name as credential_name')
+        .where('s.uuid', '=', uuid)
+        .executeTakeFirst(),
+    );
+    return row && toNamedCall(row);
+  },
+
+  /** Totals per (UTC day, credential, upstream model) of calls created in [from, before). */
+  async usage(ex: Executor, userUuid: string, from: string, before: string): Promise<UsageRow[]> {
+    const day = sql<string>`substr(s.created_at, 1, 10)`;
+    const rows = await guard(
+      callsOf(ex, userUuid)
+        .where('s.created_at', '>=', from)
+        .where('s.created_at', '<', before)
+        .select([
+          day.as('date'),
+          's.provider_credential_uuid as credential_uuid',
+          'p.name as credential_name',
+          's.upstream_model as model',
+        ])
+        .select((eb) => [
+          eb.fn.countAll().as('calls'),
+          eb.fn.count('s.error').as('errors'),
+          eb.fn.coalesce(eb.fn.sum('s.input_tokens'), sql.lit(0)).as('input_tokens'),
+          eb.fn.coalesce(eb.fn.sum('s.output_tokens'), sql.lit(0)).as('output_tokens'),
+          eb.fn.coalesce(eb.fn.sum('s.cost_nanos'), sql.lit(0)).as('cost_nanos'),
+        ])
+        .groupBy([day, 's.provider_credential_uuid', 'p.name', 's.upstream_model'])
+        .execute(),
+    );
+    return rows.map((r) => ({
+      date: r.date,
+      credentialUuid: r.credential_uuid,
+      credentialName: r.credential_name ?? null,
+      model: r.model,
+      calls: Number(r.calls),
+      errors: Number(r.errors),
+      inputTokens: Number(r.input_tokens),
+      outputTokens: Number(r.output_tokens),
+      costNanos: Number(r.cost_nanos),
+    }));
+  },
+
+  /** The task when it is the user's, with its agent (the proxy's attribution header). */
+  async findTask(ex: Executor, userUuid: string, taskUuid: string) {
+    // Read-only look at the tasks table: attribution needs only owner and agent.
+    return guard(
+      ex
+        .selectFrom('tasks')
+        .select(['uuid', 'agent_uuid'])
+        .where('uuid', '=', taskUuid)
+        .where('user_uuid', '=', userUuid)
+        .executeTakeFirst(),
+    );
+  },
+
+  /** Deletes up to `batch` records created before `before`; returns how many went. */
+  async sweep(ex: Executor, before: string, batch: number): Promise<number> {
+    const old = ex.selectFrom('spotlight_calls').select('uuid').where('created_at', '<', before).limit(batch);
+    const result = await guard(ex.deleteFrom('spotlight_calls').where('uuid', 'in', old).executeTakeFirst());
+    return Number(result.numDeletedRows);
+  },
+};
+
+export type SpotlightRepo = typeof spotlightRepo;
+
+function toNamedCall(r: Record<string, unknown>): NamedCallRow {
+  const row = r as {
+    uuid: string;
+    user_uuid: string;
+    created_at: string;
+    source: string;
+    model: string;
+    upstream_model: string;
+    response_model: string | null;
+    provider_credential_uuid: string;
+    stream: number | boolean;
+    status_code: number;
+    error: unknown;
+    latency_ms: number;
+    time_to_first_token_ms: number | null;
+    input_tokens: number | string | null;
+    output_tokens: number | string | null;
+    cost_nanos: number | string | null;
+    agent_uuid: string | null;
+    task_uuid: string | null;
+    credential_name: string | null;
+  };
+  return {
+    uuid: row.uuid,
+    userUuid: row.user_uuid,
+    createdAt: row.created_at,
+    source: row.source as CallRow['source'],
+    model: row.model,
+    upstreamModel: row.upstream_model,
+    responseModel: row.response_model,
+    providerCredentialUuid: row.provider_credential_uuid,
+    providerCredentialName: row.credential_name ?? null,
+    stream: Boolean(row.stream),
+    statusCode: row.status_code,
+    error: row.error === null ? null : fromDbJson<CallError>(row.error),
+    latencyMs: Number(row.latency_ms),
+    timeToFirstTokenMs: num(row.time_to_first_token_ms),
+    inputTokens: num(row.input_tokens),
+    outputTokens: num(row.output_tokens),
+    costNanos: num(row.cost_nanos),
+    agentUuid: row.agent_uuid,
+    taskUuid: row.task_uuid,
+  };
+}

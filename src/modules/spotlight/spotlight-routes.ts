@@ -1,0 +1,134 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { handleError } from '../../http/error-handler.js';
+import { AppError, AuthError } from '../../http/errors.js';
+import { principalOf } from '../../http/guard.js';
+import { openAiError, ProxyError } from './spotlight-fns.js';
+import type { ProxyAnswer } from './spotlight-proxy.js';
+import { ChatCompletionBody, ChatCompletionReply, ModelListReply, OpenAiErrorSchema } from './spotlight-schemas.js';
+import type { SpotlightService } from './spotlight-service.js';
+
+const tags = ['model proxy'];
+const config = { auth: 'user' as const };
+const openAiErrors = Object.fromEntries([400, 404, 413, 415, 500, 502, 504].map((s) => [s, OpenAiErrorSchema]));
+
+const header = (request: FastifyRequest, name: string) => {
+  const v = request.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+};
+
+/** Authentication and the rate limit keep their own shapes; everything else speaks OpenAI's. */
+function openAiErrorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  if (err instanceof AuthError || (err instanceof AppError && err.code === 'RATE_LIMITED')) {
+    return handleError(err, request, reply);
+  }
+  if (err instanceof ProxyError) return sendJson(reply, err.status, JSON.stringify(err.body));
+  const status =
+    err.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
+      ? 413
+      : err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+        ? 415
+        : err.statusCode;
+  if (status && status >= 400 && status < 500) {
+    const message =
+      status === 413
+        ? 'Request body is too large'
+        : status === 415
+          ? 'Send the request as application/json'
+          : err.message;
+    return sendJson(reply, status, JSON.stringify(openAiError(message, 'invalid_request_error', null)));
+  }
+  request.log.error({ err }, 'unhandled proxy error');
+  return sendJson(reply, 500, JSON.stringify(openAiError('Internal server error', 'server_error' as never, null)));
+}
+
+function sendJson(reply: FastifyReply, status: number, body: string) {
+  return reply.code(status).header('content-type', 'application/json; charset=utf-8').send(body);
+}
+
+function send(reply: FastifyReply, answer: ProxyAnswer) {
+  reply.code(answer.status).headers(answer.headers);
+  return reply.send(answer.body);
+}
+
+/**
+ * An AbortSignal that fires when the caller's connection closes before the answer is complete.
+ * (The response's 'close' comes after the end of a complete answer too; the request's 'close'
+ * only says its body was read.)
+ */
+function callerGone(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}
+
+/** The OpenAI-compatible proxy under /spotlight/v1 (a JWT or a platform key). */
+export function proxyRoutes(service: SpotlightService, opts: { maxBodyBytes: number }) {
+  return async function routes(app: FastifyInstance) {
+    app.setNotFoundHandler((request, reply) =>
+      sendJson(
+        reply,
+        404,
+        JSON.stringify(
+          openAiError(`Unknown path ${request.url.split('?')[0]}`, 'invalid_request_error', 'unknown_url'),
+        ),
+      ),
+    );
+
+    app.post(
+      '/chat/completions',
+      {
+        config,
+        bodyLimit: opts.maxBodyBytes,
+        errorHandler: openAiErrorHandler,
+        // The service checks the body itself: errors here are OpenAI's, and unknown fields pass through.
+        attachValidation: true,
+        schema: {
+          tags,
+          summary: 'Chat completion through a provider credential',
+          description:
+            'OpenAI-compatible: point an OpenAI client at {base_url}/spotlight/v1 with a platform key. The credential is chosen by X-Taskhook-Credential, or by the model prefix `<credential name>/`. X-Taskhook-Task-Id attributes the call to one of your tasks. The upstream answer (status, body, Content-Type, Retry-After) is relayed; streams event by event. Every call that selected a credential is recorded, and its answer carries X-Taskhook-Call-Id.',
+          body: ChatCompletionBody,
+          response: { 200: ChatCompletionReply, ...openAiErrors },
+        },
+      },
+      async (request, reply) => {
+        const answer = await service.chatCompletions({
+          userUuid: principalOf(request).userUuid,
+          body: request.body,
+          credential: header(request, 'x-taskhook-credential'),
+          taskId: header(request, 'x-taskhook-task-id'),
+          traceparent: header(request, 'traceparent'),
+          signal: callerGone(reply),
+        });
+        if (answer.callId) reply.header('x-taskhook-call-id', answer.callId);
+        return send(reply, answer);
+      },
+    );
+
+    app.get(
+      '/models',
+      {
+        config,
+        errorHandler: openAiErrorHandler,
+        schema: {
+          tags,
+          summary: 'Models of your provider credentials',
+          description:
+            "With X-Taskhook-Credential: that upstream's list as it is. Without: every credential's models with ids `<credential name>/<id>`, leaving out credentials whose upstream fails.",
+          response: { 200: ModelListReply, ...openAiErrors },
+        },
+      },
+      async (request, reply) =>
+        send(
+          reply,
+          await service.models(
+            principalOf(request).userUuid,
+            header(request, 'x-taskhook-credential'),
+            callerGone(reply),
+          ),
+        ),
+    );
+  };
+}

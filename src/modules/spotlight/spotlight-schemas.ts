@@ -1,0 +1,124 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { PaginationSchema, TimestampSchema, UuidSchema } from '../../http/common-schemas.js';
+
+export const OpenAiErrorSchema = Type.Object(
+  {
+    error: Type.Object({
+      message: Type.String(),
+      type: Type.String({
+        description: "invalid_request_error for the proxy's own refusals; upstream_error otherwise.",
+      }),
+      param: Type.Union([Type.String(), Type.Null()]),
+      code: Type.Union([Type.String(), Type.Null()], {
+        description:
+          "credential_not_found, model_not_found, invalid_task_id, upstream_error, upstream_unreachable, upstream_timeout, or the upstream's own code.",
+      }),
+    }),
+  },
+  {
+    title: 'OpenAIError',
+    description: "OpenAI's error shape: every error of /spotlight/v1 other than authentication and rate limit.",
+  },
+);
+
+export const ChatCompletionBody = Type.Object(
+  {
+    model: Type.String({
+      description: '<credential name>/<upstream model>, or the upstream model when X-Taskhook-Credential is sent.',
+    }),
+    messages: Type.Array(Type.Unknown(), { minItems: 1 }),
+    stream: Type.Optional(Type.Boolean()),
+  },
+  {
+    additionalProperties: true,
+    description: "OpenAI's chat-completion request; every other field is passed upstream unchanged.",
+  },
+);
+
+const Nullable = <T extends ReturnType<typeof Type.Integer>>(t: T) => Type.Union([t, Type.Null()]);
+
+export const CallSchema = Type.Object(
+  {
+    id: UuidSchema,
+    created_at: TimestampSchema,
+    source: Type.Union([Type.Literal('api'), Type.Literal('runtime')]),
+    model: Type.String({ description: 'The model as the caller sent it.' }),
+    upstream_model: Type.String(),
+    response_model: Type.Union([Type.String(), Type.Null()]),
+    provider_credential_uuid: UuidSchema,
+    provider_credential_name: Type.Union([Type.String(), Type.Null()], {
+      description: 'Null once the credential is deleted.',
+    }),
+    stream: Type.Boolean(),
+    status_code: Type.Integer({
+      description: 'What the caller got (200 for a stream that started; 499 when the caller left first).',
+    }),
+    error: Type.Union([
+      Type.Object({
+        code: Type.Union(
+          ['upstream_error', 'upstream_unreachable', 'upstream_timeout', 'client_closed'].map((c) => Type.Literal(c)),
+        ),
+        message: Type.String(),
+      }),
+      Type.Null(),
+    ]),
+    latency_ms: Type.Integer(),
+    time_to_first_token_ms: Nullable(Type.Integer()),
+    input_tokens: Nullable(Type.Integer()),
+    output_tokens: Nullable(Type.Integer()),
+    cost_usd: Type.Union([Type.Number(), Type.Null()], {
+      description:
+        "From the price table (shipped, or the operator's); null when the model has no price or no usage came.",
+    }),
+    agent_uuid: Type.Union([UuidSchema, Type.Null()]),
+    task_id: Type.Union([UuidSchema, Type.Null()]),
+  },
+  { title: 'ModelCall' },
+);
+export type CallView = Static<typeof CallSchema>;
+
+export const CallListQuery = Type.Object({
+  task_id: Type.Optional(UuidSchema),
+  agent_uuid: Type.Optional(UuidSchema),
+  provider_credential_uuid: Type.Optional(UuidSchema),
+  page: Type.Integer({ minimum: 1, maximum: 10_000, default: 1 }),
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
+});
+export const CallListReply = Type.Object({ calls: Type.Array(CallSchema), pagination: PaginationSchema });
+export const CallParams = Type.Object({ id: UuidSchema });
+
+const Day = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', description: 'A UTC date, YYYY-MM-DD.' });
+export const UsageQuery = Type.Object({ from: Type.Optional(Day), to: Type.Optional(Day) });
+
+const Totals = {
+  calls: Type.Integer(),
+  errors: Type.Integer(),
+  input_tokens: Type.Integer(),
+  output_tokens: Type.Integer(),
+  cost_usd: Type.Number(),
+};
+export const UsageReply = Type.Object({
+  from: Day,
+  to: Day,
+  usage: Type.Array(
+    Type.Object({
+      date: Day,
+      provider_credential_uuid: UuidSchema,
+      provider_credential_name: Type.Union([Type.String(), Type.Null()]),
+      model: Type.String({ description: 'The upstream model.' }),
+      ...Totals,
+    }),
+  ),
+  totals: Type.Object(Totals),
+});
+export type UsageView = Static<typeof UsageReply>;
+
+export const ChatCompletionReply = Type.Unknown({
+  description:
+    'The upstream answer as it is: a chat completion (application/json), or for stream: true a text/event-stream of chat.completion.chunk events ending with data: [DONE].',
+});
+
+export const ModelListReply = Type.Unknown({
+  description:
+    '{"object": "list", "data": [model, …]}: ids are `<credential name>/<id>` unless X-Taskhook-Credential names one.',
+});

@@ -1,0 +1,107 @@
+import { once } from 'node:events';
+import { PassThrough } from 'node:stream';
+import type { Dispatcher } from 'undici';
+import { chunkFacts, createSseSplitter, sseData } from './spotlight-fns.js';
+import type { CallOutcome, ProxyAnswer } from './spotlight-proxy.js';
+
+const TIMEOUT_CODES = new Set(['UND_ERR_BODY_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT']);
+
+/**
+ * Relays an upstream SSE answer event by event as it arrives (never buffered to the end), reading
+ * each chunk for the record: the response model, the first token, the usage. The usage-only chunk
+ * the proxy asked for is dropped unless the caller asked for it too. A stream that fails after it
+ * started ends with one error event and no [DONE]. `onEnd` runs (the record is written) before the
+ * answer closes, so a caller that has read the whole stream finds the record.
+ */
+export function relayStream(
+  res: Dispatcher.ResponseData,
+  opts: {
+    callerWantsUsage: boolean;
+    signal: AbortSignal;
+    upstreamStartedAt: number;
+    now: () => number;
+    onEnd: (outcome: CallOutcome) => Promise<void>;
+  },
+): ProxyAnswer {
+  const out = new PassThrough();
+  const outcome: CallOutcome = {
+    statusCode: 200,
+    error: null,
+    responseModel: null,
+    responseId: null,
+    finishReasons: [],
+    timeToFirstTokenMs: null,
+    inputTokens: null,
+    outputTokens: null,
+    endedAt: 0,
+  };
+  let first = true;
+
+  /** Reads one event for the record; false when it is not to be relayed. */
+  function inspect(event: string): boolean {
+    const data = sseData(event);
+    if (data === null || data === '[DONE]') return true;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(data);
+    } catch {
+      return true;
+    }
+    const facts = chunkFacts(parsed);
+    if (first) {
+      outcome.responseModel = facts.model;
+      outcome.responseId = facts.id;
+      first = false;
+    }
+    if (facts.hasToken && outcome.timeToFirstTokenMs === null) {
+      outcome.timeToFirstTokenMs = Math.max(0, opts.now() - opts.upstreamStartedAt);
+    }
+    outcome.finishReasons.push(...facts.finishReasons);
+    if (facts.usage) {
+      outcome.inputTokens = facts.usage.input;
+      outcome.outputTokens = facts.usage.output;
+    }
+    return !(facts.usageOnly && !opts.callerWantsUsage);
+  }
+
+  async function write(text: string) {
+    if (out.destroyed) return;
+    if (!out.write(text)) await once(out, 'drain', { signal: opts.signal });
+  }
+
+  async function pump() {
+    const splitter = createSseSplitter();
+    const decoder = new TextDecoder();
+    try {
+      for await (const chunk of res.body) {
+        for (const event of splitter.push(decoder.decode(chunk as Buffer, { stream: true }))) {
+          if (inspect(event)) await write(`${event}\n\n`);
+        }
+      }
+      const rest = splitter.push(`${decoder.decode()}\n\n`).join('');
+      if (rest.trim() !== '' && inspect(rest)) await write(`${rest}\n\n`);
+    } catch (err) {
+      const timeout = TIMEOUT_CODES.has((err as { code?: string }).code ?? '');
+      if (opts.signal.aborted) {
+        outcome.error = { code: 'client_closed', message: 'the caller closed the connection' };
+      } else {
+        const code = timeout ? 'upstream_timeout' : 'upstream_error';
+        const message = timeout ? 'Upstream stopped sending in time' : 'Upstream stream failed';
+        outcome.error = { code, message };
+        await write(
+          `data: ${JSON.stringify({ error: { message, type: 'upstream_error', param: null, code } })}\n\n`,
+        ).catch(() => undefined);
+      }
+    }
+    outcome.endedAt = opts.now();
+    await opts.onEnd(outcome).catch(() => undefined);
+    out.end();
+  }
+
+  void pump();
+  return {
+    status: 200,
+    headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' },
+    body: out,
+  };
+}

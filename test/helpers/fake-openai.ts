@@ -1,0 +1,165 @@
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** One request the fake upstream received. */
+export interface SeenRequest {
+  method: string;
+  path: string;
+  headers: IncomingMessage['headers'];
+  body: Record<string, unknown> | null;
+}
+
+/**
+ * A small OpenAI-shaped server on loopback. Its behaviour is chosen by the requested model:
+ * - anything else: a normal answer ("Hello there", usage 11 in / 7 out), streamed when asked;
+ * - `gated`: streams one chunk, then waits for `release()` before the rest;
+ * - `rate-limited`: 429 with OpenAI's error body and Retry-After;
+ * - `broken`: 500 with a plain-text body;
+ * - `hang`: never answers (until the caller goes away: `closed` counts such requests);
+ * - `stall`: streams one chunk, then never another;
+ * - `reset`: streams one chunk, then drops the connection;
+ * - `findings`: answers a review as fenced JSON; `ask`: calls the request_input tool when offered.
+ * GET /models lists two models; a key of `bad-key` gets 401, one of `slow-key` no answer at all.
+ */
+export async function startFakeOpenAi() {
+  const seen: SeenRequest[] = [];
+  let releaseGate: () => void = () => undefined;
+  let gate = new Promise<void>((resolve) => {
+    releaseGate = resolve;
+  });
+  const state = { closed: 0 };
+  const open = new Set<ServerResponse>();
+
+  const server: Server = createServer(async (req, res) => {
+    open.add(res);
+    res.on('close', () => open.delete(res));
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    const body = text ? (JSON.parse(text) as Record<string, unknown>) : null;
+    const path = (req.url ?? '').replace(/^\/v1/, '');
+    seen.push({ method: req.method ?? '', path, headers: req.headers, body });
+    if (req.headers.authorization === 'Bearer bad-key')
+      return json(res, 401, errorBody('Incorrect API key provided', 'invalid_api_key'));
+    if (req.headers.authorization === 'Bearer slow-key') return; // never answers
+    if (req.method === 'GET' && path === '/models') {
+      return json(res, 200, { object: 'list', data: [model('gpt-4o-mini'), model('gpt-4o')] });
+    }
+    if (req.method !== 'POST' || path !== '/chat/completions' || !body)
+      return json(res, 404, errorBody('Not found', null));
+    await answer(body, req, res);
+  });
+
+  async function answer(body: Record<string, unknown>, req: IncomingMessage, res: ServerResponse) {
+    const name = String(body.model);
+    if (name === 'rate-limited') {
+      res.setHeader('retry-after', '7');
+      res.setHeader('x-upstream-secret-header', 'not relayed');
+      return json(res, 429, errorBody('Rate limit reached for requests', 'rate_limit_exceeded'));
+    }
+    if (name === 'broken') {
+      res.writeHead(500, { 'content-type': 'text/plain' });
+      return res.end('boom: the model server fell over');
+    }
+    if (name === 'hang') {
+      req.socket.once('close', () => {
+        state.closed += 1;
+      });
+      return;
+    }
+    if (body.stream !== true) return json(res, 200, completion(name, body));
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    res.flushHeaders();
+    const send = (data: unknown) => res.write(`data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`);
+    send(chunk(name, { role: 'assistant', content: '' }));
+    send(chunk(name, { content: 'Hello' }));
+    if (name === 'gated') await gate;
+    if (name === 'stall') return;
+    // Let the chunks reach the wire first: destroying drops whatever is still queued.
+    if (name === 'reset') return setTimeout(() => res.socket?.destroy(), 100);
+    send(chunk(name, { content: ' there' }));
+    send(chunk(name, {}, 'stop'));
+    const options = body.stream_options as { include_usage?: boolean } | undefined;
+    if (options?.include_usage) send({ ...chunk(name, {}), choices: [], usage: USAGE });
+    send('[DONE]');
+    res.end();
+  }
+
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const port = (server.address() as AddressInfo).port;
+  return {
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    seen,
+    state,
+    /** Lets the `gated` stream finish. */
+    release: () => releaseGate(),
+    resetGate: () => {
+      gate = new Promise<void>((resolve) => {
+        releaseGate = resolve;
+      });
+    },
+    async close() {
+      releaseGate();
+      for (const res of open) res.destroy();
+      server.close();
+      await once(server, 'close');
+    },
+  };
+}
+
+export type FakeOpenAi = Awaited<ReturnType<typeof startFakeOpenAi>>;
+
+export const USAGE = { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 };
+
+function json(res: ServerResponse, status: number, body: unknown) {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+}
+
+const errorBody = (message: string, code: string | null) => ({
+  error: { message, type: 'invalid_request_error', param: null, code },
+});
+
+const model = (id: string) => ({ id, object: 'model', created: 1_700_000_000, owned_by: 'fake' });
+
+export const REVIEW = {
+  summary: 'One problem',
+  findings: [{ file: 'a.ts', line: 3, severity: 'high', message: 'null dereference', extra: 'dropped' }],
+  verdict: 'dropped too',
+};
+
+function message(name: string, body: Record<string, unknown>) {
+  if (name === 'findings') return { role: 'assistant', content: `\`\`\`json\n${JSON.stringify(REVIEW)}\n\`\`\`` };
+  if (name === 'ask' && Array.isArray(body.tools)) {
+    const call = {
+      id: 'call_1',
+      type: 'function',
+      function: { name: 'request_input', arguments: '{"message":"Which branch?"}' },
+    };
+    return { role: 'assistant', content: null, tool_calls: [call] };
+  }
+  return { role: 'assistant', content: 'Hello there' };
+}
+
+function completion(name: string, body: Record<string, unknown>) {
+  return {
+    id: 'chatcmpl-fake',
+    object: 'chat.completion',
+    created: 1_700_000_000,
+    model: `${name}-2024-07-18`,
+    choices: [{ index: 0, message: message(name, body), finish_reason: 'stop' }],
+    usage: USAGE,
+  };
+}
+
+function chunk(name: string, delta: Record<string, unknown>, finish: string | null = null) {
+  return {
+    id: 'chatcmpl-fake',
+    object: 'chat.completion.chunk',
+    created: 1_700_000_000,
+    model: `${name}-2024-07-18`,
+    choices: [{ index: 0, delta, finish_reason: finish }],
+  };
+}

@@ -1,0 +1,234 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { apiKeyHint, normaliseBaseUrl } from '../../../src/modules/providers/providers-fns.js';
+import {
+  checkChatBody,
+  chunkFacts,
+  createSseSplitter,
+  type ProxyError,
+  splitModel,
+  sseData,
+  upstreamChatBody,
+  upstreamErrorBody,
+} from '../../../src/modules/spotlight/spotlight-fns.js';
+import { costNanos, loadPriceTable, priceOf, SHIPPED_PRICES } from '../../../src/modules/spotlight/spotlight-prices.js';
+import {
+  genAiSpanAttributes,
+  genAiSpanOf,
+  type RecordedCall,
+} from '../../../src/modules/spotlight/spotlight-telemetry.js';
+import { tempDir } from '../../helpers/databases.js';
+
+describe('provider credential rules', () => {
+  it.each([
+    ['sk-proj-abc…wxyz'.replace('…', 'defghijklmnop'), 'sk-…wxyz'],
+    ['0123456789abcdef', '012…cdef'],
+    ['0123456789abcde', '…'],
+    ['', '…'],
+  ])('hint of %j is %j', (key, hint) => expect(apiKeyHint(key)).toBe(hint));
+
+  it('normalises base URLs and names what is wrong', () => {
+    expect(normaliseBaseUrl('https://a.example/v1///')).toEqual({ ok: true, url: 'https://a.example/v1' });
+    expect(normaliseBaseUrl('http://a.example:8000')).toEqual({ ok: true, url: 'http://a.example:8000' });
+    for (const bad of [
+      'a.example/v1',
+      'ws://a.example',
+      'https://u@a.example',
+      'https://a.example/v1?',
+      'https://a.example/#x',
+    ]) {
+      expect(normaliseBaseUrl(bad).ok).toBe(false);
+    }
+  });
+});
+
+describe('proxy request shaping', () => {
+  it.each([
+    ['fake/gpt-4o', { credential: 'fake', upstream: 'gpt-4o' }],
+    ['or/meta-llama/llama-3', { credential: 'or', upstream: 'meta-llama/llama-3' }],
+    ['gpt-4o', null],
+    ['/gpt-4o', null],
+    ['fake/', null],
+  ])('splits %j', (model, expected) => expect(splitModel(model)).toEqual(expected));
+
+  it('checks only model and messages, naming the field', () => {
+    expect(checkChatBody({ model: 'm', messages: [{}], anything: { else: 1 } })).toMatchObject({
+      anything: { else: 1 },
+    });
+    const param = (body: unknown) => {
+      try {
+        checkChatBody(body);
+        return 'accepted';
+      } catch (err) {
+        return (err as ProxyError).body.error.param;
+      }
+    };
+    expect([
+      param(null),
+      param([]),
+      param({ messages: [1] }),
+      param({ model: 1, messages: [1] }),
+      param({ model: 'm', messages: {} }),
+    ]).toEqual([null, null, 'model', 'model', 'messages']);
+  });
+
+  it('replaces the model and asks for usage on streams, keeping other stream options', () => {
+    const body = { model: 'a/b', messages: [1], stream: true, stream_options: { foo: 1 }, n: 2 };
+    expect(upstreamChatBody(body, 'b')).toEqual({
+      body: { model: 'b', messages: [1], stream: true, stream_options: { foo: 1, include_usage: true }, n: 2 },
+      stream: true,
+      callerWantsUsage: false,
+    });
+    expect(upstreamChatBody({ ...body, stream_options: { include_usage: true } }, 'b').callerWantsUsage).toBe(true);
+    expect(upstreamChatBody({ model: 'a/b', messages: [1] }, 'b').body).toEqual({ model: 'b', messages: [1] });
+  });
+});
+
+describe('reading streams', () => {
+  it('splits SSE events the same wherever the chunks break', () => {
+    const events = ['data: {"a":1}', 'data: {"b":"x\\ny"}', 'event: ping\ndata: 2', 'data: [DONE]'];
+    const text = events.map((e) => `${e}\n\n`).join('');
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.integer({ min: 1, max: text.length - 1 }), { maxLength: 10 }), (cuts) => {
+        const splitter = createSseSplitter();
+        const points = [0, ...cuts.sort((x, y) => x - y), text.length];
+        const out: string[] = [];
+        for (let i = 1; i < points.length; i++) out.push(...splitter.push(text.slice(points[i - 1], points[i])));
+        expect(out).toEqual(events);
+        expect(splitter.rest()).toBe('');
+      }),
+    );
+    expect(createSseSplitter().push('data: 1\r\n\r\ndata: 2\n\n')).toEqual(['data: 1', 'data: 2']);
+    expect(sseData('event: x\ndata: a\ndata: b')).toBe('a\nb');
+    expect(sseData(': comment')).toBeNull();
+  });
+
+  it('reads model, first token, usage and finish reasons of chunks', () => {
+    expect(chunkFacts({ model: 'm', id: 'i', choices: [{ delta: { role: 'assistant', content: '' } }] })).toMatchObject(
+      {
+        model: 'm',
+        id: 'i',
+        hasToken: false,
+        usageOnly: false,
+      },
+    );
+    expect(chunkFacts({ choices: [{ delta: { tool_calls: [{}] } }] }).hasToken).toBe(true);
+    expect(chunkFacts({ choices: [{ delta: { refusal: 'no' }, finish_reason: 'stop' }] })).toMatchObject({
+      hasToken: true,
+      finishReasons: ['stop'],
+    });
+    expect(chunkFacts({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 4 } })).toMatchObject({
+      usageOnly: true,
+      usage: { input: 3, output: 4 },
+    });
+    expect(chunkFacts({ usage: { prompt_tokens: -1, completion_tokens: 'x' } }).usage).toEqual({
+      input: null,
+      output: null,
+    });
+  });
+
+  it('relays JSON error bodies unchanged and wraps anything else', () => {
+    const json = '{"error":{"message":"bad","type":"x","param":null,"code":"y"}}';
+    expect(upstreamErrorBody(400, json)).toEqual({ body: json, message: 'bad', json: true });
+    const wrapped = upstreamErrorBody(502, `<html>${'x'.repeat(600)}`);
+    expect(JSON.parse(wrapped.body).error).toEqual({
+      message: `upstream answered HTTP 502: <html>${'x'.repeat(494)}`,
+      type: 'upstream_error',
+      param: null,
+      code: 'upstream_error',
+    });
+    expect(upstreamErrorBody(500, '{"error":"string"}').json).toBe(false);
+  });
+});
+
+describe('prices', () => {
+  it('finds exact entries, dated snapshots and router prefixes', () => {
+    expect(priceOf(SHIPPED_PRICES, 'gpt-4o-mini')).toEqual({ input: 0.15, output: 0.6 });
+    expect(priceOf(SHIPPED_PRICES, 'gpt-4o-mini-2024-07-18')).toEqual({ input: 0.15, output: 0.6 });
+    expect(priceOf(SHIPPED_PRICES, 'gpt-4o-2024-08-06')).toEqual({ input: 2.5, output: 10 });
+    expect(priceOf(SHIPPED_PRICES, 'openai/gpt-4o')).toEqual({ input: 2.5, output: 10 });
+    expect(priceOf(SHIPPED_PRICES, 'llama3')).toBeUndefined();
+    expect(priceOf(SHIPPED_PRICES, 'gpt-4omega')).toBeUndefined();
+  });
+
+  it('computes exact costs in billionths of a dollar', () => {
+    expect(costNanos(SHIPPED_PRICES, 'gpt-4o', 1_000_000, 1_000_000)).toBe(12_500_000_000);
+    expect(costNanos(SHIPPED_PRICES, 'gpt-4o-mini', 11, 7)).toBe(5850);
+    expect(costNanos(SHIPPED_PRICES, 'gpt-4o', null, 10)).toBe(100_000);
+    expect(costNanos(SHIPPED_PRICES, 'gpt-4o', null, null)).toBeNull();
+    expect(costNanos(SHIPPED_PRICES, 'unknown', 10, 10)).toBeNull();
+  });
+
+  it("lays the operator's file over the shipped table and refuses a malformed one", () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'prices.json');
+    writeFileSync(file, JSON.stringify({ 'gpt-4o': { input: 1, output: 2 }, llama3: { input: 0, output: 0 } }));
+    const table = loadPriceTable(file);
+    expect(table['gpt-4o']).toEqual({ input: 1, output: 2 });
+    expect(table.llama3).toEqual({ input: 0, output: 0 });
+    expect(table['gpt-4o-mini']).toEqual(SHIPPED_PRICES['gpt-4o-mini']);
+    expect(loadPriceTable(undefined)).toBe(SHIPPED_PRICES);
+    for (const bad of [
+      '[]',
+      '{"m": {"input": -1, "output": 1}}',
+      '{"m": {"input": 1}}',
+      '{"m": {"input": 1, "output": 1, "x": 1}}',
+      'nope',
+    ]) {
+      writeFileSync(file, bad);
+      expect(() => loadPriceTable(file)).toThrow(/TASKHOOK_MODEL_PRICES_FILE/);
+    }
+    expect(() => loadPriceTable(path.join(dir, 'missing.json'))).toThrow(/TASKHOOK_MODEL_PRICES_FILE/);
+  });
+});
+
+describe('GenAI span of a call', () => {
+  const call: RecordedCall = {
+    uuid: '0190b4c2-0000-7000-8000-000000000001',
+    userUuid: 'u',
+    createdAt: '2026-11-22T10:00:00.000Z',
+    source: 'api',
+    model: 'fake/gpt-4o',
+    upstreamModel: 'gpt-4o',
+    responseModel: 'gpt-4o-2024-08-06',
+    providerCredentialUuid: 'c',
+    stream: true,
+    statusCode: 200,
+    error: null,
+    latencyMs: 120,
+    timeToFirstTokenMs: 40,
+    inputTokens: 11,
+    outputTokens: 7,
+    costNanos: 97_500,
+    agentUuid: 'a',
+    taskUuid: 't',
+    responseId: 'chatcmpl-1',
+    finishReasons: ['stop'],
+    traceparent: null,
+    request: { temperature: 0.2, maxTokens: undefined, baseUrl: 'https://api.example.com/v1' },
+  };
+
+  it('carries the GenAI attributes of the call and nothing of its text', () => {
+    expect(genAiSpanAttributes(call)).toEqual({
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.provider.name': 'openai',
+      'gen_ai.request.model': 'gpt-4o',
+      'gen_ai.response.model': 'gpt-4o-2024-08-06',
+      'gen_ai.response.id': 'chatcmpl-1',
+      'gen_ai.response.finish_reasons': ['stop'],
+      'gen_ai.usage.input_tokens': 11,
+      'gen_ai.usage.output_tokens': 7,
+      'gen_ai.request.temperature': 0.2,
+      'server.address': 'api.example.com',
+      'server.port': 443,
+      'taskhook.spotlight.call_id': call.uuid,
+      'taskhook.task_id': 't',
+      'taskhook.agent_uuid': 'a',
+    });
+    const failed = genAiSpanOf({ ...call, error: { code: 'upstream_timeout', message: 'late' } });
+    expect(failed).toMatchObject({ name: 'chat gpt-4o', kind: 'client', status: 'error', durationMs: 120 });
+    expect(failed.attributes['error.type']).toBe('upstream_timeout');
+  });
+});
