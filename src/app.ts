@@ -14,6 +14,7 @@ import { createAccountsModule } from './modules/accounts/accounts-module.js';
 import { createAgentsModule } from './modules/agents/agents-module.js';
 import type { AgentDeleteCascade } from './modules/agents/agents-service.js';
 import { createCallbacksModule } from './modules/callbacks/callbacks-module.js';
+import { dashboardRoutes } from './modules/dashboard/dashboard-module.js';
 import { createHealthModule } from './modules/health/health-module.js';
 import { createTasksModule } from './modules/tasks/tasks-module.js';
 import { createTriggersModule } from './modules/triggers/triggers-module.js';
@@ -111,5 +112,7 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   await app.register(tasks.routes);
   await app.register(triggers.routes);
   await app.register(callbacks.attach(tasks.service));
+  // The dashboard: static files at /dashboard/ with their own security headers (TASKHOOK_DASHBOARD=false: 404).
+  if (config.dashboard) await app.register(dashboardRoutes());
   return app;
 }

@@ -25,6 +25,7 @@ export const ConfigSchema = Type.Object({
   healthIntervalMs: Type.Integer({ minimum: 50 }),
   sweepIntervalMs: Type.Integer({ minimum: 10 }),
   callbackTimeoutMs: Type.Integer({ minimum: 100 }),
+  dashboard: Type.Boolean(),
 });
 
 export type Config = Static<typeof ConfigSchema>;
@@ -90,6 +91,7 @@ export function loadConfig(env: Env = process.env): Config {
     healthIntervalMs: int(env, 'TASKHOOK_HEALTH_INTERVAL_MS', 2000),
     sweepIntervalMs: int(env, 'TASKHOOK_SWEEP_INTERVAL_MS', 1000),
     callbackTimeoutMs: int(env, 'TASKHOOK_CALLBACK_TIMEOUT_MS', 10_000),
+    dashboard: bool(env, 'TASKHOOK_DASHBOARD', true),
   };
   return validateConfig(config);
 }
