@@ -161,7 +161,7 @@ function SigningSecret() {
   const [shown, setShown] = useState(false);
   const action = useAction();
   return (
-    <section class="block" aria-labelledby="signing-h">
+    <div class="block">
       <div class="list-head">
         <h2 id="signing-h">Callback signing secret</h2>
         <button
@@ -196,7 +196,7 @@ function SigningSecret() {
           Created <Time iso={secret.data.created_at} />
         </p>
       )}
-    </section>
+    </div>
   );
 }
 

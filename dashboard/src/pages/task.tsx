@@ -89,7 +89,7 @@ function ReplyBox({ task, onSent }: { task: Task; onSent(): void }) {
     });
   };
   return (
-    <form class="card form reply" onSubmit={send} aria-label="Reply to the agent">
+    <form class="card form reply" onSubmit={send}>
       <p class="notice">
         <strong>The agent is waiting for you:</strong> {task.input_request?.message}
       </p>

@@ -40,7 +40,7 @@ function TriggerForm({ agentId, onCreated }: { agentId: string; onCreated(t: Tri
 export function FreshSecret({ trigger }: { trigger: Trigger }) {
   if (!trigger.webhook_secret) return null;
   return (
-    <section class="card fresh" aria-label="New webhook secret">
+    <section class="card fresh" aria-label="Shown once">
       <SecretBox
         value={trigger.webhook_secret}
         note="Copy this webhook secret now: it is shown only once. Senders put it in X-Webhook-Secret, or sign the body with it (X-Hub-Signature-256)."
