@@ -23,7 +23,7 @@ const STEP = 60_000;
 const LIVE_MS = 10_000;
 
 function deferred() {
-  let release = () => undefined as void;
+  let release: () => void = () => undefined;
   const promise = new Promise<void>((resolve) => {
     release = resolve;
   });
@@ -79,173 +79,215 @@ describe.skipIf(!chromiumAvailable()).each(DATABASES)('dashboard in Chromium ($n
     await t?.close();
   }, 60_000);
 
-  it('logs in (a protected page first sends the user to the login screen)', async () => {
-    await page.goto(`${t.url}/dashboard/keys`);
-    await page.getByRole('button', { name: 'Log in' }).waitFor();
-    expect(new URL(page.url()).pathname).toBe('/dashboard/login');
-    await audit('login');
-    await screenshot(page, `${db.name}-login`);
-    await page.getByRole('textbox', { name: 'Email' }).fill(user.email);
-    await page.getByLabel('Password').fill('wrong password');
-    await page.getByRole('button', { name: 'Log in' }).click();
-    await page.getByRole('alert').getByText('Invalid email or password').waitFor();
-    await page.getByLabel('Password').fill(user.password);
-    await page.getByRole('button', { name: 'Log in' }).click();
-    await page.getByRole('button', { name: 'New agent' }).waitFor();
-    const token = await page.evaluate('sessionStorage.getItem("taskhook.token")');
-    expect(typeof token).toBe('string');
-    expect(await page.evaluate('document.cookie + localStorage.length')).toBe('0');
-    await page.getByText('No agents yet').waitFor();
-    await audit('agents-empty');
-  }, STEP);
+  it(
+    'logs in (a protected page first sends the user to the login screen)',
+    async () => {
+      await page.goto(`${t.url}/dashboard/keys`);
+      await page.getByRole('button', { name: 'Log in' }).waitFor();
+      expect(new URL(page.url()).pathname).toBe('/dashboard/login');
+      await audit('login');
+      await screenshot(page, `${db.name}-login`);
+      await page.getByRole('textbox', { name: 'Email' }).fill(user.email);
+      await page.getByLabel('Password').fill('wrong password');
+      await page.getByRole('button', { name: 'Log in' }).click();
+      await page.getByRole('alert').getByText('Invalid email or password').waitFor();
+      await page.getByLabel('Password').fill(user.password);
+      await page.getByRole('button', { name: 'Log in' }).click();
+      await page.getByRole('button', { name: 'New agent' }).waitFor();
+      const token = await page.evaluate('sessionStorage.getItem("taskhook.token")');
+      expect(typeof token).toBe('string');
+      expect(await page.evaluate('document.cookie + localStorage.length')).toBe('0');
+      await page.getByText('No agents yet').waitFor();
+      await audit('agents-empty');
+    },
+    STEP,
+  );
 
-  it('creates an agent', async () => {
-    await page.getByRole('button', { name: 'New agent' }).click();
-    await page.getByLabel('Name').fill('reviewer');
-    await page.getByLabel('Description').fill('Reviews diffs');
-    await page.getByRole('button', { name: 'Create' }).click();
-    await page.getByRole('button', { name: 'Submit task' }).waitFor();
-    agentId = new URL(page.url()).pathname.split('/')[3] as string;
-    const res = await api('GET', `/agent/${agentId}`);
-    expect(res.status).toBe(200);
-    expect(((await res.json()) as { name: string }).name).toBe('reviewer');
-    await page.getByText('No tasks yet').waitFor();
-    await audit('agent-tasks');
-  }, STEP);
+  it(
+    'creates an agent',
+    async () => {
+      await page.getByRole('button', { name: 'New agent' }).click();
+      await page.getByLabel('Name').fill('reviewer');
+      await page.getByLabel('Description').fill('Reviews diffs');
+      await page.getByRole('button', { name: 'Create' }).click();
+      await page.getByRole('button', { name: 'Submit task' }).waitFor();
+      agentId = new URL(page.url()).pathname.split('/')[3] as string;
+      const res = await api('GET', `/agent/${agentId}`);
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as { name: string }).name).toBe('reviewer');
+      await page.getByText('No tasks yet').waitFor();
+      await audit('agent-tasks');
+    },
+    STEP,
+  );
 
-  it('shows a submitted task go from queued to running to completed without a reload', async () => {
-    const taskId = await submit('review this diff: +console.log(x)');
-    const row = page.locator(`tr[data-task-id="${taskId}"]`);
-    await row.getByText('queued', { exact: true }).waitFor({ timeout: LIVE_MS });
-    await row.getByRole('link').click();
-    await heading('queued').waitFor();
-    worker = runWorker({
-      baseUrl: t.url,
-      apiKey: user.key,
-      agentId,
-      waitSeconds: 1,
-      leaseSeconds: 6,
-      handleSignals: false,
-      gracePeriodMs: 1000,
-      log: () => undefined,
-      handler: async (task, ctx) => {
-        if (task.message.startsWith('ask')) {
-          const last = task.messages[task.messages.length - 1];
-          if (task.messages.length < 2 || last?.role !== 'user') await ctx.askForInput('Which file should I review?');
-          return { summary: `Reviewed ${last?.content}`, findings: [] };
-        }
-        if (task.message.startsWith('hold')) {
-          await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
-          return { summary: 'never reported', findings: [] };
-        }
-        await ctx.progress('reading the diff', 1, 3, true);
-        await gate.promise;
-        return {
-          summary: 'One finding: leftover debug output.',
-          findings: [{ file: 'src/app.ts', line: 12, severity: 'warning', message: 'console.log left in' }],
-        };
-      },
-    });
-    await heading('running').waitFor({ timeout: LIVE_MS });
-    await page.getByText('reading the diff').waitFor({ timeout: LIVE_MS });
-    gate.release();
-    await heading('completed').waitFor({ timeout: LIVE_MS });
-    await page.getByRole('cell', { name: 'console.log left in' }).waitFor();
-    await page.getByText('One finding: leftover debug output.').waitFor();
-    expect(await page.getByRole('button', { name: 'Cancel task' }).count()).toBe(0);
-    await audit('task');
-    await screenshot(page, `${db.name}-task`);
-  }, STEP);
+  it(
+    'shows a submitted task go from queued to running to completed without a reload',
+    async () => {
+      const taskId = await submit('review this diff: +console.log(x)');
+      const row = page.locator(`tr[data-task-id="${taskId}"]`);
+      await row.getByText('queued', { exact: true }).waitFor({ timeout: LIVE_MS });
+      await row.getByRole('link').click();
+      await heading('queued').waitFor();
+      worker = runWorker({
+        baseUrl: t.url,
+        apiKey: user.key,
+        agentId,
+        waitSeconds: 1,
+        leaseSeconds: 6,
+        handleSignals: false,
+        gracePeriodMs: 1000,
+        log: () => undefined,
+        handler: async (task, ctx) => {
+          if (task.message.startsWith('ask')) {
+            const last = task.messages[task.messages.length - 1];
+            if (task.messages.length < 2 || last?.role !== 'user') await ctx.askForInput('Which file should I review?');
+            return { summary: `Reviewed ${last?.content}`, findings: [] };
+          }
+          if (task.message.startsWith('hold')) {
+            await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+            return { summary: 'never reported', findings: [] };
+          }
+          await ctx.progress('reading the diff', 1, 3, true);
+          await gate.promise;
+          return {
+            summary: 'One finding: leftover debug output.',
+            findings: [{ file: 'src/app.ts', line: 12, severity: 'warning', message: 'console.log left in' }],
+          };
+        },
+      });
+      await heading('running').waitFor({ timeout: LIVE_MS });
+      await page.getByText('reading the diff').waitFor({ timeout: LIVE_MS });
+      gate.release();
+      await heading('completed').waitFor({ timeout: LIVE_MS });
+      await page.getByRole('cell', { name: 'console.log left in' }).waitFor();
+      await page.getByText('One finding: leftover debug output.').waitFor();
+      expect(await page.getByRole('button', { name: 'Cancel task' }).count()).toBe(0);
+      await audit('task');
+      await screenshot(page, `${db.name}-task`);
+    },
+    STEP,
+  );
 
-  it('answers an awaiting_input task from the reply box', async () => {
-    const taskId = await submit('ask me which file');
-    await page.goto(`${t.url}/dashboard/agents/${agentId}/tasks/${taskId}`);
-    await heading('awaiting_input').waitFor({ timeout: LIVE_MS });
-    await page.getByText('Which file should I review?').first().waitFor();
-    await audit('task-awaiting-input');
-    await page.getByLabel('Reply', { exact: true }).fill('src/routes.ts');
-    await page.getByRole('button', { name: 'Send reply' }).click();
-    await heading('completed').waitFor({ timeout: LIVE_MS });
-    await page.getByText('Reviewed src/routes.ts').waitFor();
-  }, STEP);
+  it(
+    'answers an awaiting_input task from the reply box',
+    async () => {
+      const taskId = await submit('ask me which file');
+      await page.goto(`${t.url}/dashboard/agents/${agentId}/tasks/${taskId}`);
+      await heading('awaiting_input').waitFor({ timeout: LIVE_MS });
+      await page.getByText('Which file should I review?').first().waitFor();
+      await audit('task-awaiting-input');
+      await page.getByLabel('Reply', { exact: true }).fill('src/routes.ts');
+      await page.getByRole('button', { name: 'Send reply' }).click();
+      await heading('completed').waitFor({ timeout: LIVE_MS });
+      await page.getByText('Reviewed src/routes.ts').waitFor();
+    },
+    STEP,
+  );
 
-  it('cancels a running task', async () => {
-    const taskId = await submit('hold until cancelled');
-    await page.goto(`${t.url}/dashboard/agents/${agentId}/tasks/${taskId}`);
-    await heading('running').waitFor({ timeout: LIVE_MS });
-    await page.getByRole('button', { name: 'Cancel task' }).click();
-    await heading('cancelled').waitFor({ timeout: LIVE_MS });
-    const res = await api('GET', `/agent/${agentId}/task/${taskId}`);
-    expect(((await res.json()) as { status: string }).status).toBe('cancelled');
-  }, STEP);
+  it(
+    'cancels a running task',
+    async () => {
+      const taskId = await submit('hold until cancelled');
+      await page.goto(`${t.url}/dashboard/agents/${agentId}/tasks/${taskId}`);
+      await heading('running').waitFor({ timeout: LIVE_MS });
+      await page.getByRole('button', { name: 'Cancel task' }).click();
+      await heading('cancelled').waitFor({ timeout: LIVE_MS });
+      const res = await api('GET', `/agent/${agentId}/task/${taskId}`);
+      expect(((await res.json()) as { status: string }).status).toBe('cancelled');
+    },
+    STEP,
+  );
 
-  it('creates a trigger, shows its secret once, and lists a delivery fired at it', async () => {
-    await page.getByRole('link', { name: 'Triggers', exact: true }).first().click();
-    await page.getByRole('button', { name: 'New trigger' }).click();
-    await page.getByLabel('Name').fill('github pushes');
-    await page.getByLabel('Template').fill('Review {{payload.ref}} by {{payload.pusher.name}}');
-    await page.getByRole('button', { name: 'Create' }).click();
-    const secret = (await page.getByLabel('Secret', { exact: true }).textContent())?.trim() ?? '';
-    expect(secret).toMatch(/^whs_/);
-    const url = (await page.locator('.fresh code').textContent())?.trim() ?? '';
-    expect(url).toMatch(new RegExp(`^${t.url}/v1/webhooks/triggers/`));
-    const fired = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-webhook-secret': secret, 'x-github-delivery': 'delivery-1' },
-      body: JSON.stringify({ ref: 'refs/heads/main', pusher: { name: 'ada' } }),
-    });
-    expect(fired.status).toBe(202);
-    await audit('triggers');
-    await page.getByRole('link', { name: 'github pushes' }).click();
-    await page.getByText('delivery-1').waitFor();
-    await page.getByRole('cell', { name: '202' }).waitFor();
-    expect(await page.getByLabel('Secret', { exact: true }).count()).toBe(0);
-    await page.reload();
-    await page.getByText('delivery-1').waitFor();
-    expect(await page.getByText(secret).count()).toBe(0);
-    await audit('trigger');
-    await screenshot(page, `${db.name}-trigger`);
-    await page.getByRole('button', { name: 'Disable' }).click();
-    await page.getByRole('button', { name: 'Enable' }).waitFor();
-  }, STEP);
+  it(
+    'creates a trigger, shows its secret once, and lists a delivery fired at it',
+    async () => {
+      await page.getByRole('link', { name: 'Triggers', exact: true }).first().click();
+      await page.getByRole('button', { name: 'New trigger' }).click();
+      await page.getByLabel('Name').fill('github pushes');
+      await page.getByLabel('Template').fill('Review {{payload.ref}} by {{payload.pusher.name}}');
+      await page.getByRole('button', { name: 'Create' }).click();
+      const secret = (await page.getByLabel('Secret', { exact: true }).textContent())?.trim() ?? '';
+      expect(secret).toMatch(/^whs_/);
+      const url = (await page.locator('.fresh code').textContent())?.trim() ?? '';
+      expect(url).toMatch(new RegExp(`^${t.url}/v1/webhooks/triggers/`));
+      const fired = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-webhook-secret': secret, 'x-github-delivery': 'delivery-1' },
+        body: JSON.stringify({ ref: 'refs/heads/main', pusher: { name: 'ada' } }),
+      });
+      expect(fired.status).toBe(202);
+      await audit('triggers');
+      await page.getByRole('link', { name: 'github pushes' }).click();
+      await page.getByText('delivery-1').waitFor();
+      await page.getByRole('cell', { name: '202' }).waitFor();
+      expect(await page.getByLabel('Secret', { exact: true }).count()).toBe(0);
+      await page.reload();
+      await page.getByText('delivery-1').waitFor();
+      expect(await page.getByText(secret).count()).toBe(0);
+      await audit('trigger');
+      await screenshot(page, `${db.name}-trigger`);
+      await page.getByRole('button', { name: 'Disable' }).click();
+      await page.getByRole('button', { name: 'Enable' }).waitFor();
+    },
+    STEP,
+  );
 
-  it('creates a platform key, shows last_used_at once it is used, and revokes it', async () => {
-    await page.getByRole('link', { name: 'Keys' }).click();
-    await page.getByRole('button', { name: 'New key' }).click();
-    await page.getByLabel('Name').fill('ci');
-    await page.getByRole('button', { name: 'Create' }).click();
-    const key = (await page.getByLabel('Secret', { exact: true }).textContent())?.trim() ?? '';
-    expect(key).toMatch(/^sk_service_/);
-    const row = page.locator('tr', { hasText: 'ci' }).filter({ hasText: key.slice(0, 16) });
-    expect((await row.locator('.last-used').textContent())?.trim()).toBe('never');
-    expect((await api('GET', '/agent/list', undefined, key)).status).toBe(200);
-    await page.reload();
-    await page.locator('tr', { hasText: key.slice(0, 16) }).locator('.last-used time').waitFor();
-    await audit('keys');
-    await screenshot(page, `${db.name}-keys`);
-    await page.getByRole('button', { name: 'Revoke ci' }).click();
-    await page.locator('tr', { hasText: key.slice(0, 16) }).getByText('revoked', { exact: true }).waitFor();
-    expect((await api('GET', '/agent/list', undefined, key)).status).toBe(401);
-  }, STEP);
+  it(
+    'creates a platform key, shows last_used_at once it is used, and revokes it',
+    async () => {
+      await page.getByRole('link', { name: 'Keys' }).click();
+      await page.getByRole('button', { name: 'New key' }).click();
+      await page.getByLabel('Name').fill('ci');
+      await page.getByRole('button', { name: 'Create' }).click();
+      const key = (await page.getByLabel('Secret', { exact: true }).textContent())?.trim() ?? '';
+      expect(key).toMatch(/^sk_service_/);
+      const row = page.locator('tr', { hasText: 'ci' }).filter({ hasText: key.slice(0, 16) });
+      expect((await row.locator('.last-used').textContent())?.trim()).toBe('never');
+      expect((await api('GET', '/agent/list', undefined, key)).status).toBe(200);
+      await page.reload();
+      await page
+        .locator('tr', { hasText: key.slice(0, 16) })
+        .locator('.last-used time')
+        .waitFor();
+      await audit('keys');
+      await screenshot(page, `${db.name}-keys`);
+      await page.getByRole('button', { name: 'Revoke ci' }).click();
+      await page
+        .locator('tr', { hasText: key.slice(0, 16) })
+        .getByText('revoked', { exact: true })
+        .waitFor();
+      expect((await api('GET', '/agent/list', undefined, key)).status).toBe(401);
+    },
+    STEP,
+  );
 
-  it('sends the user back to the login screen when the API answers 401', async () => {
-    await page.evaluate('sessionStorage.setItem("taskhook.token", "not-a-valid-token")');
-    await page.goto(`${t.url}/dashboard/agents/${agentId}`);
-    await page.getByRole('button', { name: 'Log in' }).waitFor();
-    expect(new URL(page.url()).pathname).toBe('/dashboard/login');
-    expect(await page.evaluate('sessionStorage.getItem("taskhook.token")')).toBeNull();
-  }, STEP);
+  it(
+    'sends the user back to the login screen when the API answers 401',
+    async () => {
+      await page.evaluate('sessionStorage.setItem("taskhook.token", "not-a-valid-token")');
+      await page.goto(`${t.url}/dashboard/agents/${agentId}`);
+      await page.getByRole('button', { name: 'Log in' }).waitFor();
+      expect(new URL(page.url()).pathname).toBe('/dashboard/login');
+      expect(await page.evaluate('sessionStorage.getItem("taskhook.token")')).toBeNull();
+    },
+    STEP,
+  );
 
-  it('logs out, forgetting the session', async () => {
-    await page.getByRole('textbox', { name: 'Email' }).fill(user.email);
-    await page.getByLabel('Password').fill(user.password);
-    await page.getByRole('button', { name: 'Log in' }).click();
-    await page.getByRole('button', { name: 'Log out' }).click();
-    await page.getByRole('button', { name: 'Log in' }).waitFor();
-    expect(await page.evaluate('sessionStorage.getItem("taskhook.token")')).toBeNull();
-    await page.goto(`${t.url}/dashboard/`);
-    await page.getByRole('button', { name: 'Log in' }).waitFor();
-  }, STEP);
+  it(
+    'logs out, forgetting the session',
+    async () => {
+      await page.getByRole('textbox', { name: 'Email' }).fill(user.email);
+      await page.getByLabel('Password').fill(user.password);
+      await page.getByRole('button', { name: 'Log in' }).click();
+      await page.getByRole('button', { name: 'Log out' }).click();
+      await page.getByRole('button', { name: 'Log in' }).waitFor();
+      expect(await page.evaluate('sessionStorage.getItem("taskhook.token")')).toBeNull();
+      await page.goto(`${t.url}/dashboard/`);
+      await page.getByRole('button', { name: 'Log in' }).waitFor();
+    },
+    STEP,
+  );
 
   it('had no accessibility violations of serious impact, no CSP refusals and no script errors on any screen', () => {
     expect(Object.keys(a11y).length).toBeGreaterThanOrEqual(8);
