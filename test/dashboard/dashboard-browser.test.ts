@@ -209,6 +209,7 @@ describe.skipIf(!chromiumAvailable()).each(DATABASES)('dashboard in Chromium ($n
       await page.getByRole('button', { name: 'Create' }).click();
       const secret = (await page.getByLabel('Secret', { exact: true }).textContent())?.trim() ?? '';
       expect(secret).toMatch(/^whs_/);
+      await screenshot(page, `${db.name}-trigger-created`);
       const url = (await page.locator('.fresh code').textContent())?.trim() ?? '';
       expect(url).toMatch(new RegExp(`^${t.url}/v1/webhooks/triggers/`));
       const fired = await fetch(url, {
@@ -263,6 +264,29 @@ describe.skipIf(!chromiumAvailable()).each(DATABASES)('dashboard in Chromium ($n
   );
 
   it(
+    'is readable at phone width: no page-wide horizontal scrolling on any screen',
+    async () => {
+      await page.setViewportSize({ width: 390, height: 844 });
+      const overflow = () => page.evaluate('document.documentElement.scrollWidth - window.innerWidth');
+      try {
+        for (const path of ['/', `/agents/${agentId}`, `/agents/${agentId}/triggers`, '/keys']) {
+          await page.goto(`${t.url}/dashboard${path}`);
+          await page.locator('main table').first().waitFor();
+          expect(await overflow(), path).toBeLessThanOrEqual(0);
+        }
+        await page.goto(`${t.url}/dashboard/agents/${agentId}`);
+        await page.locator('tr[data-task-id] a').first().click();
+        await page.locator('.conversation').waitFor();
+        expect(await overflow()).toBeLessThanOrEqual(0);
+        await screenshot(page, `${db.name}-phone-task`);
+      } finally {
+        await page.setViewportSize({ width: 1280, height: 800 });
+      }
+    },
+    STEP,
+  );
+
+  it(
     'sends the user back to the login screen when the API answers 401',
     async () => {
       await page.evaluate('sessionStorage.setItem("taskhook.token", "not-a-valid-token")');
@@ -275,11 +299,14 @@ describe.skipIf(!chromiumAvailable()).each(DATABASES)('dashboard in Chromium ($n
   );
 
   it(
-    'logs out, forgetting the session',
+    'logs in with the keyboard alone, then logs out, forgetting the session',
     async () => {
-      await page.getByRole('textbox', { name: 'Email' }).fill(user.email);
-      await page.getByLabel('Password').fill(user.password);
-      await page.getByRole('button', { name: 'Log in' }).click();
+      await page.getByRole('textbox', { name: 'Email' }).focus();
+      await page.keyboard.type(user.email);
+      await page.keyboard.press('Tab');
+      await page.keyboard.type(user.password);
+      await page.keyboard.press('Enter');
+      await page.getByRole('button', { name: 'New agent' }).waitFor();
       await page.getByRole('button', { name: 'Log out' }).click();
       await page.getByRole('button', { name: 'Log in' }).waitFor();
       expect(await page.evaluate('sessionStorage.getItem("taskhook.token")')).toBeNull();
