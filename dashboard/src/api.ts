@@ -95,12 +95,12 @@ export const api = {
     ),
   register: (email: string, password: string) =>
     call<{ user: { uuid: string; email: string } }>('POST', '/auth/register', { email, password }, { anonymous: true }),
-  oauthProviders: () => call<{ providers: { name: string; display_name?: string }[] }>('GET', '/auth/oauth/providers'),
+  oauthProviders: () => call<{ providers: string[] }>('GET', '/auth/oauth/providers', undefined, { anonymous: true }),
   oauthStart: (provider: string) =>
     call<{ authorization_url: string; state: string }>('GET', `/auth/oauth/${id(provider)}?mode=json`, undefined, {
       anonymous: true,
     }),
-  oauthFinish: (provider: string, body: { code?: string; error?: string; state: string }) =>
+  oauthFinish: (provider: string, body: { code?: string; error?: string; error_description?: string; state: string }) =>
     call<{ token: string; user: { uuid: string; email: string } }>(
       'POST',
       `/auth/oauth/${id(provider)}/callback`,

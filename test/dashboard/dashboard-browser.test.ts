@@ -316,6 +316,34 @@ describe.skipIf(!chromiumAvailable()).each(DATABASES)('dashboard in Chromium ($n
     STEP,
   );
 
+  it(
+    'finishes an OAuth login only when the state is the one this tab stored (no login CSRF)',
+    async () => {
+      const posted: unknown[] = [];
+      const pattern = '**/auth/oauth/*/callback';
+      await page.route(pattern, (route) => {
+        posted.push(route.request().postDataJSON());
+        return route.continue();
+      });
+      try {
+        await page.goto(`${t.url}/dashboard/oauth/google?code=attacker-code&state=attacker-state`);
+        await page.getByRole('alert').getByText('not started from this browser tab').waitFor();
+        await audit('oauth-finish');
+        expect(posted).toEqual([]);
+        await page.evaluate('sessionStorage.setItem("taskhook.oauth.google", "state-stored-by-this-tab")');
+        await page.goto(`${t.url}/dashboard/oauth/google?code=the-code&state=state-stored-by-this-tab`);
+        // Whatever the server answers (no provider is configured here), the page shows it.
+        await page.getByRole('alert').waitFor();
+        expect(posted).toEqual([{ code: 'the-code', state: 'state-stored-by-this-tab' }]);
+        expect(await page.evaluate('sessionStorage.getItem("taskhook.oauth.google")')).toBeNull();
+        expect(await page.evaluate('sessionStorage.getItem("taskhook.token")')).toBeNull();
+      } finally {
+        await page.unroute(pattern);
+      }
+    },
+    STEP,
+  );
+
   it('had no accessibility violations of serious impact, no CSP refusals and no script errors on any screen', () => {
     expect(Object.keys(a11y).length).toBeGreaterThanOrEqual(8);
     expect(Object.fromEntries(Object.entries(a11y).filter(([, v]) => v.length > 0))).toEqual({});

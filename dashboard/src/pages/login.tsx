@@ -10,30 +10,38 @@ function nextPath(): string {
   return next?.startsWith('/') && !next.startsWith('//') ? next : '/';
 }
 
+/** How a provider is named on its button. */
+export function providerName(provider: string): string {
+  return ({ google: 'Google', github: 'GitHub' } as Record<string, string>)[provider] ?? provider;
+}
+
 function OAuthButtons() {
   const providers = useLoad(() => api.oauthProviders().catch(() => ({ providers: [] })), []);
   const action = useAction();
-  const list = providers.data?.providers ?? [];
+  // Anything but a list of names (an older server answers 404) shows no buttons.
+  const list = Array.isArray(providers.data?.providers)
+    ? providers.data.providers.filter((p): p is string => typeof p === 'string')
+    : [];
   if (list.length === 0) return null;
   return (
     <div class="oauth">
       <p class="muted or">or</p>
       {list.map((p) => (
         <button
-          key={p.name}
+          key={p}
           type="button"
           class="secondary wide"
           disabled={action.busy}
           onClick={() =>
             action.run(async () => {
-              const start = await api.oauthStart(p.name);
+              const start = await api.oauthStart(p);
               // Kept to check the identity provider's answer against it (no login CSRF).
-              sessionStorage.setItem(`taskhook.oauth.${p.name}`, start.state);
+              sessionStorage.setItem(`taskhook.oauth.${p}`, start.state);
               location.assign(start.authorization_url);
             })
           }
         >
-          Continue with {p.display_name ?? p.name}
+          Continue with {providerName(p)}
         </button>
       ))}
       <ErrorBox error={action.error} />

@@ -3,6 +3,7 @@ import { api } from '../api';
 import { navigate } from '../router';
 import { saveSession } from '../session';
 import { ErrorBox, Link, PageTitle } from '../ui';
+import { providerName } from './login';
 
 /**
  * Where the identity provider sends the browser back. The code (or error) is posted to the API
@@ -22,7 +23,14 @@ export function OAuthFinishPage({ provider }: { provider: string }) {
       return;
     }
     const code = params.get('code');
-    const body = code ? { code, state } : { error: params.get('error') ?? 'access_denied', state };
+    const description = params.get('error_description');
+    const body = code
+      ? { code, state }
+      : {
+          error: params.get('error') ?? 'access_denied',
+          ...(description ? { error_description: description } : {}),
+          state,
+        };
     api.oauthFinish(provider, body).then((session) => {
       saveSession(session.token, session.user.email);
       navigate('/', { replace: true });
@@ -30,7 +38,7 @@ export function OAuthFinishPage({ provider }: { provider: string }) {
   }, [provider]);
   return (
     <section class="card login">
-      <PageTitle title="Signing in">Signing in with {provider}</PageTitle>
+      <PageTitle title="Signing in">Signing in with {providerName(provider)}</PageTitle>
       {error ? (
         <>
           <ErrorBox error={error} />
