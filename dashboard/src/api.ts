@@ -6,10 +6,14 @@ import type {
   IngestToken,
   Page,
   PlatformKey,
+  ProviderCredential,
+  Span,
   Task,
   TaskStatus,
+  TraceSummary,
   Trigger,
   TriggerDelivery,
+  UsageGroup,
 } from './types';
 
 /** An error answer of the API, with the message it gave (shown to the user as it is). */
@@ -144,6 +148,27 @@ export const api = {
       'GET',
       `/v1/agent/${id(agentId)}/triggers/${id(triggerId)}/deliveries?limit=50`,
     ),
+
+  telemetryAvailable: () => call<unknown>('GET', '/telemetry/fetch_traces?limit=1'),
+  traces: (filters: Record<string, string | undefined>, cursor?: string) =>
+    call<{ traces: TraceSummary[]; next_cursor: string | null }>(
+      'GET',
+      `/telemetry/fetch_traces${query({ ...filters, cursor, limit: 50 })}`,
+    ),
+  trace: (traceId: string) => call<{ trace_id: string; spans: Span[] }>('GET', `/telemetry/fetch_trace/${id(traceId)}`),
+  usage: (from: string) =>
+    call<{ groups: UsageGroup[]; totals: { total_tokens: number } }>(
+      'GET',
+      `/telemetry/fetch_usage${query({ from, group_by: 'day,model' })}`,
+    ),
+
+  providersAvailable: () => call<unknown>('GET', '/user/provider_credentials'),
+  providers: () => call<{ provider_credentials: ProviderCredential[] }>('GET', '/user/provider_credentials'),
+  createProvider: (input: { name: string; provider: 'openai'; api_key: string; base_url?: string }) =>
+    call<ProviderCredential>('POST', '/user/provider_credentials', input),
+  updateProvider: (uuid: string, input: { name?: string; api_key?: string; base_url?: string }) =>
+    call<ProviderCredential>('PATCH', `/user/provider_credentials/${id(uuid)}`, input),
+  deleteProvider: (uuid: string) => call<void>('DELETE', `/user/provider_credentials/${id(uuid)}`),
 
   keys: () => call<{ keys: PlatformKey[] }>('GET', '/auth/platform_keys'),
   createKey: (name: string) => call<{ uuid: string; key: string }>('POST', '/auth/platform_keys', { name }),

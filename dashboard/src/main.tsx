@@ -1,12 +1,16 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { onUnauthorized } from './api';
+import { type Capabilities, resetCapabilities, useCapabilities } from './capabilities';
 import { AgentPage } from './pages/agent';
 import { AgentsPage } from './pages/agents';
 import { KeysPage } from './pages/keys';
 import { LoginPage } from './pages/login';
 import { OAuthFinishPage } from './pages/oauth';
+import { ProvidersPage } from './pages/providers';
 import { TaskPage } from './pages/task';
+import { TelemetryPage } from './pages/telemetry';
+import { TracePage } from './pages/trace';
 import { TriggerPage } from './pages/trigger';
 import { TriggersPage } from './pages/triggers';
 import { currentPath, match, navigate, usePath } from './router';
@@ -41,6 +45,9 @@ const ROUTES: [string, (p: Params) => preact.JSX.Element][] = [
     (p) => <TriggerPage agentId={p.id as string} triggerId={p.triggerId as string} />,
   ],
   ['/keys', () => <KeysPage />],
+  ['/telemetry', () => <TelemetryPage />],
+  ['/telemetry/traces/:traceId', (p) => <TracePage traceId={p.traceId as string} />],
+  ['/providers', () => <ProvidersPage />],
 ];
 
 function Page({ path }: { path: string }) {
@@ -58,16 +65,34 @@ function Page({ path }: { path: string }) {
   );
 }
 
-const NAV: [string, string][] = [
-  ['/', 'Agents'],
-  ['/triggers', 'Triggers'],
-  ['/keys', 'Keys'],
+const NAV: [string, string, keyof Capabilities | null][] = [
+  ['/', 'Agents', null],
+  ['/triggers', 'Triggers', null],
+  ['/keys', 'Keys', null],
+  ['/telemetry', 'Telemetry', 'telemetry'],
+  ['/providers', 'Providers', 'providers'],
 ];
 
 function section(path: string): string {
   if (path.startsWith('/keys')) return '/keys';
+  if (path.startsWith('/telemetry')) return '/telemetry';
+  if (path.startsWith('/providers')) return '/providers';
   if (path.startsWith('/triggers') || /^\/agents\/[^/]+\/triggers/.test(path)) return '/triggers';
   return '/';
+}
+
+/** The main navigation; Telemetry and Providers appear only when the server offers them. */
+function MainNav({ current }: { current: string }) {
+  const caps = useCapabilities();
+  return (
+    <nav aria-label="Main">
+      {NAV.filter(([, , needs]) => needs === null || caps[needs]).map(([href, label]) => (
+        <Link key={href} href={href} class="nav-link" aria-current={current === href ? 'page' : undefined}>
+          {label}
+        </Link>
+      ))}
+    </nav>
+  );
 }
 
 function Shell() {
@@ -91,7 +116,6 @@ function Shell() {
         <Page path={path} />
       </main>
     );
-  const current = section(path);
   return (
     <>
       <a class="skip" href="#main">
@@ -101,13 +125,7 @@ function Shell() {
         <Link href="/" class="brand">
           taskhook
         </Link>
-        <nav aria-label="Main">
-          {NAV.map(([href, label]) => (
-            <Link key={href} href={href} class="nav-link" aria-current={current === href ? 'page' : undefined}>
-              {label}
-            </Link>
-          ))}
-        </nav>
+        <MainNav current={section(path)} />
         <div class="account">
           <span class="muted email">{getEmail()}</span>
           <button
@@ -115,6 +133,7 @@ function Shell() {
             class="ghost"
             onClick={() => {
               clearSession();
+              resetCapabilities();
               force((n) => n + 1);
               navigate('/login');
             }}

@@ -101,3 +101,61 @@ export interface IngestToken {
   last_used_at: string | null;
   revoked_at: string | null;
 }
+
+export interface ProviderCredential {
+  uuid: string;
+  name: string;
+  provider: string;
+  base_url: string;
+  api_key_hint: string;
+  created_at: string;
+  updated_at: string;
+  last_used_at: string | null;
+}
+
+export interface TraceSummary {
+  trace_id: string;
+  root_span_id: string | null;
+  name: string | null;
+  service_name: string | null;
+  start_time: string;
+  end_time: string;
+  duration_ms: number;
+  span_count: number;
+  error_count: number;
+  status: 'ok' | 'error';
+  agent_id: string | null;
+  agent_name: string | null;
+  task_id: string | null;
+  input_tokens: number;
+  output_tokens: number;
+}
+
+export interface Span {
+  trace_id: string;
+  span_id: string;
+  parent_span_id: string | null;
+  name: string;
+  kind: string;
+  start_time: string;
+  end_time: string;
+  start_time_unix_nano: string;
+  duration_ms: number;
+  status_code: 'unset' | 'ok' | 'error';
+  status_message: string | null;
+  service_name: string | null;
+  request_model: string | null;
+  response_model: string | null;
+  input_tokens: number | null;
+  output_tokens: number | null;
+  attributes: Record<string, unknown>;
+}
+
+export interface UsageGroup {
+  day?: string | null;
+  model?: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  total_tokens: number;
+  span_count: number;
+}

@@ -264,6 +264,39 @@ describe.skipIf(!chromiumAvailable()).each(DATABASES)('dashboard in Chromium ($n
   );
 
   it(
+    'shows Telemetry and Providers exactly when the server offers their APIs (404: hidden)',
+    async () => {
+      const session = String(await page.evaluate('sessionStorage.getItem("taskhook.token")'));
+      const offered = async (path: string) =>
+        (await fetch(`${t.url}${path}`, { headers: { authorization: `Bearer ${session}` } })).status !== 404;
+      // The app asks both APIs once per page load; wait for both answers before judging the navigation.
+      const probes = Promise.all(
+        ['/telemetry/fetch_traces', '/user/provider_credentials'].map((p) =>
+          page.waitForResponse((r) => new URL(r.url()).pathname === p),
+        ),
+      );
+      await page.goto(`${t.url}/dashboard/`);
+      await probes;
+      await page.getByRole('link', { name: 'Keys' }).waitFor();
+      for (const [label, path, screen] of [
+        ['Telemetry', '/telemetry/fetch_traces?limit=1', '/telemetry'],
+        ['Providers', '/user/provider_credentials', '/providers'],
+      ] as const) {
+        const nav = page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: label });
+        if (await offered(path)) {
+          await nav.click();
+          await page.locator('main h1').getByText(label).waitFor();
+          await audit(screen);
+        } else {
+          await page.waitForTimeout(200);
+          expect(await nav.count()).toBe(0);
+        }
+      }
+    },
+    STEP,
+  );
+
+  it(
     'is readable at phone width: no page-wide horizontal scrolling on any screen',
     async () => {
       await page.setViewportSize({ width: 390, height: 844 });

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api';
+import { useCapabilities } from '../capabilities';
 import { dateTime, shortId } from '../format';
 import { follow, type StreamState } from '../live';
 import { FINAL, type Task } from '../types';
@@ -110,6 +111,7 @@ export function TaskPage({ agentId, taskId }: { agentId: string; taskId: string 
   const agent = useLoad(() => api.agent(agentId), [agentId]);
   const { task, setTask, error, stream } = useLiveTask(agentId, taskId);
   const cancel = useAction();
+  const caps = useCapabilities();
   const final = task ? FINAL.has(task.status) : false;
   return (
     <section>
@@ -169,6 +171,14 @@ export function TaskPage({ agentId, taskId }: { agentId: string; taskId: string 
               )}
               <dt>Task id</dt>
               <dd class="mono small">{task.task_id}</dd>
+              {caps.telemetry && (
+                <>
+                  <dt>Trace</dt>
+                  <dd>
+                    <Link href={`/telemetry?task_id=${task.task_id}`}>traces of this task</Link>
+                  </dd>
+                </>
+              )}
             </dl>
             <h2>Timeline</h2>
             <ol class="timeline">
