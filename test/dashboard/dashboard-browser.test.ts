@@ -1,6 +1,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runWorker } from '../../src/sdk/index.js';
+import { parseEventStream } from '../../src/sdk/sse.js';
 import type { RunningWorker } from '../../src/sdk/worker.js';
 import type { TestApp } from '../helpers/app.js';
 import { DATABASES } from '../helpers/databases.js';
@@ -195,6 +196,50 @@ describe.skipIf(!chromiumAvailable()).each(DATABASES)('dashboard in Chromium ($n
       await heading('cancelled').waitFor({ timeout: LIVE_MS });
       const res = await api('GET', `/agent/${agentId}/task/${taskId}`);
       expect(((await res.json()) as { status: string }).status).toBe('cancelled');
+    },
+    STEP,
+  );
+
+  it(
+    'reopens a dropped event stream with Last-Event-ID and keeps following the task',
+    async () => {
+      const taskId = await submit('hold until cancelled, over a dropped stream');
+      const path = `/agent/${agentId}/task/${taskId}/events`;
+      await expect
+        .poll(
+          async () =>
+            ((await (await api('GET', `/agent/${agentId}/task/${taskId}`)).json()) as { status: string }).status,
+          { timeout: LIVE_MS },
+        )
+        .toBe('running');
+      // The first connection carries the server's real first event, then drops (ends without a final state).
+      const real = await fetch(`${t.url}${path}`, { headers: { 'x-api-key': user.key } });
+      let first: { id: string | undefined; data: string } | undefined;
+      for await (const event of parseEventStream(real.body as ReadableStream<Uint8Array>)) {
+        first = event;
+        break;
+      }
+      expect(first?.id).toMatch(/^\d+$/);
+      const resumedWith: (string | undefined)[] = [];
+      await page.route(`**${path}`, (route) => {
+        resumedWith.push(route.request().headers()['last-event-id']);
+        if (resumedWith.length > 1) return route.continue();
+        return route.fulfill({
+          status: 200,
+          headers: { 'content-type': 'text/event-stream' },
+          body: `id: ${first?.id}\nevent: task\ndata: ${first?.data}\n\n`,
+        });
+      });
+      try {
+        await page.goto(`${t.url}/dashboard/agents/${agentId}/tasks/${taskId}`);
+        await heading('running').waitFor({ timeout: LIVE_MS });
+        await expect.poll(() => resumedWith.length, { timeout: LIVE_MS }).toBeGreaterThanOrEqual(2);
+        expect(resumedWith.slice(0, 2)).toEqual([undefined, first?.id]);
+        expect((await api('POST', `/agent/${agentId}/task/${taskId}/cancel`)).status).toBe(200);
+        await heading('cancelled').waitFor({ timeout: LIVE_MS });
+      } finally {
+        await page.unroute(`**${path}`);
+      }
     },
     STEP,
   );
