@@ -13,6 +13,7 @@ import { createSecretBox } from './lib/crypto.js';
 import { createAccountsModule } from './modules/accounts/accounts-module.js';
 import { createAgentsModule } from './modules/agents/agents-module.js';
 import { createCallbacksModule } from './modules/callbacks/callbacks-module.js';
+import { dashboardRoutes } from './modules/dashboard/dashboard-module.js';
 import { createHealthModule } from './modules/health/health-module.js';
 import { createHousekeepingModule, type HousekeepingResult } from './modules/housekeeping/housekeeping-module.js';
 import { createMetricsModule } from './modules/metrics/metrics-module.js';
@@ -151,5 +152,7 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   const providers = createProvidersModule({ config, runtime, box });
   await app.register(providers.routes);
   await app.register(createSpotlightModule({ config, runtime, providers: providers.service }).routes);
+  // The dashboard: static files at /dashboard/ with their own security headers (TASKHOOK_DASHBOARD=false: 404).
+  if (config.dashboard) await app.register(dashboardRoutes());
   return app;
 }

@@ -330,6 +330,12 @@ export const SETTINGS = {
     schema: Type.Optional(Type.String({ minLength: 1 })),
     doc: 'JSON file of model prices laid over the shipped table: `{"gpt-4o": {"input": 2.5, "output": 10}}` in US dollars per million tokens. A malformed file stops the server at start.',
   }),
+  dashboard: setting({
+    env: 'TASKHOOK_DASHBOARD',
+    schema: Type.Boolean(),
+    default: true,
+    doc: 'Serve the dashboard at `/dashboard/`; `false` answers 404 there.',
+  }),
   metrics: setting({
     env: 'TASKHOOK_METRICS',
     schema: Type.Boolean(),

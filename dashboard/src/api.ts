@@ -1,0 +1,182 @@
+import { clearSession, getToken } from './session';
+import type {
+  Agent,
+  AgentInput,
+  CallbackDelivery,
+  IngestToken,
+  Page,
+  PlatformKey,
+  ProviderCredential,
+  Span,
+  Task,
+  TaskStatus,
+  TraceSummary,
+  Trigger,
+  TriggerDelivery,
+  UsageGroup,
+} from './types';
+
+/** An error answer of the API, with the message it gave (shown to the user as it is). */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string | undefined,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+let unauthorized: () => void = () => undefined;
+
+/** What to do when the session is refused (expired, password changed): back to the login screen. */
+export function onUnauthorized(handler: () => void): void {
+  unauthorized = handler;
+}
+
+/** Turns an error body (flat `{error}` or the `{success:false,error:{code,message}}` envelope) into an ApiError. */
+export function toApiError(status: number, body: unknown): ApiError {
+  const error = (body as { error?: unknown } | null)?.error;
+  if (typeof error === 'string') return new ApiError(status, undefined, error);
+  if (error && typeof error === 'object') {
+    const e = error as { code?: string; message?: string; details?: { field?: string; reason?: string } };
+    const detail = e.details?.field ? ` (${e.details.field}: ${e.details.reason ?? 'invalid'})` : '';
+    return new ApiError(status, e.code, `${e.message ?? `HTTP ${status}`}${detail}`);
+  }
+  return new ApiError(status, undefined, `The server answered HTTP ${status}`);
+}
+
+/** The Authorization header of the session, for calls and streams. */
+export function authHeaders(): Record<string, string> {
+  const token = getToken();
+  return token ? { authorization: `Bearer ${token}` } : {};
+}
+
+/** Reports a refused session (once it was sent) so the app can go back to the login screen. */
+export function sessionRefused(): void {
+  clearSession();
+  unauthorized();
+}
+
+async function call<T>(method: string, path: string, body?: unknown, opts: { anonymous?: boolean } = {}): Promise<T> {
+  const headers: Record<string, string> = { accept: 'application/json', ...(opts.anonymous ? {} : authHeaders()) };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  let res: Response;
+  try {
+    res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  } catch {
+    throw new ApiError(0, undefined, 'The server cannot be reached: is taskhook running?');
+  }
+  const text = await res.text();
+  let json: unknown = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    json = null;
+  }
+  if (!res.ok) {
+    if (res.status === 401 && !opts.anonymous) sessionRefused();
+    throw toApiError(res.status, json);
+  }
+  return json as T;
+}
+
+const id = encodeURIComponent;
+
+function query(params: Record<string, string | number | undefined>): string {
+  const entries = Object.entries(params).filter(([, v]) => v !== undefined && v !== '');
+  return entries.length ? `?${new URLSearchParams(entries.map(([k, v]) => [k, String(v)])).toString()}` : '';
+}
+
+/** The public taskhook API, as the dashboard uses it (same origin, session JWT). */
+export const api = {
+  login: (email: string, password: string) =>
+    call<{ token: string; user: { uuid: string; email: string } }>(
+      'POST',
+      '/auth/login',
+      { email, password },
+      { anonymous: true },
+    ),
+  register: (email: string, password: string) =>
+    call<{ user: { uuid: string; email: string } }>('POST', '/auth/register', { email, password }, { anonymous: true }),
+  oauthProviders: () => call<{ providers: string[] }>('GET', '/auth/oauth/providers', undefined, { anonymous: true }),
+  oauthStart: (provider: string) =>
+    call<{ authorization_url: string; state: string }>('GET', `/auth/oauth/${id(provider)}?mode=json`, undefined, {
+      anonymous: true,
+    }),
+  oauthFinish: (provider: string, body: { code?: string; error?: string; error_description?: string; state: string }) =>
+    call<{ token: string; user: { uuid: string; email: string } }>(
+      'POST',
+      `/auth/oauth/${id(provider)}/callback`,
+      body,
+      { anonymous: true },
+    ),
+
+  agents: () => call<{ agents: Agent[]; pagination: Page }>('GET', '/agent/list?limit=100'),
+  agent: (agentId: string) => call<Agent>('GET', `/agent/${id(agentId)}`),
+  createAgent: (input: AgentInput) => call<Agent>('POST', '/agent', input),
+  updateAgent: (agentId: string, input: Partial<AgentInput> & { status?: Agent['status'] }) =>
+    call<Agent>('PATCH', `/agent/${id(agentId)}`, input),
+  deleteAgent: (agentId: string) => call<void>('DELETE', `/agent/${id(agentId)}`),
+
+  tasks: (agentId: string, status?: TaskStatus | '') =>
+    call<{ tasks: Task[]; pagination: Page }>('GET', `/agent/${id(agentId)}/tasks${query({ status, limit: 50 })}`),
+  task: (agentId: string, taskId: string) => call<Task>('GET', `/agent/${id(agentId)}/task/${id(taskId)}`),
+  submit: (agentId: string, input: { message: string; priority: number }) =>
+    call<{ task_id: string }>('POST', `/agent/request/${id(agentId)}`, input),
+  reply: (agentId: string, taskId: string, message: string) =>
+    call<{ status: TaskStatus }>('POST', `/agent/${id(agentId)}/task/${id(taskId)}/message`, { message }),
+  cancel: (agentId: string, taskId: string) =>
+    call<{ status: TaskStatus }>('POST', `/agent/${id(agentId)}/task/${id(taskId)}/cancel`),
+  callbackDeliveries: (agentId: string, taskId: string) =>
+    call<{ deliveries: CallbackDelivery[] }>('GET', `/agent/${id(agentId)}/task/${id(taskId)}/deliveries`),
+  retryCallback: (agentId: string, taskId: string, deliveryId: string) =>
+    call<CallbackDelivery>('POST', `/agent/${id(agentId)}/task/${id(taskId)}/deliveries/${id(deliveryId)}/retry`),
+
+  triggers: (agentId: string) =>
+    call<{ triggers: Trigger[]; pagination: Page }>('GET', `/v1/agent/${id(agentId)}/triggers?limit=100`),
+  createTrigger: (agentId: string, input: { name: string; message_template: string }) =>
+    call<Trigger>('POST', `/v1/agent/${id(agentId)}/triggers`, input),
+  updateTrigger: (agentId: string, triggerId: string, input: { enabled?: boolean; name?: string }) =>
+    call<Trigger>('PATCH', `/v1/agent/${id(agentId)}/triggers/${id(triggerId)}`, input),
+  deleteTrigger: (agentId: string, triggerId: string) =>
+    call<void>('DELETE', `/v1/agent/${id(agentId)}/triggers/${id(triggerId)}`),
+  rotateTrigger: (agentId: string, triggerId: string) =>
+    call<Trigger>('POST', `/v1/agent/${id(agentId)}/triggers/${id(triggerId)}/rotate_secret`),
+  triggerDeliveries: (agentId: string, triggerId: string) =>
+    call<{ deliveries: TriggerDelivery[]; pagination: Page }>(
+      'GET',
+      `/v1/agent/${id(agentId)}/triggers/${id(triggerId)}/deliveries?limit=50`,
+    ),
+
+  telemetryAvailable: () => call<unknown>('GET', '/telemetry/fetch_traces?limit=1'),
+  traces: (filters: Record<string, string | undefined>, cursor?: string) =>
+    call<{ traces: TraceSummary[]; next_cursor: string | null }>(
+      'GET',
+      `/telemetry/fetch_traces${query({ ...filters, cursor, limit: 50 })}`,
+    ),
+  trace: (traceId: string) => call<{ trace_id: string; spans: Span[] }>('GET', `/telemetry/fetch_trace/${id(traceId)}`),
+  usage: (from: string) =>
+    call<{ groups: UsageGroup[]; totals: { total_tokens: number } }>(
+      'GET',
+      `/telemetry/fetch_usage${query({ from, group_by: 'day,model' })}`,
+    ),
+
+  providersAvailable: () => call<unknown>('GET', '/user/provider_credentials'),
+  providers: () => call<{ provider_credentials: ProviderCredential[] }>('GET', '/user/provider_credentials'),
+  createProvider: (input: { name: string; provider: 'openai'; api_key: string; base_url?: string }) =>
+    call<ProviderCredential>('POST', '/user/provider_credentials', input),
+  updateProvider: (uuid: string, input: { name?: string; api_key?: string; base_url?: string }) =>
+    call<ProviderCredential>('PATCH', `/user/provider_credentials/${id(uuid)}`, input),
+  deleteProvider: (uuid: string) => call<void>('DELETE', `/user/provider_credentials/${id(uuid)}`),
+
+  keys: () => call<{ keys: PlatformKey[] }>('GET', '/auth/platform_keys'),
+  createKey: (name: string) => call<{ uuid: string; key: string }>('POST', '/auth/platform_keys', { name }),
+  revokeKey: (uuid: string) => call<void>('DELETE', `/auth/platform_keys/${id(uuid)}`),
+  ingestTokens: () => call<{ tokens: IngestToken[] }>('GET', '/auth/ingest_tokens'),
+  createIngestToken: () => call<{ uuid: string; token: string }>('POST', '/auth/generate_ingest_token'),
+  revokeIngestToken: (uuid: string) => call<void>('DELETE', `/auth/ingest_tokens/${id(uuid)}`),
+  signingSecret: () => call<{ secret: string; created_at: string }>('GET', '/auth/webhook_signing_secret'),
+  rotateSigningSecret: () =>
+    call<{ secret: string; created_at: string }>('POST', '/auth/webhook_signing_secret/rotate'),
+};

@@ -1,0 +1,213 @@
+import { useState } from 'preact/hooks';
+import { api } from '../api';
+import type { IngestToken, PlatformKey } from '../types';
+import { Empty, ErrorBox, PageTitle, SecretBox, Time, useAction, useLoad } from '../ui';
+
+type Row = (PlatformKey | IngestToken) & { name?: string };
+
+function CredentialTable({ rows, label, onRevoke }: { rows: Row[]; label: string; onRevoke(uuid: string): void }) {
+  return (
+    <div class="table-wrap">
+      <table>
+        <thead>
+          <tr>
+            {label === 'key' && <th scope="col">Name</th>}
+            <th scope="col">Prefix</th>
+            <th scope="col">Created</th>
+            <th scope="col">Last used</th>
+            <th scope="col">State</th>
+            <th scope="col">
+              <span class="sr-only">Actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((r) => (
+            <tr key={r.uuid} data-uuid={r.uuid}>
+              {label === 'key' && <td class="strong">{r.name}</td>}
+              <td class="mono">{r.prefix}…</td>
+              <td>
+                <Time iso={r.created_at} />
+              </td>
+              <td class="last-used">
+                <Time iso={r.last_used_at} />
+              </td>
+              <td>
+                <span class={`status status-${r.revoked_at ? 'revoked' : 'active'}`}>
+                  {r.revoked_at ? 'revoked' : 'active'}
+                </span>
+              </td>
+              <td class="row-actions">
+                {!r.revoked_at && (
+                  <button
+                    type="button"
+                    class="small danger"
+                    aria-label={`Revoke ${r.name ?? r.prefix}`}
+                    onClick={() => onRevoke(r.uuid)}
+                  >
+                    Revoke
+                  </button>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+function PlatformKeys() {
+  const keys = useLoad(() => api.keys(), []);
+  const [name, setName] = useState('');
+  const [creating, setCreating] = useState(false);
+  const [fresh, setFresh] = useState<string | null>(null);
+  const action = useAction();
+  const list = keys.data?.keys ?? [];
+  const create = (e: Event) => {
+    e.preventDefault();
+    void action.run(async () => {
+      setFresh((await api.createKey(name)).key);
+      setName('');
+      setCreating(false);
+      keys.reload();
+    });
+  };
+  const revoke = (uuid: string) => {
+    if (!confirm('Revoke this key? Anything using it stops working at once.')) return;
+    void action.run(() => api.revokeKey(uuid).then(keys.reload));
+  };
+  return (
+    <section class="block" aria-labelledby="keys-h">
+      <div class="list-head">
+        <h2 id="keys-h">Platform keys</h2>
+        <button type="button" class="primary" onClick={() => setCreating(true)} disabled={creating}>
+          New key
+        </button>
+      </div>
+      <p class="muted small">
+        For scripts, workers and CI: send it as <code>x-api-key</code> (or <code>Authorization: Bearer</code>).
+      </p>
+      {creating && (
+        <form class="card form" onSubmit={create} aria-label="New key">
+          <label>
+            Name
+            <input required maxLength={255} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+          </label>
+          <div class="actions">
+            <button type="submit" class="primary" disabled={action.busy}>
+              Create
+            </button>
+            <button type="button" class="ghost" onClick={() => setCreating(false)}>
+              Close
+            </button>
+          </div>
+        </form>
+      )}
+      {fresh && <SecretBox value={fresh} note="Copy this key now: it is shown only once and stored only as a hash." />}
+      <ErrorBox error={keys.error ?? action.error} />
+      {keys.data && list.length === 0 && (
+        <Empty title="No platform keys yet">
+          <p>Create one with New key to let a worker or a script call the API.</p>
+        </Empty>
+      )}
+      {list.length > 0 && <CredentialTable rows={list} label="key" onRevoke={revoke} />}
+    </section>
+  );
+}
+
+function IngestTokens() {
+  const tokens = useLoad(() => api.ingestTokens(), []);
+  const [fresh, setFresh] = useState<string | null>(null);
+  const action = useAction();
+  const list = tokens.data?.tokens ?? [];
+  const revoke = (uuid: string) => {
+    if (!confirm('Revoke this ingest token? Exporters using it are refused at once.')) return;
+    void action.run(() => api.revokeIngestToken(uuid).then(tokens.reload));
+  };
+  return (
+    <section class="block" aria-labelledby="tokens-h">
+      <div class="list-head">
+        <h2 id="tokens-h">Ingest tokens</h2>
+        <button
+          type="button"
+          class="primary"
+          disabled={action.busy}
+          onClick={() =>
+            action.run(async () => {
+              setFresh((await api.createIngestToken()).token);
+              tokens.reload();
+            })
+          }
+        >
+          New ingest token
+        </button>
+      </div>
+      <p class="muted small">For OpenTelemetry exporters: only accepted for sending telemetry.</p>
+      {fresh && <SecretBox value={fresh} note="Copy this ingest token now: it is shown only once." />}
+      <ErrorBox error={tokens.error ?? action.error} />
+      {tokens.data && list.length === 0 && (
+        <Empty title="No ingest tokens yet">
+          <p>Create one with New ingest token to send traces and logs from your agents.</p>
+        </Empty>
+      )}
+      {list.length > 0 && <CredentialTable rows={list} label="token" onRevoke={revoke} />}
+    </section>
+  );
+}
+
+function SigningSecret() {
+  const secret = useLoad(() => api.signingSecret(), []);
+  const [shown, setShown] = useState(false);
+  const action = useAction();
+  return (
+    <div class="block">
+      <div class="list-head">
+        <h2 id="signing-h">Callback signing secret</h2>
+        <button
+          type="button"
+          disabled={action.busy}
+          onClick={() => {
+            if (!confirm('Rotate the signing secret? For 24 hours callbacks carry signatures of both secrets.')) return;
+            void action.run(async () => {
+              secret.setData(await api.rotateSigningSecret());
+              setShown(true);
+            });
+          }}
+        >
+          Rotate
+        </button>
+      </div>
+      <p class="muted small">
+        Task callbacks are signed with it (Standard Webhooks: <code>webhook-signature</code>); verify them in your
+        receiver.
+      </p>
+      <ErrorBox error={secret.error ?? action.error} />
+      {secret.data &&
+        (shown ? (
+          <SecretBox value={secret.data.secret} note="Keep it in your receiver's configuration." />
+        ) : (
+          <button type="button" class="small" onClick={() => setShown(true)}>
+            Show secret
+          </button>
+        ))}
+      {secret.data && (
+        <p class="muted small">
+          Created <Time iso={secret.data.created_at} />
+        </p>
+      )}
+    </div>
+  );
+}
+
+/** Platform keys, ingest tokens and the callback signing secret. */
+export function KeysPage() {
+  return (
+    <section>
+      <PageTitle title="Keys">Keys</PageTitle>
+      <PlatformKeys />
+      <IngestTokens />
+      <SigningSecret />
+    </section>
+  );
+}

@@ -1,0 +1,161 @@
+import { useEffect, useState } from 'preact/hooks';
+import { api } from '../api';
+import { navigate } from '../router';
+import type { Trigger } from '../types';
+import { Empty, ErrorBox, Link, PageTitle, SecretBox, Time, useAction, useLoad } from '../ui';
+import { AgentHeader } from './agent';
+
+function TriggerForm({ agentId, onCreated }: { agentId: string; onCreated(t: Trigger): void }) {
+  const [name, setName] = useState('');
+  const [template, setTemplate] = useState('Review {{payload.pull_request.html_url}}');
+  const action = useAction();
+  const submit = (e: Event) => {
+    e.preventDefault();
+    void action.run(async () => onCreated(await api.createTrigger(agentId, { name, message_template: template })));
+  };
+  return (
+    <form class="card form" onSubmit={submit} aria-label="New trigger">
+      <h2>New trigger</h2>
+      <label>
+        Name
+        <input required maxLength={255} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+      </label>
+      <label>
+        Template
+        <textarea required rows={3} value={template} onInput={(e) => setTemplate(e.currentTarget.value)} />
+      </label>
+      <p class="muted small">
+        <code>{'{{payload.a.b}}'}</code> inserts a field of the JSON the sender posts; <code>{'{{payload}}'}</code> the
+        whole payload.
+      </p>
+      <ErrorBox error={action.error} />
+      <button type="submit" class="primary" disabled={action.busy}>
+        Create
+      </button>
+    </form>
+  );
+}
+
+/** The secret of a trigger just created or rotated: shown once, with how to call the webhook. */
+export function FreshSecret({ trigger }: { trigger: Trigger }) {
+  if (!trigger.webhook_secret) return null;
+  return (
+    <section class="card fresh" aria-label="Shown once">
+      <SecretBox
+        value={trigger.webhook_secret}
+        note="Copy this webhook secret now: it is shown only once. Senders put it in X-Webhook-Secret, or sign the body with it (X-Hub-Signature-256)."
+      />
+      <p class="small">
+        Webhook URL: <code class="break">{trigger.webhook_url}</code>
+      </p>
+    </section>
+  );
+}
+
+function AgentTriggers({ agentId }: { agentId: string }) {
+  const triggers = useLoad(() => api.triggers(agentId), [agentId]);
+  const [creating, setCreating] = useState(false);
+  const [fresh, setFresh] = useState<Trigger | null>(null);
+  const list = triggers.data?.triggers ?? [];
+  return (
+    <>
+      <div class="list-head">
+        <h2>Triggers</h2>
+        <button type="button" class="primary" onClick={() => setCreating(true)} disabled={creating}>
+          New trigger
+        </button>
+      </div>
+      {creating && (
+        <TriggerForm
+          agentId={agentId}
+          onCreated={(t) => {
+            setCreating(false);
+            setFresh(t);
+            triggers.reload();
+          }}
+        />
+      )}
+      {fresh && <FreshSecret trigger={fresh} />}
+      <ErrorBox error={triggers.error} />
+      {triggers.data && list.length === 0 && !creating && (
+        <Empty title="No triggers yet">
+          <p>
+            A trigger gives this agent a webhook address: point GitHub (or anything that POSTs JSON) at it, and each
+            delivery becomes a task. Create one with <strong>New trigger</strong>.
+          </p>
+        </Empty>
+      )}
+      {list.length > 0 && (
+        <div class="table-wrap">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">State</th>
+                <th scope="col">Webhook URL</th>
+                <th scope="col">Created</th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.map((t) => (
+                <tr key={t.uuid}>
+                  <td>
+                    <Link href={`/agents/${agentId}/triggers/${t.uuid}`} class="strong">
+                      {t.name}
+                    </Link>
+                  </td>
+                  <td>
+                    <span class={`status status-${t.enabled ? 'enabled' : 'disabled'}`}>
+                      {t.enabled ? 'enabled' : 'disabled'}
+                    </span>
+                  </td>
+                  <td class="mono small break">{t.webhook_url}</td>
+                  <td>
+                    <Time iso={t.created_at} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </>
+  );
+}
+
+/** Triggers of one agent; from the main navigation, first pick the agent. */
+export function TriggersPage({ agentId }: { agentId?: string }) {
+  const agents = useLoad(() => api.agents(), []);
+  const list = agents.data?.agents ?? [];
+  const agent = list.find((a) => a.uuid === agentId);
+  useEffect(() => {
+    // The Triggers tab without an agent: go to the first agent's triggers.
+    if (!agentId && list[0]) navigate(`/agents/${list[0].uuid}/triggers`, { replace: true });
+  }, [agentId, list]);
+  return (
+    <section>
+      {agent ? <AgentHeader agent={agent} tab="triggers" /> : <PageTitle title="Triggers">Triggers</PageTitle>}
+      <ErrorBox error={agents.error} />
+      {agents.data && list.length === 0 && (
+        <Empty title="No agents yet">
+          <p>
+            Triggers belong to an agent. <Link href="/">Create an agent</Link> first.
+          </p>
+        </Empty>
+      )}
+      {list.length > 1 && agentId && (
+        <label class="inline">
+          Agent
+          <select value={agentId} onChange={(e) => navigate(`/agents/${e.currentTarget.value}/triggers`)}>
+            {list.map((a) => (
+              <option key={a.uuid} value={a.uuid}>
+                {a.name}
+              </option>
+            ))}
+          </select>
+        </label>
+      )}
+      {agentId && <AgentTriggers agentId={agentId} />}
+    </section>
+  );
+}

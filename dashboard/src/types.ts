@@ -1,0 +1,161 @@
+/** The shapes of the public API the dashboard reads (see /openapi.json). */
+
+export type TaskStatus = 'queued' | 'running' | 'awaiting_input' | 'completed' | 'failed' | 'cancelled';
+export const TASK_STATUSES: TaskStatus[] = ['queued', 'running', 'awaiting_input', 'completed', 'failed', 'cancelled'];
+export const FINAL: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled']);
+
+export interface Page {
+  page: number;
+  limit: number;
+  total: number;
+  total_pages: number;
+}
+
+export interface Agent {
+  uuid: string;
+  name: string;
+  description: string | null;
+  status: 'active' | 'paused' | 'stopped' | 'error';
+  runtime: { type: string } & Record<string, unknown>;
+  concurrency: number;
+  default_timeout_seconds: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface AgentInput {
+  name: string;
+  description?: string;
+  concurrency?: number;
+  default_timeout_seconds?: number;
+}
+
+export interface Finding {
+  file: string;
+  line: number;
+  severity: string;
+  message: string;
+}
+
+export interface Task {
+  task_id: string;
+  status: TaskStatus;
+  created_at: string;
+  agent_uuid: string;
+  message: string;
+  messages: { role: 'user' | 'agent'; content: string; created_at: string }[];
+  priority: number;
+  metadata: Record<string, unknown> | null;
+  estimated_start?: string;
+  started_at?: string;
+  progress?: { current_step: string; steps_completed: number; total_steps: number };
+  input_request?: { message: string; requested_at: string };
+  completed_at?: string;
+  result?: { summary?: string; findings?: Finding[] } & Record<string, unknown>;
+  failed_at?: string;
+  error?: { code: string; message: string };
+  cancelled_at?: string;
+}
+
+export interface Trigger {
+  uuid: string;
+  agent_uuid: string;
+  name: string;
+  message_template: string;
+  enabled: boolean;
+  webhook_url: string;
+  webhook_secret?: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface TriggerDelivery {
+  delivery_id: string;
+  received_at: string;
+  status_code: number;
+  task_id: string | null;
+  error: string | null;
+}
+
+export interface CallbackDelivery {
+  delivery_id: string;
+  event_type: string;
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: { at: string; status_code: number | null; duration_ms: number; error: string | null }[];
+  next_attempt_at: string | null;
+}
+
+export interface PlatformKey {
+  uuid: string;
+  name: string;
+  prefix: string;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+export interface IngestToken {
+  uuid: string;
+  prefix: string;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+export interface ProviderCredential {
+  uuid: string;
+  name: string;
+  provider: string;
+  base_url: string;
+  api_key_hint: string;
+  created_at: string;
+  updated_at: string;
+  last_used_at: string | null;
+}
+
+export interface TraceSummary {
+  trace_id: string;
+  root_span_id: string | null;
+  name: string | null;
+  service_name: string | null;
+  start_time: string;
+  end_time: string;
+  duration_ms: number;
+  span_count: number;
+  error_count: number;
+  status: 'ok' | 'error';
+  agent_id: string | null;
+  agent_name: string | null;
+  task_id: string | null;
+  input_tokens: number;
+  output_tokens: number;
+}
+
+export interface Span {
+  trace_id: string;
+  span_id: string;
+  parent_span_id: string | null;
+  name: string;
+  kind: string;
+  start_time: string;
+  end_time: string;
+  start_time_unix_nano: string;
+  duration_ms: number;
+  status_code: 'unset' | 'ok' | 'error';
+  status_message: string | null;
+  service_name: string | null;
+  request_model: string | null;
+  response_model: string | null;
+  input_tokens: number | null;
+  output_tokens: number | null;
+  attributes: Record<string, unknown>;
+}
+
+export interface UsageGroup {
+  day?: string | null;
+  model?: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  total_tokens: number;
+  span_count: number;
+}
