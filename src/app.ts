@@ -122,7 +122,7 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   const callbacks = createCallbacksModule({ config, runtime, accounts: accounts.service, tasks });
   const triggers = createTriggersModule({ config, runtime, box, agents, tasks: tasks.service });
   const health = createHealthModule({ db: runtime.db, clock: runtime.clock, intervalMs: config.healthIntervalMs });
-  const metrics = createMetricsModule({ config, runtime });
+  const metrics = createMetricsModule({ config, runtime, tasks });
   const housekeeping = createHousekeepingModule({ config, runtime });
 
   // Background work on demand, so tests need not wait for its timers.

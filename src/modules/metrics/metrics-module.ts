@@ -2,7 +2,12 @@ import { createServer, type Server } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from '../../config.js';
+import { afterCommit } from '../../db/transactions.js';
 import type { Runtime } from '../../runtime.js';
+import type { TasksModule } from '../tasks/tasks-module.js';
+
+const WEBHOOK_ROUTE = '/v1/webhooks/triggers/:trigger_uuid';
+
 import { createMetrics } from './metrics-registry.js';
 
 /**
@@ -10,8 +15,12 @@ import { createMetrics } from './metrics-registry.js';
  * anyone who reaches the port) or TASKHOOK_METRICS_PORT is set (then only on that port).
  * Every request's duration is observed either way, so turning exposure on loses no history.
  */
-export function createMetricsModule(deps: { config: Config; runtime: Runtime }) {
+export function createMetricsModule(deps: { config: Config; runtime: Runtime; tasks: Pick<TasksModule, 'onChange'> }) {
   const metrics = createMetrics({ db: deps.runtime.db, clock: deps.runtime.clock });
+  // Counted once the change has committed: a rolled-back claim is no claim.
+  deps.tasks.onChange(({ trx, operation }) => {
+    afterCommit(trx, () => metrics.taskTransitions.inc({ operation }));
+  });
   const render = () => metrics.render();
   const contentType = metrics.registry.contentType;
 
@@ -23,6 +32,9 @@ export function createMetricsModule(deps: { config: Config; runtime: Runtime }) 
         reply.elapsedTime / 1000,
       );
       if (reply.statusCode === 429) metrics.rateLimited.inc();
+      if (route === WEBHOOK_ROUTE && request.method === 'POST') {
+        metrics.webhookDeliveries.inc({ status: String(reply.statusCode) });
+      }
       done();
     });
     if (deps.config.metrics && deps.config.metricsPort === undefined) {

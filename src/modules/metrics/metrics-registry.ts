@@ -34,11 +34,26 @@ export function createMetrics(deps: { db: Db; clock: Clock }) {
     registers: [registry],
   });
 
+  const taskTransitions = new Counter({
+    name: 'taskhook_task_transitions_total',
+    help: 'Saved task changes by operation: submit, claim, complete, fail, retry, release, lease_expired, timeout, cancel, message, input_request, progress.',
+    labelNames: ['operation'] as const,
+    registers: [registry],
+  });
+  const webhookDeliveries = new Counter({
+    name: 'taskhook_webhook_deliveries_total',
+    help: 'Requests to trigger webhook addresses, by answer status (202 accepted, 401 refused, 409/410 and so on).',
+    labelNames: ['status'] as const,
+    registers: [registry],
+  });
+
   const storage = createStorageGauges(registry, deps);
   return {
     registry,
     httpDuration,
     rateLimited,
+    taskTransitions,
+    webhookDeliveries,
     /** The exposition text; storage gauges are refreshed first when they are stale. */
     async render(): Promise<string> {
       await storage.refresh();

@@ -6,6 +6,7 @@ import { ownDatabase } from '../../helpers/callbacks.js';
 import { DATABASES } from '../../helpers/databases.js';
 import { createAgent, createUser } from '../../helpers/factories.js';
 import { claimOne, submitTask } from '../../helpers/tasks.js';
+import { createTrigger, deliver } from '../../helpers/triggers.js';
 
 interface Family {
   name: string;
@@ -88,6 +89,29 @@ describe.each(DATABASES)('metrics on $name', (shared) => {
       sample(before, 'taskhook_tasks', { status: 'running' }) + 1,
     );
     expect(sample(after, 'taskhook_queue_depth')).toBe(sample(before, 'taskhook_queue_depth') + 2);
+    for (const [operation, n] of [
+      ['submit', 3],
+      ['claim', 1],
+    ] as const) {
+      expect(sample(after, 'taskhook_task_transitions_total', { operation })).toBe(
+        sample(before, 'taskhook_task_transitions_total', { operation }) + n,
+      );
+    }
+  });
+
+  it('counts webhook deliveries by answer', async () => {
+    const before = await scrape();
+    const user = await createUser(t);
+    const agent = await createAgent(t, user);
+    const trigger = await createTrigger(t, user, agent.uuid);
+    expect((await deliver(t, trigger.uuid, { secret: trigger.webhook_secret, body: { a: 1 } })).statusCode).toBe(202);
+    expect((await deliver(t, trigger.uuid, { secret: 'wrong', body: { a: 1 } })).statusCode).toBe(401);
+    const after = await scrape();
+    for (const status of ['202', '401']) {
+      expect(sample(after, 'taskhook_webhook_deliveries_total', { status })).toBe(
+        sample(before, 'taskhook_webhook_deliveries_total', { status }) + 1,
+      );
+    }
   });
 
   it('labels unknown paths as one route, so random URLs cannot grow the series without bound', async () => {
