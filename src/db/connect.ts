@@ -28,6 +28,8 @@ export interface Db {
    * Absent on SQLite, which has no way to announce a change to another process.
    */
   listen?: (channel: string, handlers: SubscribeHandlers) => Subscription;
+  /** PostgreSQL only: the pool's connections (open, idle) and the queries waiting for one. */
+  poolStats?: () => { total: number; idle: number; waiting: number };
   /** A trivial query; throws when the database cannot be reached. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -197,6 +199,7 @@ function connectPostgres(url: string, opts: ConnectOptions): Db {
     kysely,
     transaction: (fn) => runTransaction(kysely, fn),
     listen: (channel, handlers) => listenPostgres(url, channel, handlers),
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     ping: async () => {
       await sql`select 1`.execute(kysely);
     },

@@ -47,6 +47,22 @@ export function createMetrics(deps: { db: Db; clock: Clock }) {
     registers: [registry],
   });
 
+  const poolStats = deps.db.poolStats;
+  if (poolStats) {
+    new Gauge({
+      name: 'taskhook_db_pool_connections',
+      help: 'PostgreSQL pool connections by state (in_use, idle), and queries waiting for one (waiting).',
+      labelNames: ['state'] as const,
+      registers: [registry],
+      collect() {
+        const { total, idle, waiting } = poolStats();
+        this.set({ state: 'in_use' }, total - idle);
+        this.set({ state: 'idle' }, idle);
+        this.set({ state: 'waiting' }, waiting);
+      },
+    });
+  }
+
   const storage = createStorageGauges(registry, deps);
   return {
     registry,

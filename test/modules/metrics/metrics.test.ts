@@ -71,6 +71,8 @@ describe.each(DATABASES)('metrics on $name', (shared) => {
         'taskhook_callback_oldest_pending_age_seconds',
       ]),
     );
+    // The pool's use, on PostgreSQL (SQLite has one connection and no pool).
+    expect(names.includes('taskhook_db_pool_connections')).toBe(shared.name === 'postgres');
   });
 
   it('moves when work is done: request durations by route pattern, tasks by status, queue depth', async () => {
