@@ -40,7 +40,8 @@ export function listenPostgres(url: string, channel: string, handlers: Subscribe
   async function connect() {
     retry = null;
     if (closed) return;
-    const next = new pg.Client({ connectionString: url });
+    // Named, so an operator (and the fault tests) can tell it in pg_stat_activity.
+    const next = new pg.Client({ connectionString: url, application_name: 'taskhook-listen' });
     client = next;
     next.on('notification', (msg) => {
       if (msg.channel === channel) handlers.onMessage(msg.payload ?? '');

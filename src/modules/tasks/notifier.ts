@@ -36,7 +36,8 @@ export function createNotifier(opts: { databaseUrl?: string | undefined; log: Lo
   let sending: Promise<unknown> = Promise.resolve();
 
   async function connect(url: string) {
-    const c = new pg.Client({ connectionString: url });
+    // Named, so an operator (and the fault tests) can tell it in pg_stat_activity.
+    const c = new pg.Client({ connectionString: url, application_name: 'taskhook-listen' });
     c.on('notification', (msg) => {
       if (msg.payload) emit(msg.payload);
     });

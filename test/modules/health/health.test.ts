@@ -4,6 +4,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, call, type TestApp } from '../../helpers/app.js';
 import { DATABASES, POSTGRES_URL } from '../../helpers/databases.js';
+import { createProxy } from '../../helpers/tcp-proxy.js';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -55,51 +56,6 @@ describe.each(DATABASES)('health on $name', (database) => {
     expectHealthy(await call(t.app, 'GET', '/health'), await call(t.app, 'GET', '/health/deep'));
   });
 });
-
-/**
- * A TCP proxy in front of PostgreSQL: stopping it (listener closed, every socket destroyed) is
- * the database going away for the app; starting it again on the same port brings it back.
- */
-function createProxy(target: { host: string; port: number }) {
-  const sockets = new Set<net.Socket>();
-  let server: net.Server | null = null;
-  let port = 0;
-
-  function track(socket: net.Socket) {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    socket.on('error', () => socket.destroy());
-  }
-
-  return {
-    get port() {
-      return port;
-    },
-    async start() {
-      server = net.createServer((client) => {
-        const upstream = net.connect(target.port, target.host);
-        track(client);
-        track(upstream);
-        client.pipe(upstream);
-        upstream.pipe(client);
-        client.on('close', () => upstream.destroy());
-        upstream.on('close', () => client.destroy());
-      });
-      server.listen(port, '127.0.0.1');
-      await once(server, 'listening');
-      port = (server.address() as net.AddressInfo).port;
-    },
-    async stop() {
-      const closing = server;
-      server = null;
-      if (!closing) return;
-      const closed = once(closing, 'close');
-      closing.close();
-      for (const socket of sockets) socket.destroy();
-      await closed;
-    },
-  };
-}
 
 describe.runIf(POSTGRES_URL)('health when PostgreSQL goes away and comes back', () => {
   let url: URL;

@@ -1,0 +1,189 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTestApp, call, type TestApp } from '../helpers/app.js';
+import { ownDatabase } from '../helpers/callbacks.js';
+import { POSTGRES_URL, type TestDatabase } from '../helpers/databases.js';
+import { createAgent, createUser, type TestUser } from '../helpers/factories.js';
+import { workerHeaders } from '../helpers/tasks.js';
+import { createProxy } from '../helpers/tcp-proxy.js';
+
+/*
+ * Faults an operator meets: the LISTEN connection killed, PostgreSQL going away under load and
+ * coming back, Redis going away and coming back. Instances recover without a restart and lose
+ * nothing they acknowledged.
+ */
+
+const redisUrl = process.env.TEST_REDIS_URL;
+
+/** Resolves once `check` holds, polling every 100 ms; fails after `ms`. */
+async function eventually(what: string, check: () => Promise<boolean>, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await sleep(100);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe.runIf(POSTGRES_URL)('faults on PostgreSQL', () => {
+  let database: TestDatabase;
+  let drop: () => Promise<void> = async () => undefined;
+  let admin: pg.Client;
+
+  beforeAll(async () => {
+    const own = await ownDatabase({ name: 'postgres', databaseUrl: POSTGRES_URL });
+    database = own.database;
+    drop = own.drop;
+    admin = new pg.Client({ connectionString: POSTGRES_URL });
+    await admin.connect();
+  });
+  afterAll(async () => {
+    await admin.end();
+    await drop();
+  });
+
+  const databaseName = () => new URL(database.databaseUrl as string).pathname.slice(1);
+  const listeners = async () =>
+    (
+      await admin.query(
+        `select pid from pg_stat_activity where datname = $1 and application_name = 'taskhook-listen'`,
+        [databaseName()],
+      )
+    ).rows as Array<{ pid: number }>;
+
+  it('a killed LISTEN connection reconnects, and waiting claims still wake meanwhile', async () => {
+    const [a, b] = [await buildTestApp(database), await buildTestApp(database)];
+    try {
+      const user = await createUser(a);
+      const agent = await createAgent(a, user);
+      // Each instance: the task notifier and the credential cache's listener.
+      await eventually('both instances listening', async () => (await listeners()).length >= 4);
+      for (const { pid } of await listeners()) await admin.query('select pg_terminate_backend($1)', [pid]);
+
+      // A claim waiting on B is answered by a submit on A, through B's polling fallback.
+      const claim = call(b.app, 'POST', `/agent/${agent.uuid}/tasks/claim`, {
+        headers: workerHeaders(user),
+        body: { wait_seconds: 20 },
+      });
+      await sleep(200);
+      const submitted = await call(a.app, 'POST', `/agent/request/${agent.uuid}`, {
+        headers: workerHeaders(user),
+        body: { message: 'while the listener is down' },
+      });
+      expect(submitted.statusCode).toBe(202);
+      const claimed = await claim;
+      expect(claimed.statusCode).toBe(200);
+      expect(claimed.json().tasks.map((t: { task_id: string }) => t.task_id)).toEqual([submitted.json().task_id]);
+
+      // And the listeners come back by themselves.
+      await eventually('listeners reconnected', async () => (await listeners()).length >= 4);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  }, 60_000);
+
+  it('PostgreSQL going away under load: unhealthy, then recovered without a restart, nothing acknowledged lost', async () => {
+    const url = new URL(database.databaseUrl as string);
+    const proxy = createProxy({ host: url.hostname, port: Number(url.port || 5432) });
+    await proxy.start();
+    const viaProxy = new URL(url);
+    viaProxy.hostname = '127.0.0.1';
+    viaProxy.port = String(proxy.port);
+    const t = await buildTestApp(
+      { name: 'postgres', databaseUrl: viaProxy.toString() },
+      { config: { databaseUrl: viaProxy.toString(), healthIntervalMs: 100 } },
+    );
+    const direct = await buildTestApp(database);
+    try {
+      const user: TestUser = await createUser(t);
+      const agent = await createAgent(t, user);
+      const acknowledged: string[] = [];
+      const statuses = new Set<number>();
+      let stop = false;
+      async function client() {
+        while (!stop) {
+          const res = await call(t.app, 'POST', `/agent/request/${agent.uuid}`, {
+            headers: workerHeaders(user),
+            body: { message: 'under load' },
+          });
+          statuses.add(res.statusCode);
+          if (res.statusCode === 202) acknowledged.push(res.json().task_id);
+          else await sleep(50);
+        }
+      }
+      const clients = Array.from({ length: 8 }, client);
+      await eventually('some load', async () => acknowledged.length >= 50);
+
+      await proxy.stop();
+      await eventually('unhealthy', async () => (await call(t.app, 'GET', '/health')).statusCode === 503);
+      const during = acknowledged.length;
+      await proxy.start();
+      await eventually('healthy again', async () => (await call(t.app, 'GET', '/health')).statusCode === 200);
+      await eventually('writes again', async () => acknowledged.length >= during + 50);
+      stop = true;
+      await Promise.all(clients);
+
+      // Refusals while it was away were clean 503s, never another 5xx.
+      expect([...statuses].filter((s) => s >= 500 && s !== 503)).toEqual([]);
+      for (const taskId of acknowledged) {
+        const res = await call(direct.app, 'GET', `/agent/${agent.uuid}/task/${taskId}`, {
+          headers: workerHeaders(user),
+        });
+        expect(res.statusCode, taskId).toBe(200);
+      }
+    } finally {
+      await proxy.start().catch(() => undefined);
+      await t.close();
+      await direct.close();
+      await proxy.stop();
+    }
+  }, 120_000);
+});
+
+describe.runIf(redisUrl)('Redis going away', () => {
+  let t: TestApp;
+  let proxy: ReturnType<typeof createProxy>;
+
+  beforeAll(async () => {
+    const url = new URL(redisUrl as string);
+    proxy = createProxy({ host: url.hostname, port: Number(url.port || 6379) });
+    await proxy.start();
+    const viaProxy = new URL(url);
+    viaProxy.hostname = '127.0.0.1';
+    viaProxy.port = String(proxy.port);
+    t = await buildTestApp(
+      { name: 'sqlite', databaseUrl: undefined },
+      { config: { redisUrl: viaProxy.toString(), rateLimit: 1000 } },
+    );
+  });
+  afterAll(async () => {
+    await proxy.start().catch(() => undefined);
+    await t.close();
+    await proxy.stop();
+  });
+
+  it('lets requests through uncounted while it is away, and counts again once it is back', async () => {
+    const user = await createUser(t);
+    const remaining = async () => {
+      const res = await call(t.app, 'GET', '/agent/list', { token: user.token });
+      expect(res.statusCode).toBe(200);
+      return Number(res.headers['x-ratelimit-remaining']);
+    };
+    const first = await remaining();
+    expect(await remaining()).toBe(first - 1);
+
+    await proxy.stop();
+    // Still answered (after at most the store's one-second wait), with the headers set.
+    for (let i = 0; i < 3; i++) expect(Number.isInteger(await remaining())).toBe(true);
+
+    await proxy.start();
+    let before = -1;
+    await eventually('counting again', async () => {
+      const now = await remaining();
+      const counting = before !== -1 && now === before - 1;
+      before = now;
+      return counting;
+    });
+  }, 60_000);
+});
