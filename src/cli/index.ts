@@ -7,7 +7,6 @@ import { createSecretBox } from '../lib/crypto.js';
 import { createAccountsModule } from '../modules/accounts/accounts-module.js';
 import type { AccountsService } from '../modules/accounts/accounts-service.js';
 import { createLogger, openDb, openRuntime } from '../runtime.js';
-import { startServer } from '../server.js';
 
 function print(value: unknown) {
   process.stdout.write(`${JSON.stringify(value)}\n`);
@@ -44,6 +43,8 @@ program
   .command('serve')
   .description('run migrations and serve the API (PORT, HOST, DATABASE_URL, ...)')
   .action(async () => {
+    // Loaded here: the other commands start faster without the whole HTTP application.
+    const { startServer } = await import('../server.js');
     const app = await startServer(loadConfig());
     const address = app.addresses()[0];
     app.log.info({ address, docs: `${loadConfig().publicUrl}/docs` }, 'taskhook is serving');

@@ -70,7 +70,7 @@ function run(args: string[], env: Record<string, string>): Promise<RunResult> {
     execFile(
       process.execPath,
       [CLI, ...args],
-      { cwd: ROOT, env: cliEnv(env), timeout: 20_000 },
+      { cwd: ROOT, env: cliEnv(env), timeout: 60_000 },
       (err, stdout, stderr) =>
         resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr }),
     );
@@ -136,21 +136,33 @@ describe('taskhook CLI arguments', () => {
   it('exits non-zero with a message on stderr for missing, unknown or bad options', async () => {
     const { env } = storage(DATABASES[0] as TestDatabase);
     const email = uniqueEmail();
-    const [noPassword, unknownOption, noName, shortPassword, shortReset, noCommand] = await Promise.all([
-      run(['user', 'create', '--email', email], env),
-      run(['user', 'create', '--email', email, '--password', 'long enough', '--admin'], env),
-      run(['key', 'create', '--email', email], env),
-      run(['user', 'create', '--email', email, '--password', 'short'], env),
-      run(['user', 'set-password', '--email', email, '--password', 'short'], env),
-      run(['user', 'delete', '--email', email], env),
-    ]);
+    // One after another: six at once on a busy two-core machine can outlast the per-run limit.
+    const runs: RunResult[] = [];
+    for (const args of [
+      ['user', 'create', '--email', email],
+      ['user', 'create', '--email', email, '--password', 'long enough', '--admin'],
+      ['key', 'create', '--email', email],
+      ['user', 'create', '--email', email, '--password', 'short'],
+      ['user', 'set-password', '--email', email, '--password', 'short'],
+      ['user', 'delete', '--email', email],
+    ]) {
+      runs.push(await run(args, env));
+    }
+    const [noPassword, unknownOption, noName, shortPassword, shortReset, noCommand] = runs as [
+      RunResult,
+      RunResult,
+      RunResult,
+      RunResult,
+      RunResult,
+      RunResult,
+    ];
     expectFailure(noPassword, /required option '--password <password>' not specified/);
     expectFailure(unknownOption, /unknown option '--admin'/);
     expectFailure(noName, /required option '--name <name>' not specified/);
     expectFailure(shortPassword, /^taskhook: .*at least 8 characters/);
     expectFailure(shortReset, /^taskhook: .*at least 8 characters/);
     expectFailure(noCommand, /unknown command 'delete'/);
-  });
+  }, 300_000);
 });
 
 describe.each(DATABASES)('taskhook CLI on $name', (database) => {
