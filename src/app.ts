@@ -127,7 +127,14 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   const tasks = createTasksModule({ config, runtime, agents });
   tasks.onChange(telemetry.tracer.onChange);
   const callbacks = createCallbacksModule({ config, runtime, accounts: accounts.service, tasks });
-  const triggers = createTriggersModule({ config, runtime, box, agents, tasks: tasks.service });
+  const triggers = createTriggersModule({
+    config,
+    runtime,
+    box,
+    agents,
+    tasks: tasks.service,
+    traceSpans: telemetry.tracer.enqueue,
+  });
   const health = createHealthModule({ db: runtime.db, clock: runtime.clock, intervalMs: config.healthIntervalMs });
   const metrics = createMetricsModule({ config, runtime });
   const housekeeping = createHousekeepingModule({ config, runtime });

@@ -4,6 +4,7 @@ import { buildTestApp, call, type TestApp } from '../../helpers/app.js';
 import { DATABASES } from '../../helpers/databases.js';
 import { createAgent, createUser, type TestUser } from '../../helpers/factories.js';
 import { claimOne, report, reportBody, submitTask, workerHeaders } from '../../helpers/tasks.js';
+import { createTrigger, deliver } from '../../helpers/triggers.js';
 import { hexId } from './helpers.js';
 
 interface FetchedSpan {
@@ -100,5 +101,31 @@ describe.each(DATABASES)('every task traced end to end ($name)', (db) => {
       ['task.awaiting_input', null],
       ['task.run', 'failed'],
     ]);
+  });
+
+  it("starts a webhook-created task's trace at the delivery", async () => {
+    const user = await createUser(t);
+    const agent = await createAgent(t, user, { name: 'pr-bot' });
+    const trigger = await createTrigger(t, user, agent.uuid, { name: 'github' });
+    const res = await deliver(t, trigger.uuid, {
+      secret: trigger.webhook_secret,
+      body: { repository: { name: 'taskhook' } },
+    });
+    expect(res.statusCode).toBe(202);
+    const claimed = await claimOne(t, user, agent.uuid);
+    const traceId = parseTraceparent(claimed.traceparent)?.traceId as string;
+    await report(t, user, agent.uuid, claimed.task_id, 'complete', reportBody('complete', claimed.lease_id));
+
+    const spans = await traceOf(user, traceId);
+    expect(spans.map((s) => s.name)).toEqual(['webhook github', 'task pr-bot', 'task.run']);
+    const [webhook, task] = spans as [FetchedSpan, FetchedSpan];
+    expect(webhook).toMatchObject({ parent_span_id: null });
+    expect(webhook.attributes).toMatchObject({
+      'taskhook.trigger_uuid': trigger.uuid,
+      'taskhook.delivery_id': res.json().delivery_id,
+      'taskhook.task_id': claimed.task_id,
+    });
+    expect(task).toMatchObject({ parent_span_id: webhook.span_id });
+    expect(task.attributes).toMatchObject({ 'taskhook.trigger_uuid': trigger.uuid });
   });
 });
