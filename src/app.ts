@@ -126,7 +126,13 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   });
   const tasks = createTasksModule({ config, runtime, agents });
   tasks.onChange(telemetry.tracer.onChange);
-  const callbacks = createCallbacksModule({ config, runtime, accounts: accounts.service, tasks });
+  const callbacks = createCallbacksModule({
+    config,
+    runtime,
+    accounts: accounts.service,
+    tasks,
+    traceSpans: telemetry.tracer.enqueue,
+  });
   const triggers = createTriggersModule({
     config,
     runtime,
