@@ -116,11 +116,31 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
     }),
   });
   // Built in dependency order; each capability subscribes to what it reacts to: tasks and
-  // triggers to agents.onDelete, callbacks to tasks.onStatusChange.
+  // triggers to agents.onDelete, callbacks to tasks.onStatusChange, telemetry's task tracer to
+  // tasks.onChange (the service's own spans, recorded after each commit).
   const agents = createAgentsModule({ runtime });
+  const telemetry = createTelemetryModule({
+    config,
+    runtime,
+    agentName: (userUuid, agentUuid) => agents.service.get(userUuid, agentUuid).then((agent) => agent.name),
+  });
   const tasks = createTasksModule({ config, runtime, agents });
-  const callbacks = createCallbacksModule({ config, runtime, accounts: accounts.service, tasks });
-  const triggers = createTriggersModule({ config, runtime, box, agents, tasks: tasks.service });
+  tasks.onChange(telemetry.tracer.onChange);
+  const callbacks = createCallbacksModule({
+    config,
+    runtime,
+    accounts: accounts.service,
+    tasks,
+    traceSpans: telemetry.tracer.enqueue,
+  });
+  const triggers = createTriggersModule({
+    config,
+    runtime,
+    box,
+    agents,
+    tasks: tasks.service,
+    traceSpans: telemetry.tracer.enqueue,
+  });
   const health = createHealthModule({ db: runtime.db, clock: runtime.clock, intervalMs: config.healthIntervalMs });
   const metrics = createMetricsModule({ config, runtime, tasks });
   const housekeeping = createHousekeepingModule({ config, runtime });
@@ -145,7 +165,6 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   app.addHook('onClose', oauth.close);
   await app.register(oauth.routes);
 
-  const telemetry = createTelemetryModule({ config, runtime });
   await app.register(telemetry.routes);
   app.decorate('telemetry', telemetry);
 

@@ -111,6 +111,9 @@ export interface TasksTable {
   failed_at: string | null;
   cancelled_at: string | null;
   seq: number;
+  trace_id: string | null;
+  trace_parent_span_id: string | null;
+  claimed_at: string | null;
 }
 
 export interface TaskEventsTable {

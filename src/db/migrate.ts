@@ -9,6 +9,7 @@ import { migration007 } from './migrations/007-telemetry.js';
 import { migration008 } from './migrations/008-oauth.js';
 import { migration009 } from './migrations/009-model-proxy.js';
 import { migration010 } from './migrations/010-housekeeping.js';
+import { migration011 } from './migrations/011-task-trace.js';
 import type { DialectMigration } from './migrations/types.js';
 
 /** Every migration, in order. Forward only: a released migration is never edited. */
@@ -21,6 +22,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '008-oauth': migration008,
   '009-model-proxy': migration009,
   '010-housekeeping': migration010,
+  '011-task-trace': migration011,
 };
 
 export class MigrationError extends Error {}

@@ -32,6 +32,12 @@ export interface WorkerContext {
   askForInput(question: string): Promise<never>;
   /** Aborted when the task is cancelled, the lease is lost, or the worker shuts down. */
   signal: AbortSignal;
+  /**
+   * The W3C trace context of this run (`00-<trace id>-<run span id>-01`): make it the parent of
+   * the handler's own OpenTelemetry spans (and send it on outgoing calls, e.g. to the model proxy)
+   * and they join the task's trace, under this run.
+   */
+  traceparent: string;
 }
 
 export type TaskHandler = (task: ClaimedTask, ctx: WorkerContext) => Promise<TaskResult>;
@@ -96,6 +102,7 @@ export function runWorker(options: WorkerOptions): RunningWorker {
     abort.signal.addEventListener('abort', () => clearInterval(timer), { once: true });
     const ctx: WorkerContext = {
       signal: abort.signal,
+      traceparent: task.traceparent,
       async progress(current_step, steps_completed, total_steps, flush = false) {
         progress = { current_step, steps_completed, total_steps };
         if (flush) await heartbeat();

@@ -3,6 +3,8 @@ import { type Dispatcher, request } from 'undici';
 import type { Db } from '../../db/connect.js';
 import { isPrivateAddress } from '../../lib/outbound.js';
 import { type Clock, iso } from '../../lib/time.js';
+import { callbackSpan, type ServiceSpan, type TaskTrace } from '../telemetry/service-spans-fns.js';
+import { deriveSpanId, formatTraceparent } from '../telemetry/trace-context-fns.js';
 import { classify, nextDelaySeconds, retryAfterSeconds, signatureHeader } from './callbacks-fns.js';
 import type { Attempt, CallbackRow, CallbacksRepo } from './callbacks-repo.js';
 
@@ -11,6 +13,12 @@ const BATCH = 32;
 
 interface Log {
   warn(obj: object, msg: string): void;
+}
+
+/** How the dispatcher finds a task's trace and records the span of an attempt (best-effort). */
+export interface CallbackTracing {
+  traceOf(taskUuid: string): Promise<TaskTrace | null>;
+  record(userUuid: string, spans: ServiceSpan[]): void;
 }
 
 /**
@@ -29,6 +37,8 @@ export function createDispatcher(deps: {
   concurrency: number;
   clock: Clock;
   log: Log;
+  /** The service's own spans: each attempt is a span of its task's trace, announced in `traceparent`. */
+  tracing?: CallbackTracing;
 }) {
   const { db, repo } = deps;
   const leaseMs = deps.timeoutMs + 5000;
@@ -39,7 +49,10 @@ export function createDispatcher(deps: {
   let again = false;
   const sending = new Set<Promise<void>>();
 
-  async function attempt(row: CallbackRow): Promise<Attempt & { retryAfter: number | null }> {
+  async function attempt(
+    row: CallbackRow,
+    traceparent: string | null,
+  ): Promise<Attempt & { retryAfter: number | null }> {
     const startedAt = deps.clock.now();
     const started = performance.now();
     const done = (status_code: number | null, error: string | null, retryAfter: number | null = null) => ({
@@ -62,6 +75,7 @@ export function createDispatcher(deps: {
           'content-type': 'application/json',
           'user-agent': 'taskhook-callbacks/1',
           'webhook-id': row.uuid,
+          ...(traceparent ? { traceparent } : {}),
           'webhook-timestamp': String(timestamp),
           'webhook-signature': signatureHeader(
             row.uuid,
@@ -83,8 +97,37 @@ export function createDispatcher(deps: {
     }
   }
 
+  /** The task's trace and this attempt's span id; null when tracing is off or the lookup failed. */
+  async function traceOfAttempt(row: CallbackRow) {
+    if (!deps.tracing) return null;
+    const trace = await deps.tracing.traceOf(row.taskUuid).catch((err) => {
+      deps.log.warn({ err, callback: row.uuid }, 'callback trace lookup failed');
+      return null;
+    });
+    return trace && { trace, spanId: deriveSpanId('callback', row.uuid, String(row.attempts.length + 1)) };
+  }
+
+  function recordSpan(row: CallbackRow, traced: { trace: TaskTrace; spanId: string }, result: Attempt) {
+    const startMs = Date.parse(result.at);
+    deps.tracing?.record(row.userUuid, [
+      callbackSpan(traced.trace, {
+        taskUuid: row.taskUuid,
+        spanId: traced.spanId,
+        eventType: row.eventType,
+        url: row.url,
+        deliveryId: row.uuid,
+        attempt: row.attempts.length + 1,
+        statusCode: result.status_code,
+        startMs,
+        endMs: startMs + result.duration_ms,
+      }),
+    ]);
+  }
+
   async function deliver(row: CallbackRow) {
-    const result = await attempt(row);
+    const traced = await traceOfAttempt(row);
+    const result = await attempt(row, traced && formatTraceparent(traced.trace.traceId, traced.spanId));
+    if (traced) recordSpan(row, traced, result);
     const { retryAfter, ...entry } = result;
     const attempts = [...row.attempts, entry];
     const outcome = classify(entry.status_code);

@@ -4,6 +4,7 @@ import { createOutboundDispatcher } from '../../lib/outbound.js';
 import type { Runtime } from '../../runtime.js';
 import type { AccountsService } from '../accounts/accounts-service.js';
 import type { TasksModule } from '../tasks/tasks-module.js';
+import { type ServiceSpan, taskTraceOf } from '../telemetry/service-spans-fns.js';
 import { createDispatcher } from './callbacks-dispatcher.js';
 import { callbacksRepo } from './callbacks-repo.js';
 import { callbacksRoutes } from './callbacks-routes.js';
@@ -17,7 +18,9 @@ export function createCallbacksModule(deps: {
   config: Config;
   runtime: Runtime;
   accounts: Pick<AccountsService, 'activeSigningSecrets'>;
-  tasks: Pick<TasksModule, 'service' | 'onStatusChange'>;
+  tasks: Pick<TasksModule, 'service' | 'onStatusChange' | 'traceFields'>;
+  /** Records the service's own spans (the callback attempts), best-effort. */
+  traceSpans?: (userUuid: string, spans: ServiceSpan[]) => void;
 }) {
   const { config, runtime } = deps;
   const dispatcher = createDispatcher({
@@ -35,6 +38,13 @@ export function createCallbacksModule(deps: {
     concurrency: 16,
     clock: runtime.clock,
     log: runtime.logger,
+    tracing: deps.traceSpans && {
+      traceOf: async (taskUuid) => {
+        const task = await deps.tasks.traceFields(taskUuid);
+        return task ? taskTraceOf(task) : null;
+      },
+      record: deps.traceSpans,
+    },
   });
   const service = createCallbacksService({
     db: runtime.db,

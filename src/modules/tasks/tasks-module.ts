@@ -92,6 +92,8 @@ export function createTasksModule(deps: {
     routes,
     onStatusChange: writer.onStatusChange,
     onChange: writer.onChange,
+    /** A task's trace context fields by id (undefined when it is gone), for spans of work done later. */
+    traceFields: (taskUuid: string) => tasksRepo.traceFields(db.kysely, taskUuid),
   };
 }
 

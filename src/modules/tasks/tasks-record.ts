@@ -43,6 +43,12 @@ export interface TaskRecord {
   cancelledAt: string | null;
   /** Event sequence number: increases with every visible change. */
   seq: number;
+  /** The caller's trace this task joined (a submit's `traceparent`, a webhook delivery); null: its own. */
+  traceId?: string | null;
+  /** The caller's span the task span hangs under; null for a root task span. */
+  traceParentSpanId?: string | null;
+  /** When the current (or last) run was claimed: the start of its run span. */
+  claimedAt?: string | null;
 }
 
 const JSON_FIELDS = new Set(['messages', 'metadata', 'progress', 'inputRequest', 'result', 'error']);
@@ -77,6 +83,9 @@ export const COLUMNS: Record<keyof TaskRecord, keyof TasksTable> = {
   failedAt: 'failed_at',
   cancelledAt: 'cancelled_at',
   seq: 'seq',
+  traceId: 'trace_id',
+  traceParentSpanId: 'trace_parent_span_id',
+  claimedAt: 'claimed_at',
 };
 
 /** Record fields → column values (JSON as text, booleans as 1/0). */
@@ -125,5 +134,8 @@ export function toRecord(row: Selectable<TasksTable>): TaskRecord {
     failedAt: row.failed_at,
     cancelledAt: row.cancelled_at,
     seq: row.seq,
+    traceId: row.trace_id,
+    traceParentSpanId: row.trace_parent_span_id,
+    claimedAt: row.claimed_at,
   };
 }

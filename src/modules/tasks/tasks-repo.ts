@@ -53,6 +53,18 @@ export const tasksRepo = {
     return row && toRecord(row);
   },
 
+  /** Where a task's trace hangs (see `TaskRecord.traceId`), by task id alone; for telemetry. */
+  async traceFields(ex: Executor, uuid: string) {
+    const row = await guard(
+      ex
+        .selectFrom('tasks')
+        .select(['uuid', 'trace_id', 'trace_parent_span_id'])
+        .where('uuid', '=', uuid)
+        .executeTakeFirst(),
+    );
+    return row && { uuid: row.uuid, traceId: row.trace_id, traceParentSpanId: row.trace_parent_span_id };
+  },
+
   /** `findTask`, row-locked for the transaction `trx`. */
   async lockTask(trx: Executor, where: TaskKey): Promise<TaskRecord | undefined> {
     const [row] = await guard(ownTaskLocked(trx, where.taskUuid, where.agentUuid, where.userUuid));

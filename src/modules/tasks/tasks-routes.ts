@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { NoBody, pagination } from '../../http/common-schemas.js';
 import { errorResponses } from '../../http/error-schemas.js';
 import { principalOf, taskRefOf } from '../../http/guard.js';
+import { parseTraceparent } from '../telemetry/trace-context-fns.js';
 import {
   AgentIdParams,
   CancelReply,
@@ -58,6 +59,8 @@ export function tasksRoutes(service: TasksService) {
           request.params.id,
           request.body,
           request.headers['idempotency-key'],
+          // A valid W3C traceparent makes the caller's span the task span's parent; anything else is ignored.
+          parseTraceparent(request.headers.traceparent),
         );
         if (replayed) reply.header('idempotent-replayed', 'true');
         return reply.code(202).header('location', response.poll_url).send(response);

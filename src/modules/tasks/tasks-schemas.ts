@@ -151,6 +151,10 @@ export const ClaimedTask = Type.Object({
   attempt: Type.Integer({ description: 'Starts at 1; a lease expiry or retryable failure adds one.' }),
   lease_expires_at: TimestampSchema,
   timeout_at: TimestampSchema,
+  traceparent: Type.String({
+    description:
+      "W3C trace context of this run: pass it as the parent of the worker's own spans to join the task's trace.",
+  }),
 });
 export type ClaimedTask = Static<typeof ClaimedTask>;
 export const ClaimReply = Type.Object({ tasks: Type.Array(ClaimedTask) });

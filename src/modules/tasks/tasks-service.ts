@@ -23,6 +23,12 @@ export interface TaskRef {
   taskUuid: string;
 }
 
+/** The caller's span a new task hangs under (its trace id and span id, lowercase hex). */
+export interface TraceParent {
+  traceId: string;
+  spanId: string;
+}
+
 /** The user's side of tasks: submit, read, converse, cancel. */
 export function createTasksService(deps: {
   db: Db;
@@ -104,6 +110,7 @@ export function createTasksService(deps: {
     userUuid: string,
     input: SubmitInput,
     nowMs: number,
+    parent: TraceParent | null = null,
   ): Promise<{ task: TaskRecord; response: SubmitResult }> {
     const now = iso(nowMs);
     const priority = input.priority ?? DEFAULT_PRIORITY;
@@ -140,6 +147,9 @@ export function createTasksService(deps: {
       failedAt: null,
       cancelledAt: null,
       seq: 1,
+      traceId: parent?.traceId ?? null,
+      traceParentSpanId: parent?.spanId ?? null,
+      claimedAt: null,
     };
     const response: SubmitResult = {
       task_id: uuid,
@@ -171,6 +181,7 @@ export function createTasksService(deps: {
       agentUuid: string,
       input: SubmitInput,
       idempotencyKey?: string,
+      parent: TraceParent | null = null,
     ): Promise<{ response: SubmitResult; replayed: boolean }> {
       await validate(input);
       const agent = await deps.agents.requireOwned(userUuid, agentUuid);
@@ -182,7 +193,7 @@ export function createTasksService(deps: {
       if (agent.status !== 'active') {
         throw new AppError('AGENT_UNAVAILABLE', `Agent is ${agent.status} and does not accept tasks`);
       }
-      const { task, response } = await prepare(agent, userUuid, input, nowMs);
+      const { task, response } = await prepare(agent, userUuid, input, nowMs, parent);
       const now = task.createdAt;
       const uuid = task.uuid;
       const key: IdempotencyRecord | null = idempotencyKey

@@ -74,6 +74,7 @@ export function transition(task: TaskRecord, input: TaskInput, nowMs: number): C
           leaseSeconds: input.leaseSeconds,
           leaseExpiresAt: iso(nowMs + input.leaseSeconds * 1000),
           workerId: input.workerId,
+          claimedAt: now,
           startedAt: task.startedAt ?? now,
           timeoutAt: task.timeoutAt ?? iso(nowMs + task.timeoutSeconds * 1000),
         },

@@ -4,6 +4,8 @@ import { newId } from '../../lib/ids.js';
 import type { Clock } from '../../lib/time.js';
 import type { AgentsRepo } from '../agents/agents-repo.js';
 import type { AgentsService } from '../agents/agents-service.js';
+import { runSpanIdOf, taskTraceOf } from '../telemetry/service-spans-fns.js';
+import { formatTraceparent } from '../telemetry/trace-context-fns.js';
 import { type Notifier, waitFor } from './notifier.js';
 import type { TaskRecord, TasksRepo } from './tasks-repo.js';
 import type { ClaimedTask, ClaimInput, Progress, TaskResult, TaskView } from './tasks-schemas.js';
@@ -54,6 +56,7 @@ export function createWorkerService(deps: {
       attempt: task.attempt,
       lease_expires_at: task.leaseExpiresAt as string,
       timeout_at: task.timeoutAt as string,
+      traceparent: formatTraceparent(taskTraceOf(task).traceId, runSpanIdOf(task.leaseId as string)),
     }));
   }
 

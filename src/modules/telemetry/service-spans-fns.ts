@@ -1,5 +1,6 @@
 import { type Attributes, msToNanos } from './otlp-values-fns.js';
 import { type SpanRow, toSpanRow } from './telemetry-fns.js';
+import { deriveSpanId, deriveTraceId } from './trace-context-fns.js';
 
 /** The resource every span of the service's own work carries. */
 export const SERVICE_RESOURCE: Attributes = { 'service.name': 'taskhook' };
@@ -56,6 +57,26 @@ export interface TaskTrace {
   parentSpanId: string | null;
 }
 
+/**
+ * A task's trace from what the task stores: the caller's trace and parent span when it joined one
+ * (a submit's `traceparent`, the webhook delivery that created it), else a trace of its own. Every
+ * id is derived, so any instance computes the same ones.
+ */
+export function taskTraceOf(task: {
+  uuid: string;
+  traceId?: string | null;
+  traceParentSpanId?: string | null;
+}): TaskTrace {
+  return {
+    traceId: task.traceId ?? deriveTraceId(task.uuid),
+    taskSpanId: deriveSpanId('task', task.uuid),
+    parentSpanId: task.traceParentSpanId ?? null,
+  };
+}
+
+/** The span id of the run that holds lease `leaseId`: the parent of the worker's own spans. */
+export const runSpanIdOf = (leaseId: string) => deriveSpanId('run', leaseId);
+
 type FinalStatus = 'completed' | 'failed' | 'cancelled';
 
 /** The task span: from creation to the final status. */
@@ -101,6 +122,7 @@ export type RunOutcome =
   | 'lease_expired'
   | 'timeout'
   | 'awaiting_input'
+  | 'released'
   | 'cancelled';
 
 const RUN_STATUS: Record<RunOutcome, ServiceSpan['status']> = {
@@ -110,6 +132,7 @@ const RUN_STATUS: Record<RunOutcome, ServiceSpan['status']> = {
   lease_expired: 'error',
   timeout: 'error',
   awaiting_input: 'unset',
+  released: 'unset',
   cancelled: 'unset',
 };
 

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
 import type { Runtime } from '../../runtime.js';
 import { ingestRoutes } from './ingest-routes.js';
+import { createTaskTracer } from './task-tracer.js';
 import { telemetryRepo } from './telemetry-repo.js';
 import { telemetryRoutes } from './telemetry-routes.js';
 import { createTelemetryService } from './telemetry-service.js';
@@ -19,13 +20,25 @@ const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
  * Wires telemetry: the OTLP receiver, the fetch routes, and the retention sweep (at start, then
  * hourly; `sweepOnce` runs it on demand).
  */
-export function createTelemetryModule(deps: { config: Config; runtime: Runtime }) {
+export function createTelemetryModule(deps: {
+  config: Config;
+  runtime: Runtime;
+  /** The name of a user's agent for task spans (null when it is gone). */
+  agentName: (userUuid: string, agentUuid: string) => Promise<string | null>;
+}) {
   const { config, runtime } = deps;
   const service = createTelemetryService({
     db: runtime.db,
     repo: telemetryRepo,
     clock: runtime.clock,
     retentionDays: config.telemetryRetentionDays,
+  });
+
+  // The service's own spans of tasks; app.ts subscribes `tracer.onChange` to the tasks' changes.
+  const tracer = createTaskTracer({
+    record: service.recordServiceSpans,
+    agentName: deps.agentName,
+    logger: runtime.logger,
   });
 
   let running: Promise<number> | null = null;
@@ -53,12 +66,13 @@ export function createTelemetryModule(deps: { config: Config; runtime: Runtime }
     app.addHook('onClose', async () => {
       clearInterval(timer);
       await running;
+      await tracer.flush();
     });
     await app.register(ingestRoutes(service, config.telemetryMaxBodyBytes));
     await app.register(telemetryRoutes(service));
   }
 
-  return { service, sweepOnce, routes };
+  return { service, tracer, sweepOnce, routes };
 }
 
 export type TelemetryModule = ReturnType<typeof createTelemetryModule>;

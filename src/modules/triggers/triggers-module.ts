@@ -5,6 +5,7 @@ import type { Runtime } from '../../runtime.js';
 import type { AgentsModule } from '../agents/agents-module.js';
 import { agentsRepo } from '../agents/agents-repo.js';
 import type { TasksService } from '../tasks/tasks-service.js';
+import type { ServiceSpan } from '../telemetry/service-spans-fns.js';
 import { triggersRepo } from './triggers-repo.js';
 import { triggersRoutes } from './triggers-routes.js';
 import { createTriggersService } from './triggers-service.js';
@@ -17,6 +18,7 @@ export function createTriggersModule(deps: {
   box: SecretBox;
   agents: Pick<AgentsModule, 'service' | 'onDelete'>;
   tasks: TasksService;
+  traceSpans?: (userUuid: string, spans: ServiceSpan[]) => void;
 }) {
   const service = createTriggersService({
     db: deps.runtime.db,
@@ -27,6 +29,7 @@ export function createTriggersModule(deps: {
     box: deps.box,
     clock: deps.runtime.clock,
     publicUrl: deps.config.publicUrl,
+    traceSpans: deps.traceSpans,
   });
   // An agent's triggers go with it.
   deps.agents.onDelete(async (trx, agentUuid) => {

@@ -8,6 +8,8 @@ import type { AgentsRepo } from '../agents/agents-repo.js';
 import type { AgentsService } from '../agents/agents-service.js';
 import { MAX_MESSAGE_CHARS } from '../tasks/tasks-schemas.js';
 import type { TasksService } from '../tasks/tasks-service.js';
+import { type ServiceSpan, webhookSpan } from '../telemetry/service-spans-fns.js';
+import { deriveSpanId, deriveTraceId, parseTraceparent } from '../telemetry/trace-context-fns.js';
 import {
   authenticateDelivery,
   bodyKind,
@@ -66,6 +68,8 @@ export function createTriggersService(deps: {
   box: SecretBox;
   clock: Clock;
   publicUrl: string;
+  /** Records the service's own spans after the fact, best-effort (the webhook span of a delivery). */
+  traceSpans?: (userUuid: string, spans: ServiceSpan[]) => void;
 }) {
   const { db, repo } = deps;
   const now = () => iso(deps.clock.now());
@@ -244,6 +248,7 @@ export function createTriggersService(deps: {
      * delivery id over 255 characters).
      */
     async receive(trigger: TriggerRow, incoming: IncomingDelivery): Promise<WebhookAccepted> {
+      const receivedAtMs = deps.clock.now();
       const sent = incomingDeliveryId(incoming.headers);
       const deliveryId = sent ?? newId();
       let admitted: Awaited<ReturnType<typeof admit>>;
@@ -269,11 +274,19 @@ export function createTriggersService(deps: {
         template_missing: rendered.missing,
         ...(rendered.truncated ? { template_truncated: true } : {}),
       };
+      const recordUuid = newId();
+      // The task's trace starts at this delivery (or joins the sender's trace when it sent one).
+      const sender = parseTraceparent(incoming.headers.traceparent);
+      const deliverySpan = {
+        traceId: sender?.traceId ?? deriveTraceId('delivery', recordUuid),
+        spanId: deriveSpanId('delivery', recordUuid),
+      };
       const { task, response } = await deps.tasks.prepare(
         admitted.agent,
         trigger.userUuid,
         { message: rendered.text, metadata },
         nowMs,
+        deliverySpan,
       );
       const accepted: WebhookAccepted = {
         task_id: task.uuid,
@@ -283,7 +296,7 @@ export function createTriggersService(deps: {
         poll_url: response.poll_url,
       };
       const record: DeliveryRow = {
-        uuid: newId(),
+        uuid: recordUuid,
         triggerUuid: trigger.uuid,
         deliveryId,
         dedupKey: sent ?? null,
@@ -319,6 +332,18 @@ export function createTriggersService(deps: {
         );
         return first.response as WebhookAccepted;
       }
+      deps.traceSpans?.(trigger.userUuid, [
+        webhookSpan({
+          ...deliverySpan,
+          parentSpanId: sender?.spanId ?? null,
+          triggerUuid: trigger.uuid,
+          triggerName: trigger.name,
+          deliveryId,
+          taskUuid: task.uuid,
+          receivedAtMs,
+          answeredAtMs: deps.clock.now(),
+        }),
+      ]);
       return accepted;
     },
   };

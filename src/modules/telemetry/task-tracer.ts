@@ -1,0 +1,157 @@
+import type { Logger } from 'pino';
+import { afterCommit } from '../../db/transactions.js';
+import type { TaskRecord } from '../tasks/tasks-record.js';
+import type { TaskChangeEvent } from '../tasks/tasks-writer.js';
+import {
+  inputWaitSpan,
+  type RunOutcome,
+  runSpan,
+  runSpanIdOf,
+  type ServiceSpan,
+  taskSpan,
+  taskTraceOf,
+} from './service-spans-fns.js';
+import { deriveSpanId } from './trace-context-fns.js';
+
+const FINAL = new Set(['completed', 'failed', 'cancelled']);
+
+/** How the run that held `before`'s lease ended, judged by the operation and where it led. */
+function runOutcome(operation: TaskChangeEvent['operation'], task: TaskRecord): RunOutcome {
+  switch (operation) {
+    case 'complete':
+      return 'completed';
+    case 'fail':
+      return task.status === 'failed' ? 'failed' : 'retried';
+    case 'retry':
+      return 'retried';
+    case 'input_request':
+      return 'awaiting_input';
+    case 'release':
+      return 'released';
+    case 'cancel':
+      return 'cancelled';
+    case 'timeout':
+      return 'timeout';
+    default:
+      // The sweeper: a lease that ran out, or the task's own time that did.
+      return task.status === 'failed' && task.error?.code === 'TIMEOUT' ? 'timeout' : 'lease_expired';
+  }
+}
+
+const ms = (at: string | null | undefined, fallback: number) => (at ? Date.parse(at) : fallback);
+
+/**
+ * The spans one saved change of a task ends: the run whose lease it ended, the wait for input it
+ * ended, and the task span when it reached a final status. Pure; task spans carry no agent name
+ * yet (filled in by the recorder).
+ */
+export function spansOfChange(event: Pick<TaskChangeEvent, 'operation' | 'before' | 'task'>): ServiceSpan[] {
+  const { before, task, operation } = event;
+  if (!before) return [];
+  const trace = taskTraceOf(task);
+  const endMs = Date.parse(task.updatedAt);
+  const spans: ServiceSpan[] = [];
+  if (before.leaseId && before.leaseExpiresAt && (task.leaseId !== before.leaseId || !task.leaseExpiresAt)) {
+    spans.push(
+      runSpan(trace, {
+        taskUuid: task.uuid,
+        spanId: runSpanIdOf(before.leaseId),
+        attempt: before.attempt,
+        leaseId: before.leaseId,
+        workerId: before.workerId,
+        outcome: runOutcome(operation, task),
+        errorMessage: task.error?.message ?? null,
+        claimedAtMs: ms(before.claimedAt, endMs),
+        endedAtMs: endMs,
+      }),
+    );
+  }
+  if (before.status === 'awaiting_input' && task.status !== 'awaiting_input' && before.inputRequest) {
+    const requestedAt = before.inputRequest.requested_at;
+    spans.push(
+      inputWaitSpan(trace, {
+        taskUuid: task.uuid,
+        spanId: deriveSpanId('input', task.uuid, requestedAt),
+        startMs: ms(requestedAt, endMs),
+        endMs,
+      }),
+    );
+  }
+  if (FINAL.has(task.status) && before.status !== task.status) {
+    spans.push(
+      taskSpan(trace, {
+        uuid: task.uuid,
+        agentUuid: task.agentUuid,
+        agentName: '',
+        status: task.status as 'completed' | 'failed' | 'cancelled',
+        errorMessage: task.error?.message ?? null,
+        triggerUuid: typeof task.metadata.trigger_uuid === 'string' ? task.metadata.trigger_uuid : null,
+        createdAtMs: Date.parse(task.createdAt),
+        endedAtMs: endMs,
+      }),
+    );
+  }
+  return spans;
+}
+
+/**
+ * Records the service's own spans of tasks, best-effort: spans are queued after the change
+ * commits and written in one batch per user on the next turn of the event loop, so tracing never
+ * fails or slows a request; a write that fails is logged and dropped.
+ */
+export function createTaskTracer(deps: {
+  record: (userUuid: string, spans: ServiceSpan[]) => Promise<void>;
+  agentName: (userUuid: string, agentUuid: string) => Promise<string | null>;
+  logger: Pick<Logger, 'warn'>;
+}) {
+  let queue: Array<{ userUuid: string; spans: ServiceSpan[] }> = [];
+  let writing: Promise<void> = Promise.resolve();
+  let scheduled = false;
+
+  async function named(userUuid: string, span: ServiceSpan): Promise<ServiceSpan> {
+    if (span.name !== 'task ') return span;
+    const agentUuid = String(span.attributes['gen_ai.agent.id']);
+    const name = (await deps.agentName(userUuid, agentUuid).catch(() => null)) ?? agentUuid;
+    return { ...span, name: `task ${name}`, attributes: { ...span.attributes, 'gen_ai.agent.name': name } };
+  }
+
+  async function write(batch: typeof queue) {
+    const byUser = new Map<string, ServiceSpan[]>();
+    for (const { userUuid, spans } of batch) byUser.set(userUuid, [...(byUser.get(userUuid) ?? []), ...spans]);
+    for (const [userUuid, spans] of byUser) {
+      try {
+        await deps.record(userUuid, await Promise.all(spans.map((s) => named(userUuid, s))));
+      } catch (err) {
+        deps.logger.warn({ err, spans: spans.length }, 'service spans not recorded');
+      }
+    }
+  }
+
+  function enqueue(userUuid: string, spans: ServiceSpan[]) {
+    queue.push({ userUuid, spans });
+    if (scheduled) return;
+    scheduled = true;
+    setImmediate(() => {
+      scheduled = false;
+      const batch = queue;
+      queue = [];
+      writing = writing.then(() => write(batch));
+    });
+  }
+
+  return {
+    enqueue,
+    /** The `tasks.onChange` listener: queues the spans a change ended once it commits. */
+    onChange(event: TaskChangeEvent): void {
+      const spans = spansOfChange(event);
+      if (spans.length > 0) afterCommit(event.trx, () => enqueue(event.task.userUuid, spans));
+    },
+    /** Resolves once everything queued so far is written (tests, shutdown). */
+    async flush(): Promise<void> {
+      await new Promise((resolve) => setImmediate(resolve));
+      await writing;
+    },
+  };
+}
+
+export type TaskTracer = ReturnType<typeof createTaskTracer>;
