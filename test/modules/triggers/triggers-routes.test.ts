@@ -339,7 +339,7 @@ describe.each(DATABASES)('trigger management on $name', (database) => {
     expect(refused).toHaveLength(10);
     for (const res of refused) expectErrorEnvelope(res, 400, 'INVALID_REQUEST');
     expect((await api(user, 'GET', base(agent))).json().pagination.total).toBe(1000);
-  });
+  }, 120_000);
 });
 
 describe.each(DATABASES)('secret rotation over time on $name', (database) => {
