@@ -8,8 +8,10 @@ import { errorBody, handleError } from './http/error-handler.js';
 import { registerGuard } from './http/guard.js';
 import { registerOpenApi } from './http/openapi.js';
 import { createRateLimiter } from './http/rate-limit.js';
+import { invalid } from './http/errors.js';
 import { registerValidators } from './http/validation.js';
 import { createSecretBox } from './lib/crypto.js';
+import { jsonTooDeep, MAX_JSON_DEPTH } from './lib/json-depth.js';
 import { createAccountsModule } from './modules/accounts/accounts-module.js';
 import { createAgentsModule } from './modules/agents/agents-module.js';
 import { createCallbacksModule } from './modules/callbacks/callbacks-module.js';
@@ -72,6 +74,10 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     // An empty body on a body-less operation (e.g. cancel) is fine; schemas refuse it elsewhere.
     if (body === '') return done(null, undefined);
+    if (jsonTooDeep(body as string)) {
+      const reason = `nests deeper than ${MAX_JSON_DEPTH} levels`;
+      return done(invalid('body', reason, `Request body ${reason}`), undefined);
+    }
     parseJson(request, body as string, done);
   });
 
