@@ -5,10 +5,10 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import type { Config } from './config.js';
 import { registerCors } from './http/cors.js';
 import { errorBody, handleError } from './http/error-handler.js';
+import { invalid } from './http/errors.js';
 import { registerGuard } from './http/guard.js';
 import { registerOpenApi } from './http/openapi.js';
 import { createRateLimiter } from './http/rate-limit.js';
-import { invalid } from './http/errors.js';
 import { registerValidators } from './http/validation.js';
 import { createSecretBox } from './lib/crypto.js';
 import { jsonTooDeep, MAX_JSON_DEPTH } from './lib/json-depth.js';
