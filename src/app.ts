@@ -56,7 +56,7 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
       connectionsCheckingInterval: Math.min(1000, Math.ceil(config.headersTimeoutMs / 4)),
     },
     keepAliveTimeout: 72_000,
-    trustProxy: config.trustProxy,
+    trustProxy: trustProxyOption(config.trustProxy),
     requestIdHeader: false,
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
@@ -161,4 +161,14 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   // The dashboard: static files at /dashboard/ with their own security headers (TASKHOOK_DASHBOARD=false: 404).
   if (config.dashboard) await app.register(dashboardRoutes());
   return app;
+}
+
+/**
+ * Fastify's `trustProxy` from the setting. A hop count trusts that many proxies in front of the
+ * server (the classic semantics; the Fastify release in use would otherwise trust none for a
+ * number). It cannot check who the nearest peer is, so an address list is the safer choice.
+ */
+function trustProxyOption(value: Config['trustProxy']) {
+  if (typeof value !== 'number') return value;
+  return (_address: string, hop: number) => hop < value;
 }
