@@ -5,11 +5,13 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import type { Config } from './config.js';
 import { registerCors } from './http/cors.js';
 import { errorBody, handleError } from './http/error-handler.js';
+import { invalid } from './http/errors.js';
 import { registerGuard } from './http/guard.js';
 import { registerOpenApi } from './http/openapi.js';
 import { createRateLimiter } from './http/rate-limit.js';
 import { registerValidators } from './http/validation.js';
 import { createSecretBox } from './lib/crypto.js';
+import { jsonTooDeep, MAX_JSON_DEPTH } from './lib/json-depth.js';
 import { createAccountsModule } from './modules/accounts/accounts-module.js';
 import { createAgentsModule } from './modules/agents/agents-module.js';
 import { createCallbacksModule } from './modules/callbacks/callbacks-module.js';
@@ -54,7 +56,7 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
       connectionsCheckingInterval: Math.min(1000, Math.ceil(config.headersTimeoutMs / 4)),
     },
     keepAliveTimeout: 72_000,
-    trustProxy: config.trustProxy,
+    trustProxy: trustProxyOption(config.trustProxy),
     requestIdHeader: false,
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
@@ -72,6 +74,10 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     // An empty body on a body-less operation (e.g. cancel) is fine; schemas refuse it elsewhere.
     if (body === '') return done(null, undefined);
+    if (jsonTooDeep(body as string)) {
+      const reason = `nests deeper than ${MAX_JSON_DEPTH} levels`;
+      return done(invalid('body', reason, `Request body ${reason}`), undefined);
+    }
     parseJson(request, body as string, done);
   });
 
@@ -174,4 +180,14 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   // The dashboard: static files at /dashboard/ with their own security headers (TASKHOOK_DASHBOARD=false: 404).
   if (config.dashboard) await app.register(dashboardRoutes());
   return app;
+}
+
+/**
+ * Fastify's `trustProxy` from the setting. A hop count trusts that many proxies in front of the
+ * server (the classic semantics; the Fastify release in use would otherwise trust none for a
+ * number). It cannot check who the nearest peer is, so an address list is the safer choice.
+ */
+function trustProxyOption(value: Config['trustProxy']) {
+  if (typeof value !== 'number') return value;
+  return (_address: string, hop: number) => hop < value;
 }

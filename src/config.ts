@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 
@@ -52,6 +53,33 @@ function parseOrigins(raw: string, name: string): string[] {
       return parsed;
     });
 }
+/**
+ * `TASKHOOK_TRUST_PROXY`, in Fastify's `trustProxy` terms: true/false, a hop count (trust that many
+ * proxies in front), or a comma-separated list of proxy addresses and CIDR ranges.
+ */
+function parseTrustProxy(raw: string, name: string): boolean | number | string[] {
+  const lower = raw.toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(lower)) return true;
+  if (['0', 'false', 'no', 'off'].includes(lower)) return false;
+  if (/^\d+$/.test(raw)) return Number(raw);
+  return raw
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '')
+    .map((entry) => {
+      const [address = '', prefix, extra] = entry.split('/');
+      const family = isIP(address);
+      const bits = family === 4 ? 32 : 128;
+      const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits);
+      if (family === 0 || !prefixOk || extra !== undefined) {
+        throw new ConfigError(
+          `${name} must be true, false, a hop count, or comma-separated addresses/CIDRs (10.0.0.0/8), got "${entry}"`,
+        );
+      }
+      return entry;
+    });
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /**
@@ -145,9 +173,10 @@ export const SETTINGS = {
   }),
   trustProxy: setting({
     env: 'TASKHOOK_TRUST_PROXY',
-    schema: Type.Boolean(),
+    schema: Type.Union([Type.Boolean(), Type.Integer({ minimum: 0 }), Type.Array(Type.String())]),
     default: false,
-    doc: 'Take the client address from `X-Forwarded-For` (behind a reverse proxy).',
+    parse: parseTrustProxy,
+    doc: 'Which proxies to believe about the client address (`X-Forwarded-For`, read only then): `false`, `true` (any), a hop count (that many proxies in front), or comma-separated proxy addresses/CIDRs such as `127.0.0.1,10.0.0.0/8`.',
   }),
   logLevel: setting({
     env: 'TASKHOOK_LOG_LEVEL',

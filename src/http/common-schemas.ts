@@ -8,9 +8,12 @@ export const UuidSchema = Type.String({
 export const TimestampSchema = Type.String({ format: 'date-time', description: 'ISO 8601 UTC timestamp.' });
 export const NullableTimestamp = Type.Union([TimestampSchema, Type.Null()]);
 
-/** `page` (≥ 1, default 1) and `limit` (1–100, default 20) query parameters. */
+/** The highest page a list answers: deeper offsets only cost the database and serve no one. */
+export const MAX_PAGE = 10_000;
+
+/** `page` (1–10,000, default 1) and `limit` (1–100, default 20) query parameters. */
 export const PageQuerySchema = Type.Object({
-  page: Type.Integer({ minimum: 1, default: 1, description: 'Page number, from 1.' }),
+  page: Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: 1, description: 'Page number, 1 to 10,000.' }),
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Items per page, 1 to 100.' }),
 });
 

@@ -15,6 +15,7 @@ export type ErrorCode =
   | 'CREDENTIAL_IN_USE'
   | 'INTERNAL_ERROR'
   | 'SERVICE_UNAVAILABLE'
+  | 'LIMIT_EXCEEDED'
   | 'OAUTH_STATE_INVALID'
   | 'OAUTH_PROVIDER_UNAVAILABLE';
 
@@ -34,6 +35,7 @@ export const ERROR_CODES: readonly ErrorCode[] = [
   'CREDENTIAL_IN_USE',
   'INTERNAL_ERROR',
   'SERVICE_UNAVAILABLE',
+  'LIMIT_EXCEEDED',
   'OAUTH_STATE_INVALID',
   'OAUTH_PROVIDER_UNAVAILABLE',
 ];
@@ -46,6 +48,9 @@ export function statusFor(code: ErrorCode): number {
     case 'TASK_NOT_ACCEPTING_MESSAGES':
     case 'TASK_NOT_RUNNING':
     case 'OAUTH_STATE_INVALID':
+      return 400;
+    // A size or count limit is a 400; a limit on open streams or waits answers 429 (set per error).
+    case 'LIMIT_EXCEEDED':
       return 400;
     case 'TRIGGER_DISABLED':
       return 403;
@@ -84,9 +89,10 @@ export class AppError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly details?: ErrorDetails,
+    status?: number,
   ) {
     super(message);
-    this.status = statusFor(code);
+    this.status = status ?? statusFor(code);
   }
 }
 

@@ -479,6 +479,26 @@ describe.each(DATABASES)('bad input on $name', (database) => {
     });
   });
 
+  it('refuses JSON nested deeper than 64 levels with 400 INVALID_REQUEST, however deep', async () => {
+    const user = await createUser(t);
+    for (const depth of [65, 300_000]) {
+      const res = await call(t.app, 'POST', '/agent', {
+        token: user.token,
+        headers: { 'content-type': 'application/json' },
+        body: `{"name":"deep","x":${'['.repeat(depth)}${']'.repeat(depth)}}`,
+      });
+      expect(res.statusCode).toBe(400);
+      expect(res.json().error).toMatchObject({ code: 'INVALID_REQUEST', details: { field: 'body' } });
+    }
+    // 64 levels (the object itself counts as one) parse and reach validation.
+    const res = await call(t.app, 'POST', '/agent', {
+      token: user.token,
+      headers: { 'content-type': 'application/json' },
+      body: `{"name":"deep","metadata_x":${'['.repeat(63)}${']'.repeat(63)}}`,
+    });
+    expect(res.json().error.message).not.toMatch(/deeper/);
+  });
+
   it('accepts JSON with a charset parameter (positive control for the 415 cases)', async () => {
     const user = await createUser(t);
     const res = await call(t.app, 'POST', '/agent', {

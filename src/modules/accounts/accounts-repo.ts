@@ -8,6 +8,9 @@ import { announceCredentialChange } from './credential-cache.js';
 /** What `password_hash` holds for an account without a password (OAuth sign-ups): no hash matches it. */
 const NO_PASSWORD = '';
 
+/** The most platform keys or ingest tokens one list answers (newest first). */
+export const MAX_CREDENTIALS_LISTED = 1000;
+
 export interface UserRow {
   uuid: string;
   email: string;
@@ -174,6 +177,7 @@ export const accountsRepo = {
     );
   },
 
+  /** Newest first, at most MAX_CREDENTIALS_LISTED: a list answer stays bounded however many exist. */
   async listCredentials(ex: Executor, table: CredentialTable, userUuid: string): Promise<CredentialRow[]> {
     const rows = await guard(
       ex
@@ -182,6 +186,7 @@ export const accountsRepo = {
         .where('user_uuid', '=', userUuid)
         .orderBy('created_at', 'desc')
         .orderBy('uuid', 'desc')
+        .limit(MAX_CREDENTIALS_LISTED)
         .execute(),
     );
     return rows.map((r) => ({

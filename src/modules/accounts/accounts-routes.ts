@@ -125,7 +125,7 @@ export function accountsRoutes(service: AccountsService) {
         schema: {
           tags,
           summary: 'List platform API keys',
-          description: 'Newest first; revoked keys stay listed with revoked_at.',
+          description: 'Newest first, at most 1,000; revoked keys stay listed with revoked_at.',
           response: { 200: KeyListReply },
         },
       },
@@ -173,7 +173,7 @@ export function accountsRoutes(service: AccountsService) {
         schema: {
           tags,
           summary: 'List ingest tokens',
-          description: 'Newest first; revoked tokens stay listed with revoked_at.',
+          description: 'Newest first, at most 1,000; revoked tokens stay listed with revoked_at.',
           response: { 200: TokenListReply },
         },
       },

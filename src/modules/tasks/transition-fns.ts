@@ -36,6 +36,30 @@ const MESSAGES: Record<string, string> = {
   TASK_NOT_RUNNING: 'Task is not running under this lease',
 };
 
+/** A task's conversation holds at most this many messages (user and agent together)... */
+export const MAX_CONVERSATION_MESSAGES = 200;
+/** ...and at most this many characters, so one task cannot grow without bound. */
+export const MAX_CONVERSATION_CHARS = 2_000_000;
+
+/** The refusal of a message that would take the conversation past either limit; null when it fits. */
+export function conversationLimit(messages: readonly ConversationMessage[], content: string): AppError | null {
+  if (messages.length >= MAX_CONVERSATION_MESSAGES) {
+    return new AppError('LIMIT_EXCEEDED', `A task holds at most ${MAX_CONVERSATION_MESSAGES} messages`, {
+      field: 'message',
+      reason: `the conversation already has ${messages.length} messages`,
+    });
+  }
+  let chars = content.length;
+  for (const m of messages) chars += m.content.length;
+  if (chars > MAX_CONVERSATION_CHARS) {
+    return new AppError('LIMIT_EXCEEDED', `A task holds at most ${MAX_CONVERSATION_CHARS} characters of conversation`, {
+      field: 'message',
+      reason: 'would take the conversation past its character limit',
+    });
+  }
+  return null;
+}
+
 const refusal = (code: ErrorCode) => new AppError(code, MESSAGES[code] ?? code);
 
 /**
@@ -195,6 +219,8 @@ function apply(
   const outcome = outcomeOf(task.status, operation);
   if ('error' in outcome) return refusal(outcome.error);
   const status = 'to' in outcome ? outcome.to : task.status;
+  const limited = append && conversationLimit(task.messages, append.content);
+  if (limited) return limited;
   const changes: Partial<TaskRecord> = { ...fields, status, updatedAt: now };
   if (append) changes.messages = [...task.messages, append];
   const leaseExpiresAt = 'leaseExpiresAt' in fields ? (fields.leaseExpiresAt ?? null) : task.leaseExpiresAt;

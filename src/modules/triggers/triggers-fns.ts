@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { randomSecret, safeEqual } from '../../lib/crypto.js';
+import { jsonTooDeep, MAX_JSON_DEPTH } from '../../lib/json-depth.js';
 
 /** A new webhook secret: `whs_` + 32 random bytes, URL-safe base64. */
 export function generateWebhookSecret(): string {
@@ -69,6 +70,7 @@ export function parsePayload(
     if (payload === null) return { ok: false, reason: 'form body has no payload field' };
     text = payload;
   }
+  if (jsonTooDeep(text)) return { ok: false, reason: `body nests deeper than ${MAX_JSON_DEPTH} levels` };
   try {
     return { ok: true, payload: JSON.parse(text) };
   } catch {

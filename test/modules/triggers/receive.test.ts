@@ -140,6 +140,27 @@ describe.each(DATABASES)('receiving webhooks on $name', (database) => {
       expect(await countTasks(s)).toBe(0);
     });
 
+    it('5b. a payload nested deeper than 64 levels is 400 INVALID_REQUEST, and the refusal is logged', async () => {
+      const s = await setup();
+      const deep = `${'['.repeat(65)}${']'.repeat(65)}`;
+      const res = await deliver(t, s.trigger.uuid, { body: deep, secret: s.trigger.webhook_secret });
+      expectErrorEnvelope(res, 400, 'INVALID_REQUEST');
+      expect(res.json().error.message).toMatch(/deeper than 64/);
+      const huge = `${'{"a":'.repeat(150_000)}1${'}'.repeat(150_000)}`;
+      const hugeRes = await deliver(t, s.trigger.uuid, { body: huge, secret: s.trigger.webhook_secret });
+      expectErrorEnvelope(hugeRes, 400, 'INVALID_REQUEST');
+      // 64 levels exactly is fine, and brackets inside strings do not count.
+      const fine = `${'['.repeat(64)}"[[[[{{{{"${']'.repeat(64)}`;
+      const accepted = await deliver(t, s.trigger.uuid, { body: fine, secret: s.trigger.webhook_secret });
+      expect(accepted.statusCode).toBe(202);
+      const log = await call(t.app, 'GET', `/v1/agent/${s.agent}/triggers/${s.trigger.uuid}/deliveries`, {
+        token: s.user.token,
+      });
+      const statuses = log.json().deliveries.map((d: { status_code: number }) => d.status_code);
+      expect(statuses).toContain(400);
+      expect(statuses).toContain(202);
+    });
+
     it('6. a disabled trigger is 403 TRIGGER_DISABLED and creates nothing', async () => {
       const s = await refusingEverything();
       expectErrorEnvelope(await ok(s), 403, 'TRIGGER_DISABLED');
