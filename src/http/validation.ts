@@ -8,8 +8,6 @@ const BASE: Options = {
   useDefaults: true,
   strict: false,
   keywords: ['example'],
-  // Unions tagged by a field (e.g. an agent's runtime `type`) report errors of the chosen variant.
-  discriminator: true,
 };
 
 /**

@@ -30,24 +30,17 @@ export const OpenAiRuntimeSchema = StrictObject(
   { title: 'OpenAiRuntime' },
 );
 
-const RuntimeUnion = Type.Union([
-  StrictObject(
-    { type: Type.Literal('worker', { description: 'External workers pull tasks (POST /agent/:id/tasks/claim).' }) },
-    { title: 'WorkerRuntime' },
-  ),
-  OpenAiRuntimeSchema,
-]);
-
-/**
- * How an agent carries out tasks: pulled by external workers, or pushed by the service to a model.
- * A `oneOf` with a discriminator on `type`, so a bad field is reported against the variant the
- * client chose (`runtime.model`), not against the first one.
- */
-export const RuntimeSchema = Type.Unsafe<Static<typeof RuntimeUnion>>({
-  oneOf: RuntimeUnion.anyOf,
-  discriminator: { propertyName: 'type' },
-  description: 'How the agent carries out tasks; default {"type": "worker"}.',
-});
+/** How an agent carries out tasks: pulled by external workers, or pushed by the service to a model. */
+export const RuntimeSchema = Type.Union(
+  [
+    StrictObject(
+      { type: Type.Literal('worker', { description: 'External workers pull tasks (POST /agent/:id/tasks/claim).' }) },
+      { title: 'WorkerRuntime' },
+    ),
+    OpenAiRuntimeSchema,
+  ],
+  { description: 'How the agent carries out tasks; default {"type": "worker"}.' },
+);
 export type Runtime = Static<typeof RuntimeSchema>;
 
 const Name = Type.String({ minLength: 1, maxLength: 255 });

@@ -106,17 +106,5 @@ describe.each(DATABASES)('agents that are a model (openai runtime) on $name', (d
       body: { runtime: { type: 'openai', provider_credential_uuid: crypto.randomUUID(), model: 'gpt-4o' } },
     });
     expect(patch.statusCode).toBe(400);
-    const wrong = await call(t.app, 'POST', '/agent', {
-      token: user.token,
-      body: { name: 'x', runtime: { type: 'openai', provider_credential_uuid: credential, model: 5 } },
-    });
-    expect(wrong.statusCode).toBe(400);
-    expect(wrong.json().error.details.field).toBe('runtime.model');
-    const unknown = await call(t.app, 'POST', '/agent', {
-      token: user.token,
-      body: { name: 'x', runtime: { type: 'x' } },
-    });
-    expect(unknown.statusCode).toBe(400);
-    expect(unknown.json().error.details.field).toBe('runtime');
   });
 });
