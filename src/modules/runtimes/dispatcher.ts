@@ -75,7 +75,7 @@ export function createDispatcher(deps: {
   /** One look for work; returns the runs it started (a held slot may free up meanwhile). */
   async function lookOnce(): Promise<Array<Promise<void>>> {
     const runs: Array<Promise<void>> = [];
-    const agents = await runtimesRepo.agentsWithWork(db.kysely, AGENTS_PER_PASS);
+    const agents = await runtimesRepo.agentsWithWork(db.kysely, db.dialect, AGENTS_PER_PASS);
     if (isPush.size > 10_000) isPush.clear();
     for (const agent of agents) {
       isPush.set(agent.uuid, agent.runtime.type === 'openai');

@@ -15,14 +15,17 @@ export interface WaitingAgent {
 
 /** The dispatcher's reads: which agents have work, and the tasks it may hand out now. */
 export const runtimesRepo = {
-  /** Active agents with at least one claimable task (found through the tasks' `ready` index). */
-  async agentsWithWork(ex: Executor, limit: number): Promise<WaitingAgent[]> {
+  /** Active push-runtime agents with at least one claimable task (found through the tasks' `ready` index). */
+  async agentsWithWork(ex: Executor, dialect: 'sqlite' | 'postgres', limit: number): Promise<WaitingAgent[]> {
+    // Worker agents are left out in SQL: there may be many of them with work, and the limit must not hide ours.
+    const type = dialect === 'sqlite' ? sql<string>`json_extract(runtime, '$.type')` : sql<string>`runtime->>'type'`;
     const rows = await guard(
       ex
         .selectFrom('agents')
         .select(['uuid', 'user_uuid', 'runtime'])
         .where('deleted_at', 'is', null)
         .where('status', '=', 'active')
+        .where(type, '<>', 'worker')
         .where((eb) =>
           eb.exists(
             eb
