@@ -21,6 +21,8 @@ import { createHousekeepingModule, type HousekeepingResult } from './modules/hou
 import { createMetricsModule } from './modules/metrics/metrics-module.js';
 import { createOAuthModule } from './modules/oauth/oauth-module.js';
 import { createProvidersModule } from './modules/providers/providers-module.js';
+import { createRuntimeCheck } from './modules/runtimes/runtime-check.js';
+import { createRuntimesModule } from './modules/runtimes/runtimes-module.js';
 import { createSpotlightModule } from './modules/spotlight/spotlight-module.js';
 import { createTasksModule } from './modules/tasks/tasks-module.js';
 import { createTelemetryModule } from './modules/telemetry/telemetry-module.js';
@@ -36,6 +38,8 @@ declare module 'fastify' {
       sweep(): Promise<unknown[]>;
       deliverCallbacks(): Promise<number>;
       housekeep(): Promise<HousekeepingResult>;
+      /** Hands queued tasks of push-runtime agents to their runtime and waits for those runs. */
+      dispatch(): Promise<number>;
     };
   }
 }
@@ -124,7 +128,8 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   // Built in dependency order; each capability subscribes to what it reacts to: tasks and
   // triggers to agents.onDelete, callbacks to tasks.onStatusChange, telemetry's task tracer to
   // tasks.onChange (the service's own spans, recorded after each commit).
-  const agents = createAgentsModule({ runtime });
+  const providers = createProvidersModule({ config, runtime, box });
+  const agents = createAgentsModule({ runtime, checkRuntime: createRuntimeCheck(providers.service) });
   const telemetry = createTelemetryModule({
     config,
     runtime,
@@ -151,13 +156,6 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   const metrics = createMetricsModule({ config, runtime, tasks });
   const housekeeping = createHousekeepingModule({ config, runtime });
 
-  // Background work on demand, so tests need not wait for its timers.
-  app.decorate('background', {
-    sweep: tasks.sweeper.sweep,
-    deliverCallbacks: callbacks.dispatcher.runOnce,
-    housekeep: housekeeping.runOnce,
-  });
-
   await app.register(metrics.routes);
   await app.register(health.routes);
   await app.register(housekeeping.routes);
@@ -174,9 +172,20 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   await app.register(telemetry.routes);
   app.decorate('telemetry', telemetry);
 
-  const providers = createProvidersModule({ config, runtime, box });
   await app.register(providers.routes);
-  await app.register(createSpotlightModule({ config, runtime, providers: providers.service }).routes);
+  const spotlight = createSpotlightModule({ config, runtime, providers: providers.service });
+  await app.register(spotlight.routes);
+  const runtimes = createRuntimesModule({ config, runtime, writer: tasks.writer, spotlight: spotlight.service });
+  await app.register(runtimes.routes);
+
+  // Background work on demand, so tests need not wait for its timers.
+  app.decorate('background', {
+    sweep: tasks.sweeper.sweep,
+    deliverCallbacks: callbacks.dispatcher.runOnce,
+    housekeep: housekeeping.runOnce,
+    dispatch: runtimes.dispatcher.runOnce,
+  });
+
   // The dashboard: static files at /dashboard/ with their own security headers (TASKHOOK_DASHBOARD=false: 404).
   if (config.dashboard) await app.register(dashboardRoutes());
   return app;

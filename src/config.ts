@@ -194,7 +194,7 @@ export const SETTINGS = {
     env: 'TASKHOOK_SWEEP_INTERVAL_MS',
     schema: Type.Integer({ minimum: 10 }),
     default: 1000,
-    doc: 'How often expired leases and timeouts are swept.',
+    doc: 'How often expired leases and timeouts are swept, and agents that are a model look for queued work.',
   }),
   callbackTimeoutMs: setting({
     env: 'TASKHOOK_CALLBACK_TIMEOUT_MS',

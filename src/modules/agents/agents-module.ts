@@ -1,18 +1,19 @@
 import type { Runtime } from '../../runtime.js';
 import { agentsRepo } from './agents-repo.js';
 import { agentsRoutes } from './agents-routes.js';
-import { type AgentDeleteListener, createAgentsService } from './agents-service.js';
+import { type AgentDeleteListener, createAgentsService, type RuntimeCheck } from './agents-service.js';
 
 /**
  * Wires agent management. Capabilities that own something of an agent subscribe with
  * `onDelete` to remove it in the transaction that deletes the agent.
  */
-export function createAgentsModule(deps: { runtime: Runtime }) {
+export function createAgentsModule(deps: { runtime: Runtime; checkRuntime: RuntimeCheck }) {
   const deleteListeners: AgentDeleteListener[] = [];
   const service = createAgentsService({
     db: deps.runtime.db,
     repo: agentsRepo,
     clock: deps.runtime.clock,
+    checkRuntime: deps.checkRuntime,
     onDelete: async (trx, agentUuid, now) => {
       for (const listener of deleteListeners) await listener(trx, agentUuid, now);
     },

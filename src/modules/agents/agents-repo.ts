@@ -72,10 +72,11 @@ export const agentsRepo = {
   async findForClaim(trx: Executor, uuid: string) {
     const query = trx
       .selectFrom('agents')
-      .select(['status', 'concurrency'])
+      .select(['status', 'concurrency', 'runtime'])
       .where('uuid', '=', uuid)
       .where('deleted_at', 'is', null);
-    return guard(lockRows(trx, query).executeTakeFirst());
+    const row = await guard(lockRows(trx, query).executeTakeFirst());
+    return row && { status: row.status, concurrency: row.concurrency, runtime: fromDbJson<Runtime>(row.runtime) };
   },
 
   async listOwned(ex: Executor, userUuid: string, offset: number, limit: number) {

@@ -11,13 +11,33 @@ import {
 export const AGENT_STATUSES = ['active', 'paused', 'stopped', 'error'] as const;
 export type AgentStatus = (typeof AGENT_STATUSES)[number];
 
-/** How an agent carries out tasks. Only the pull worker exists today; push runtimes join this union. */
+/** An agent that is a model: the service runs each task with one chat completion through the model proxy. */
+export const OpenAiRuntimeSchema = StrictObject(
+  {
+    type: Type.Literal('openai', { description: 'The service runs each task with an OpenAI-compatible model.' }),
+    provider_credential_uuid: Type.String({
+      pattern: UuidSchema.pattern,
+      description: "One of the owner's provider credentials (its base_url and key are used).",
+    }),
+    model: Type.String({ minLength: 1, maxLength: 256, description: 'Upstream model name, e.g. gpt-4o-mini.' }),
+    system_prompt: Type.Optional(Type.String({ maxLength: 100_000 })),
+    temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
+    max_output_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+    allow_input_requests: Type.Optional(
+      Type.Boolean({ description: 'Offer the model a request_input tool that makes the task awaiting_input.' }),
+    ),
+  },
+  { title: 'OpenAiRuntime' },
+);
+
+/** How an agent carries out tasks: pulled by external workers, or pushed by the service to a model. */
 export const RuntimeSchema = Type.Union(
   [
     StrictObject(
       { type: Type.Literal('worker', { description: 'External workers pull tasks (POST /agent/:id/tasks/claim).' }) },
       { title: 'WorkerRuntime' },
     ),
+    OpenAiRuntimeSchema,
   ],
   { description: 'How the agent carries out tasks; default {"type": "worker"}.' },
 );

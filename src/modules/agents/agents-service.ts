@@ -3,7 +3,7 @@ import { notFound } from '../../http/errors.js';
 import { newId } from '../../lib/ids.js';
 import { type Clock, iso } from '../../lib/time.js';
 import type { AgentRow, AgentsRepo } from './agents-repo.js';
-import type { Agent, CreateAgentInput, PatchAgentInput } from './agents-schemas.js';
+import type { Agent, CreateAgentInput, PatchAgentInput, Runtime } from './agents-schemas.js';
 
 export const DEFAULT_CONCURRENCY = 10;
 export const DEFAULT_TIMEOUT_SECONDS = 3600;
@@ -19,7 +19,19 @@ function view({ userUuid: _owner, ...agent }: AgentRow): Agent {
 }
 
 /** Agent management. Another user's agent is indistinguishable from a missing one. */
-export function createAgentsService(deps: { db: Db; repo: AgentsRepo; clock: Clock; onDelete: AgentDeleteListener }) {
+/**
+ * Checks a runtime against what the user owns (e.g. an `openai` runtime's provider credential).
+ * @throws AppError INVALID_REQUEST naming the field.
+ */
+export type RuntimeCheck = (userUuid: string, runtime: Runtime) => Promise<void>;
+
+export function createAgentsService(deps: {
+  db: Db;
+  repo: AgentsRepo;
+  clock: Clock;
+  onDelete: AgentDeleteListener;
+  checkRuntime: RuntimeCheck;
+}) {
   const { db, repo } = deps;
   const now = () => iso(deps.clock.now());
 
@@ -37,6 +49,7 @@ export function createAgentsService(deps: { db: Db; repo: AgentsRepo; clock: Clo
     requireOwnedIn,
 
     async create(userUuid: string, input: CreateAgentInput): Promise<Agent> {
+      if (input.runtime) await deps.checkRuntime(userUuid, input.runtime);
       const at = now();
       const agent: AgentRow = {
         uuid: newId(),
@@ -64,6 +77,7 @@ export function createAgentsService(deps: { db: Db; repo: AgentsRepo; clock: Clo
     },
 
     async patch(userUuid: string, uuid: string, input: PatchAgentInput): Promise<Agent> {
+      if (input.runtime) await deps.checkRuntime(userUuid, input.runtime);
       return db.transaction(async (trx) => {
         const current = await requireOwnedIn(trx, userUuid, uuid);
         const next: AgentRow = {

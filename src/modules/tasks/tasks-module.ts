@@ -89,6 +89,7 @@ export function createTasksModule(deps: {
     worker,
     sweeper,
     notifier,
+    writer,
     routes,
     onStatusChange: writer.onStatusChange,
     onChange: writer.onChange,

@@ -15,7 +15,15 @@ export type TaskInput =
   | { op: 'progress'; leaseId: string; progress: Progress }
   | { op: 'input_request'; leaseId: string; message: string }
   | { op: 'complete'; leaseId: string; result: TaskResult }
-  | { op: 'fail'; leaseId: string; error: { code?: string | undefined; message: string }; retryable: boolean }
+  | {
+      op: 'fail';
+      leaseId: string;
+      error: { code?: string | undefined; message: string };
+      retryable: boolean;
+      /** A retry is not handed out before this time (epoch ms; push runtimes' backoff). */
+      retryAtMs?: number;
+    }
+  | { op: 'renew'; leaseId: string }
   | { op: 'release'; leaseId: string }
   | { op: 'sweep' };
 
@@ -106,6 +114,8 @@ export function transition(task: TaskRecord, input: TaskInput, nowMs: number): C
       );
     case 'progress':
       return progress(task, input.leaseId, input.progress, nowMs);
+    case 'renew':
+      return renew(task, input.leaseId, nowMs);
     case 'sweep':
       return sweep(task, nowMs);
     default:
@@ -139,7 +149,8 @@ function report(
     case 'fail': {
       const error = { code: input.error.code ?? 'AGENT_ERROR', message: input.error.message };
       if (input.retryable && task.attempt < MAX_ATTEMPTS) {
-        const fields = { leaseExpiresAt: null, leaseId: null, attempt: task.attempt + 1, error, estimatedStart: now };
+        const estimatedStart = iso(Math.max(nowMs, input.retryAtMs ?? nowMs));
+        const fields = { leaseExpiresAt: null, leaseId: null, attempt: task.attempt + 1, error, estimatedStart };
         return apply(task, 'retry', fields, now);
       }
       return apply(task, 'fail', { leaseExpiresAt: null, error, failedAt: now }, now);
@@ -183,6 +194,20 @@ function progress(task: TaskRecord, leaseId: string, value: Progress, nowMs: num
   if (same)
     return { operation: 'progress', changes: { leaseExpiresAt }, next: { ...task, leaseExpiresAt }, event: false };
   return apply(task, 'progress', { leaseExpiresAt, progress: value }, iso(nowMs));
+}
+
+/**
+ * The service's own heartbeat while it runs a task (push runtimes): extends the lease, nothing a
+ * reader sees changes. A cancelled task answers without a change, so the runner learns it must stop.
+ */
+function renew(task: TaskRecord, leaseId: string, nowMs: number): Change | AppError | null {
+  const outcome = outcomeOf(task.status, 'progress');
+  if ('error' in outcome) return refusal(outcome.error);
+  if (task.leaseId !== leaseId) return refusal('TASK_NOT_RUNNING');
+  if (task.status === 'cancelled') return null;
+  if (!task.leaseExpiresAt) return refusal('TASK_NOT_RUNNING');
+  const leaseExpiresAt = iso(nowMs + (task.leaseSeconds ?? DEFAULT_LEASE_SECONDS) * 1000);
+  return { operation: 'progress', changes: { leaseExpiresAt }, next: { ...task, leaseExpiresAt }, event: false };
 }
 
 /** The sweeper's rules for a running task: an expired lease first, then the timeout. */

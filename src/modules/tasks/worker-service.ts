@@ -1,5 +1,5 @@
 import type { Db } from '../../db/connect.js';
-import { AppError } from '../../http/errors.js';
+import { AppError, invalid } from '../../http/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { Clock } from '../../lib/time.js';
 import type { AgentsRepo } from '../agents/agents-repo.js';
@@ -90,7 +90,10 @@ export function createWorkerService(deps: {
      * with `wait_seconds`, waits until work arrives (answering the moment it does) or time runs out.
      */
     async claim(userUuid: string, agentUuid: string, input: ClaimInput, signal?: AbortSignal): Promise<ClaimedTask[]> {
-      await deps.agents.requireOwned(userUuid, agentUuid);
+      const agent = await deps.agents.requireOwned(userUuid, agentUuid);
+      // The service itself hands tasks of push runtimes (e.g. a model) to them: no worker may take one.
+      if (agent.runtime.type !== 'worker')
+        throw invalid('runtime', `This agent's runtime is ${agent.runtime.type}: the service runs its tasks`);
       const deadline = performance.now() + (input.wait_seconds ?? 0) * 1000;
       for (;;) {
         if (signal?.aborted) return [];
