@@ -24,6 +24,7 @@ import { createProvidersModule } from './modules/providers/providers-module.js';
 import { createRuntimeCheck } from './modules/runtimes/runtime-check.js';
 import { createRuntimesModule } from './modules/runtimes/runtimes-module.js';
 import { createSpotlightModule } from './modules/spotlight/spotlight-module.js';
+import { genAiServiceSpan } from './modules/spotlight/spotlight-telemetry.js';
 import { createTasksModule } from './modules/tasks/tasks-module.js';
 import { createTelemetryModule } from './modules/telemetry/telemetry-module.js';
 import { createTriggersModule } from './modules/triggers/triggers-module.js';
@@ -173,7 +174,13 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   app.decorate('telemetry', telemetry);
 
   await app.register(providers.routes);
-  const spotlight = createSpotlightModule({ config, runtime, providers: providers.service });
+  const spotlight = createSpotlightModule({
+    config,
+    runtime,
+    providers: providers.service,
+    // Each model call also becomes a GenAI span in the telemetry store.
+    observers: [(call) => telemetry.tracer.enqueue(call.userUuid, [genAiServiceSpan(call)])],
+  });
   await app.register(spotlight.routes);
   const runtimes = createRuntimesModule({ config, runtime, writer: tasks.writer, spotlight: spotlight.service });
   await app.register(runtimes.routes);

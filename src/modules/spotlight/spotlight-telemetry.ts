@@ -1,3 +1,5 @@
+import type { ServiceSpan } from '../telemetry/service-spans-fns.js';
+import { newSpanId, newTraceId, parseTraceparent } from '../telemetry/trace-context-fns.js';
 import type { CallRow } from './spotlight-repo.js';
 
 /** A recorded call with what a span needs beyond the record (never prompt or completion text). */
@@ -69,5 +71,31 @@ export function genAiSpanOf(call: RecordedCall): GenAiSpan {
     status: call.error ? 'error' : 'ok',
     traceparent: call.traceparent,
     attributes: genAiSpanAttributes(call),
+  };
+}
+
+/**
+ * The call's span as one of the service's own spans: in the caller's trace when the call carried
+ * a `traceparent` (a worker inside a task's run), else in a trace of its own. Array attributes
+ * (finish reasons) are joined, since stored service spans hold scalar values.
+ */
+export function genAiServiceSpan(call: RecordedCall): ServiceSpan {
+  const span = genAiSpanOf(call);
+  const parent = parseTraceparent(span.traceparent ?? undefined);
+  const startMs = Date.parse(span.startTime);
+  const attributes: ServiceSpan['attributes'] = {};
+  for (const [key, value] of Object.entries(span.attributes)) {
+    attributes[key] = Array.isArray(value) ? value.join(',') : value;
+  }
+  return {
+    traceId: parent?.traceId ?? newTraceId(),
+    spanId: newSpanId(),
+    parentSpanId: parent?.spanId ?? null,
+    name: span.name,
+    kind: 'client',
+    startMs,
+    endMs: startMs + span.durationMs,
+    status: span.status,
+    attributes,
   };
 }

@@ -70,6 +70,25 @@ describe.each(DATABASES)('model proxy with the openai client on $name', (databas
     });
   });
 
+  it('records each call as a GenAI span in the telemetry store, in the trace its traceparent names', async () => {
+    const traceId = randomUUID().replaceAll('-', '');
+    const parentSpanId = traceId.slice(0, 16);
+    await client.chat.completions.create(
+      { model: 'fake/gpt-4o-mini', messages },
+      { headers: { traceparent: `00-${traceId}-${parentSpanId}-01` } },
+    );
+    await t.app.telemetry.tracer.flush();
+    const res = await call(t.app, 'GET', `/telemetry/fetch_trace/${traceId}`, { token: user.token });
+    expect(res.statusCode).toBe(200);
+    const [span] = res.json().spans;
+    expect(span).toMatchObject({ name: 'chat gpt-4o-mini', parent_span_id: parentSpanId });
+    expect(span.attributes).toMatchObject({
+      'gen_ai.request.model': 'gpt-4o-mini',
+      'gen_ai.usage.input_tokens': 11,
+      'gen_ai.usage.output_tokens': 7,
+    });
+  });
+
   it('relays a stream chunk by chunk: the first chunk arrives while upstream still holds the rest', async () => {
     upstream.resetGate();
     const { data: stream, response } = await client.chat.completions
