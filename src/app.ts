@@ -138,12 +138,14 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   });
   const tasks = createTasksModule({ config, runtime, agents });
   tasks.onChange(telemetry.tracer.onChange);
+  const metrics = createMetricsModule({ config, runtime, tasks });
   const callbacks = createCallbacksModule({
     config,
     runtime,
     accounts: accounts.service,
     tasks,
     traceSpans: telemetry.tracer.enqueue,
+    onAttempt: (outcome) => metrics.metrics.callbackAttempts.inc({ outcome }),
   });
   const triggers = createTriggersModule({
     config,
@@ -154,7 +156,6 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
     traceSpans: telemetry.tracer.enqueue,
   });
   const health = createHealthModule({ db: runtime.db, clock: runtime.clock, intervalMs: config.healthIntervalMs });
-  const metrics = createMetricsModule({ config, runtime, tasks });
   const housekeeping = createHousekeepingModule({ config, runtime });
 
   await app.register(metrics.routes);

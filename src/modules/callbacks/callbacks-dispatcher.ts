@@ -39,6 +39,8 @@ export function createDispatcher(deps: {
   log: Log;
   /** The service's own spans: each attempt is a span of its task's trace, announced in `traceparent`. */
   tracing?: CallbackTracing;
+  /** Hears each recorded attempt's outcome: delivered, retrying (another attempt is due) or gave_up. */
+  onAttempt?: (outcome: 'delivered' | 'retrying' | 'gave_up') => void;
 }) {
   const { db, repo } = deps;
   const leaseMs = deps.timeoutMs + 5000;
@@ -144,6 +146,7 @@ export function createDispatcher(deps: {
     await db.transaction((trx) =>
       repo.recordAttempt(trx, row.uuid, { attempts, status, nextAttemptAt, now: iso(nowMs) }),
     );
+    deps.onAttempt?.(status === 'delivered' ? 'delivered' : status === 'pending' ? 'retrying' : 'gave_up');
   }
 
   async function pump() {

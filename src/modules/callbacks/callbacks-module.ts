@@ -21,6 +21,8 @@ export function createCallbacksModule(deps: {
   tasks: Pick<TasksModule, 'service' | 'onStatusChange' | 'traceFields'>;
   /** Records the service's own spans (the callback attempts), best-effort. */
   traceSpans?: (userUuid: string, spans: ServiceSpan[]) => void;
+  /** Hears each attempt's outcome (metrics). */
+  onAttempt?: (outcome: 'delivered' | 'retrying' | 'gave_up') => void;
 }) {
   const { config, runtime } = deps;
   const dispatcher = createDispatcher({
@@ -38,6 +40,7 @@ export function createCallbacksModule(deps: {
     concurrency: 16,
     clock: runtime.clock,
     log: runtime.logger,
+    onAttempt: deps.onAttempt,
     tracing: deps.traceSpans && {
       traceOf: async (taskUuid) => {
         const task = await deps.tasks.traceFields(taskUuid);

@@ -63,6 +63,13 @@ export function createMetrics(deps: { db: Db; clock: Clock }) {
     });
   }
 
+  const callbackAttempts = new Counter({
+    name: 'taskhook_callback_attempts_total',
+    help: 'Callback delivery attempts by outcome: delivered, retrying (another attempt is scheduled) or gave_up.',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+
   const storage = createStorageGauges(registry, deps);
   return {
     registry,
@@ -70,6 +77,7 @@ export function createMetrics(deps: { db: Db; clock: Clock }) {
     rateLimited,
     taskTransitions,
     webhookDeliveries,
+    callbackAttempts,
     /** The exposition text; storage gauges are refreshed first when they are stale. */
     async render(): Promise<string> {
       await storage.refresh();

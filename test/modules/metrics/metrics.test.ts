@@ -2,10 +2,10 @@ import { request } from 'node:http';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, call, manualClock, type TestApp } from '../../helpers/app.js';
-import { ownDatabase } from '../../helpers/callbacks.js';
+import { eventually, ownDatabase, startReceiver } from '../../helpers/callbacks.js';
 import { DATABASES } from '../../helpers/databases.js';
 import { createAgent, createUser } from '../../helpers/factories.js';
-import { claimOne, submitTask } from '../../helpers/tasks.js';
+import { claimOne, reportComplete, submitTask } from '../../helpers/tasks.js';
 import { createTrigger, deliver } from '../../helpers/triggers.js';
 
 interface Family {
@@ -32,7 +32,10 @@ describe.each(DATABASES)('metrics on $name', (shared) => {
     // Gauges count every task in the database: storage of its own keeps other files' tasks out.
     const own = await ownDatabase(shared);
     drop = own.drop;
-    t = await buildTestApp(own.database, { clock, config: { metrics: true, sweepIntervalMs: 3_600_000 } });
+    t = await buildTestApp(own.database, {
+      clock,
+      config: { metrics: true, sweepIntervalMs: 3_600_000, allowPrivateUrls: true },
+    });
   });
   afterAll(async () => {
     await t.close();
@@ -98,6 +101,32 @@ describe.each(DATABASES)('metrics on $name', (shared) => {
       expect(sample(after, 'taskhook_task_transitions_total', { operation })).toBe(
         sample(before, 'taskhook_task_transitions_total', { operation }) + n,
       );
+    }
+  });
+
+  it('counts callback attempts by outcome', async () => {
+    const receiver = await startReceiver();
+    try {
+      const before = await scrape();
+      const user = await createUser(t);
+      const agent = await createAgent(t, user);
+      const { task_id } = await submitTask(t, user, agent.uuid, {
+        callback_mode: 'webhook',
+        webhook_url: receiver.url,
+      });
+      const claimed = await claimOne(t, user, agent.uuid);
+      expect(claimed.task_id).toBe(task_id);
+      expect((await reportComplete(t, user, agent.uuid, task_id, claimed.lease_id)).statusCode).toBe(200);
+      // The running dispatcher sends it after the commit; the counter moves once the attempt is recorded.
+      const delivered = (families: Family[]) =>
+        sample(families, 'taskhook_callback_attempts_total', { outcome: 'delivered' });
+      await eventually(async () => {
+        await t.app.background.deliverCallbacks();
+        return delivered(await scrape()) === delivered(before) + 1 ? true : undefined;
+      }, 'the delivered attempt counted');
+      expect(receiver.requests).toHaveLength(1);
+    } finally {
+      await receiver.close();
     }
   });
 
