@@ -55,7 +55,11 @@ export async function buildTestApp(
   db: TestDatabase,
   opts: { config?: Partial<Config>; clock?: Clock; lookup?: (host: string) => Promise<LookupAddress[]> } = {},
 ): Promise<TestApp> {
-  const config = testConfig(db, opts.config);
+  // An app whose clock a test moves must not sweep on its own: on the shared PostgreSQL database
+  // its sweeper would expire other files' leases at its future time. Such tests sweep with
+  // app.background.sweep() when they mean to.
+  const quiet = opts.clock && opts.config?.sweepIntervalMs === undefined ? { sweepIntervalMs: 86_400_000 } : {};
+  const config = testConfig(db, { ...quiet, ...opts.config });
   const runtime = await openRuntime(config, {
     logger: createLogger(config),
     clock: opts.clock,
