@@ -1,7 +1,7 @@
 import { closeSync, fdatasync, fsyncSync, mkdirSync, openSync } from 'node:fs';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
-import { Kysely, type Dialect as KyselyDialect, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { Kysely, type Dialect as KyselyDialect, type LogEvent, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import type { Database } from './database.js';
 import { createGroupCommitter } from './group-commit.js';
 import { listenPostgres, type SubscribeHandlers, type Subscription } from './pg-listen.js';
@@ -30,6 +30,8 @@ export interface Db {
   listen?: (channel: string, handlers: SubscribeHandlers) => Subscription;
   /** PostgreSQL only: the pool's connections (open, idle) and the queries waiting for one. */
   poolStats?: () => { total: number; idle: number; waiting: number };
+  /** Hears the duration of every query that goes through Kysely, in milliseconds (metrics). */
+  onQuery(listener: (ms: number) => void): void;
   /** A trivial query; throws when the database cannot be reached. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -66,8 +68,10 @@ function connectSqlite(opts: ConnectOptions): Db {
   native.pragma('synchronous = NORMAL');
   native.pragma('busy_timeout = 5000');
   native.pragma('foreign_keys = ON');
+  const timing = queryTiming();
   const kysely = new Kysely<Database>({
     dialect: checked(new SqliteDialect({ database: withStatementCache(native) }), opts),
+    log: timing.log,
   });
   const reader = opts.sqliteFile === ':memory:' ? null : openReader(opts.sqliteFile);
   if (reader) registerDirectReader(kysely, reader.read);
@@ -78,6 +82,7 @@ function connectSqlite(opts: ConnectOptions): Db {
     dialect: 'sqlite',
     kysely,
     transaction: (fn) => groupCommit.run(fn),
+    onQuery: timing.onQuery,
     ping: async () => {
       await sql`select 1`.execute(kysely);
     },
@@ -185,6 +190,19 @@ function withStatementCache(native: SqliteDatabase.Database) {
   };
 }
 
+/** Kysely's query log turned into duration listeners (none until a listener subscribes). */
+function queryTiming() {
+  const listeners: Array<(ms: number) => void> = [];
+  return {
+    log: (event: LogEvent) => {
+      for (const listener of listeners) listener(event.queryDurationMillis);
+    },
+    onQuery: (listener: (ms: number) => void) => {
+      listeners.push(listener);
+    },
+  };
+}
+
 function connectPostgres(url: string, opts: ConnectOptions): Db {
   const pool = createPgPool(url, {
     poolSize: opts.poolSize ?? 10,
@@ -193,13 +211,15 @@ function connectPostgres(url: string, opts: ConnectOptions): Db {
     preparedStatements: opts.pg?.preparedStatements ?? true,
     onError: opts.onPoolError,
   });
-  const kysely = new Kysely<Database>({ dialect: checked(new PostgresDialect({ pool }), opts) });
+  const timing = queryTiming();
+  const kysely = new Kysely<Database>({ dialect: checked(new PostgresDialect({ pool }), opts), log: timing.log });
   return {
     dialect: 'postgres',
     kysely,
     transaction: (fn) => runTransaction(kysely, fn),
     listen: (channel, handlers) => listenPostgres(url, channel, handlers),
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    onQuery: timing.onQuery,
     ping: async () => {
       await sql`select 1`.execute(kysely);
     },

@@ -63,6 +63,13 @@ export function createMetrics(deps: { db: Db; clock: Clock }) {
     });
   }
 
+  const queryDuration = new Histogram({
+    name: 'taskhook_db_query_duration_seconds',
+    help: 'Time of each database statement sent through the query builder.',
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [registry],
+  });
+  deps.db.onQuery((ms) => queryDuration.observe(ms / 1000));
   const callbackAttempts = new Counter({
     name: 'taskhook_callback_attempts_total',
     help: 'Callback delivery attempts by outcome: delivered, retrying (another attempt is scheduled) or gave_up.',

@@ -72,6 +72,7 @@ describe.each(DATABASES)('metrics on $name', (shared) => {
         'taskhook_queue_depth',
         'taskhook_callbacks_pending',
         'taskhook_callback_oldest_pending_age_seconds',
+        'taskhook_db_query_duration_seconds',
       ]),
     );
     // The pool's use, on PostgreSQL (SQLite has one connection and no pool).
@@ -87,6 +88,9 @@ describe.each(DATABASES)('metrics on $name', (shared) => {
     const after = await scrape();
 
     expect(requests(after, '/agent/request/:id')).toBe(requests(before, '/agent/request/:id') + 3);
+    const statements = (families: { text: string }) =>
+      Number(/^taskhook_db_query_duration_seconds_count (\d+)/m.exec(families.text)?.[1] ?? 0);
+    expect(statements(after)).toBeGreaterThan(statements(before));
     expect(sample(after, 'taskhook_tasks', { status: 'queued' })).toBe(
       sample(before, 'taskhook_tasks', { status: 'queued' }) + 2,
     );
