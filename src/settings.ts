@@ -1,0 +1,305 @@
+import { Type } from '@sinclair/typebox';
+import { HTTP_URL, parseOrigins, parseTrustProxy, setting, stripSlashes } from './settings-fns.js';
+
+export const DEFAULT_RETRY_SCHEDULE = [5, 300, 1800, 7200, 18000, 36000, 36000];
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/**
+ * Every setting, in the order the README lists them. This table is the only description of the
+ * configuration: the schema, the loader, its error messages and the README table come from it.
+ */
+export const SETTINGS = {
+  port: setting({
+    env: 'PORT',
+    schema: Type.Integer({ minimum: 0, maximum: 65535 }),
+    default: 8080,
+    doc: 'Listen port.',
+  }),
+  host: setting({ env: 'HOST', schema: Type.String({ minLength: 1 }), default: '127.0.0.1', doc: 'Listen address.' }),
+  publicUrl: setting({
+    env: 'TASKHOOK_PUBLIC_URL',
+    schema: Type.String({ pattern: '^https?://[^\\s]+$' }),
+    default: (read) => `http://localhost:${read.port}`,
+    defaultText: '`http://localhost:$PORT`',
+    normalize: (url) => url.replace(/\/+$/, ''),
+    doc: 'Prefix of every absolute URL the API returns (poll_url, cancel_url, webhook_url).',
+  }),
+  dataDir: setting({
+    env: 'TASKHOOK_DATA_DIR',
+    schema: Type.String({ minLength: 1 }),
+    default: './data',
+    doc: 'Embedded mode: the SQLite file (`taskhook.sqlite`) and generated secrets (`secrets.json`, mode 0600).',
+  }),
+  databaseUrl: setting({
+    env: 'DATABASE_URL',
+    schema: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
+    doc: '`postgres://…` switches storage to PostgreSQL: many instances can share it.',
+  }),
+  redisUrl: setting({
+    env: 'REDIS_URL',
+    schema: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+    doc: 'Rate-limit counters in Redis, shared by all instances. Without it: PostgreSQL mode keeps them in PostgreSQL (an UNLOGGED table), embedded mode in memory.',
+  }),
+  jwtSecret: setting({
+    env: 'TASKHOOK_JWT_SECRET',
+    schema: Type.Optional(Type.String({ minLength: 32 })),
+    defaultText: 'generated once',
+    doc: 'HS256 key of session tokens, at least 32 characters. Generated on first start and kept (data dir file, or a settings row in PostgreSQL so every instance agrees).',
+  }),
+  encryptionKey: setting({
+    env: 'TASKHOOK_ENCRYPTION_KEY',
+    schema: Type.Optional(Type.String({ minLength: 32 })),
+    defaultText: 'generated once',
+    doc: 'Encrypts secrets at rest (AES-256-GCM, key derived with HKDF-SHA256); at least 32 characters. Kept like the JWT secret.',
+  }),
+  allowPrivateUrls: setting({
+    env: 'TASKHOOK_ALLOW_PRIVATE_URLS',
+    schema: Type.Boolean(),
+    default: false,
+    doc: 'Let outbound calls reach private addresses (self-hosted setups).',
+  }),
+  rateLimit: setting({
+    env: 'TASKHOOK_RATE_LIMIT',
+    schema: Type.Integer({ minimum: 1 }),
+    default: 1000,
+    doc: 'Requests per minute per scope.',
+  }),
+  smtpUrl: setting({
+    env: 'TASKHOOK_SMTP_URL',
+    schema: Type.Optional(Type.String({ pattern: '^smtps?://' })),
+    doc: 'Where verification e-mails go. Unset: the verification link is written to the log.',
+  }),
+  smtpFrom: setting({
+    env: 'TASKHOOK_SMTP_FROM',
+    schema: Type.String({ minLength: 3 }),
+    default: 'taskhook <no-reply@localhost>',
+    doc: 'Sender of verification e-mails.',
+  }),
+  callbackRetrySchedule: setting({
+    env: 'TASKHOOK_CALLBACK_RETRY_SCHEDULE',
+    schema: Type.Array(Type.Number({ minimum: 0 }), { minItems: 1 }),
+    default: DEFAULT_RETRY_SCHEDULE,
+    doc: 'Seconds between callback attempts after the first (comma-separated).',
+  }),
+  sqliteSynchronous: setting({
+    env: 'TASKHOOK_SQLITE_SYNCHRONOUS',
+    schema: Type.Union([Type.Literal('full'), Type.Literal('normal')]),
+    default: 'full',
+    doc: '`full`: every acknowledged write survives power loss; `normal`: survives process crashes only.',
+  }),
+  maxBodyBytes: setting({
+    env: 'TASKHOOK_MAX_BODY_BYTES',
+    schema: Type.Integer({ minimum: 1024 }),
+    default: 1024 * 1024,
+    doc: 'Larger request bodies are answered 413.',
+  }),
+  trustProxy: setting({
+    env: 'TASKHOOK_TRUST_PROXY',
+    schema: Type.Union([Type.Boolean(), Type.Integer({ minimum: 0 }), Type.Array(Type.String())]),
+    default: false,
+    parse: parseTrustProxy,
+    doc: 'Which proxies to believe about the client address (`X-Forwarded-For`, read only then): `false`, `true` (any), a hop count (that many proxies in front), or comma-separated proxy addresses/CIDRs such as `127.0.0.1,10.0.0.0/8`.',
+  }),
+  logLevel: setting({
+    env: 'TASKHOOK_LOG_LEVEL',
+    schema: Type.Union(LOG_LEVELS.map((l) => Type.Literal(l))),
+    default: 'info',
+    doc: '`fatal` … `trace`, or `silent`. Secrets, passwords and credentials are redacted.',
+  }),
+  healthIntervalMs: setting({
+    env: 'TASKHOOK_HEALTH_INTERVAL_MS',
+    schema: Type.Integer({ minimum: 50 }),
+    default: 2000,
+    doc: 'How often the background health check pings the database.',
+  }),
+  sweepIntervalMs: setting({
+    env: 'TASKHOOK_SWEEP_INTERVAL_MS',
+    schema: Type.Integer({ minimum: 10 }),
+    default: 1000,
+    doc: 'How often expired leases and timeouts are swept, and agents that are a model look for queued work.',
+  }),
+  callbackTimeoutMs: setting({
+    env: 'TASKHOOK_CALLBACK_TIMEOUT_MS',
+    schema: Type.Integer({ minimum: 100 }),
+    default: 10_000,
+    doc: 'How long a callback attempt may take before it counts as failed.',
+  }),
+  headersTimeoutMs: setting({
+    env: 'TASKHOOK_HEADERS_TIMEOUT_MS',
+    schema: Type.Integer({ minimum: 100 }),
+    default: 10_000,
+    doc: 'A client that has not sent its complete request headers by then is disconnected (408).',
+  }),
+  requestTimeoutMs: setting({
+    env: 'TASKHOOK_REQUEST_TIMEOUT_MS',
+    schema: Type.Integer({ minimum: 100 }),
+    default: 30_000,
+    doc: 'A client that has not sent its complete request (headers and body) by then is disconnected (408). Responses (long polls, event streams) are not limited by it.',
+  }),
+  shutdownTimeoutMs: setting({
+    env: 'TASKHOOK_SHUTDOWN_TIMEOUT_MS',
+    schema: Type.Integer({ minimum: 100 }),
+    default: 30_000,
+    doc: 'On SIGTERM or SIGINT, how long in-flight work may take before the process exits anyway (exit code 1).',
+  }),
+  retentionDays: setting({
+    env: 'TASKHOOK_RETENTION_DAYS',
+    schema: Type.Integer({ minimum: 1 }),
+    default: 30,
+    doc: 'Finished tasks (with their events and callback deliveries) and trigger deliveries older than this are deleted in the background. Idempotency keys always expire after 24 hours.',
+  }),
+  housekeepingIntervalMs: setting({
+    env: 'TASKHOOK_HOUSEKEEPING_INTERVAL_MS',
+    schema: Type.Integer({ minimum: 1000 }),
+    default: 60_000,
+    doc: 'How often old rows are looked for (one instance at a time on PostgreSQL).',
+  }),
+  pgPoolSize: setting({
+    env: 'TASKHOOK_PG_POOL_SIZE',
+    schema: Type.Integer({ minimum: 1, maximum: 1000 }),
+    default: 10,
+    doc: 'PostgreSQL connections per instance (plus one for LISTEN).',
+  }),
+  pgIdleTimeoutMs: setting({
+    env: 'TASKHOOK_PG_IDLE_TIMEOUT_MS',
+    schema: Type.Integer({ minimum: 0 }),
+    default: 10_000,
+    doc: 'An idle pooled PostgreSQL connection is closed after this long (0: never).',
+  }),
+  pgStatementTimeoutMs: setting({
+    env: 'TASKHOOK_PG_STATEMENT_TIMEOUT_MS',
+    schema: Type.Integer({ minimum: 0 }),
+    default: 0,
+    doc: "PostgreSQL `statement_timeout` of the pool's connections (0: the server's own setting).",
+  }),
+  pgPreparedStatements: setting({
+    env: 'TASKHOOK_PG_PREPARED_STATEMENTS',
+    schema: Type.Boolean(),
+    default: true,
+    doc: 'Send hot queries as named prepared statements (parsed and planned once per connection). Turn off behind a transaction-mode pooler that cannot keep them.',
+  }),
+  credentialCacheMs: setting({
+    env: 'TASKHOOK_CREDENTIAL_CACHE_MS',
+    schema: Type.Integer({ minimum: 0, maximum: 60_000 }),
+    default: 1000,
+    doc: 'PostgreSQL mode: how long a verified key or token is remembered. Revocations and password changes reach every instance at once through LISTEN/NOTIFY; this bounds the rare lost notification. 0: no cache.',
+  }),
+  corsOrigins: setting({
+    env: 'TASKHOOK_CORS_ORIGINS',
+    schema: Type.Array(Type.String()),
+    default: [],
+    defaultText: 'unset',
+    parse: parseOrigins,
+    doc: 'Comma-separated browser origins (`https://app.example.com`, or `*`) allowed to call the API from another origin: CORS on every path, preflight included; credentials travel only in headers.',
+  }),
+  oauthGoogleClientId: setting({
+    env: 'TASKHOOK_OAUTH_GOOGLE_CLIENT_ID',
+    schema: Type.Optional(Type.String()),
+    doc: 'Google login: the OAuth client id (with its secret, turns the provider on).',
+  }),
+  oauthGoogleClientSecret: setting({
+    env: 'TASKHOOK_OAUTH_GOOGLE_CLIENT_SECRET',
+    schema: Type.Optional(Type.String()),
+    doc: 'Google login: the OAuth client secret.',
+  }),
+  oauthGoogleIssuer: setting({
+    env: 'TASKHOOK_OAUTH_GOOGLE_ISSUER',
+    schema: Type.String({ pattern: HTTP_URL }),
+    default: 'https://accounts.google.com',
+    normalize: stripSlashes,
+    doc: 'The OpenID issuer whose discovery document and keys Google login uses (any compatible provider).',
+  }),
+  oauthGithubClientId: setting({
+    env: 'TASKHOOK_OAUTH_GITHUB_CLIENT_ID',
+    schema: Type.Optional(Type.String()),
+    doc: 'GitHub login: the OAuth app client id (with its secret, turns the provider on).',
+  }),
+  oauthGithubClientSecret: setting({
+    env: 'TASKHOOK_OAUTH_GITHUB_CLIENT_SECRET',
+    schema: Type.Optional(Type.String()),
+    doc: 'GitHub login: the OAuth app client secret.',
+  }),
+  oauthGithubBaseUrl: setting({
+    env: 'TASKHOOK_OAUTH_GITHUB_BASE_URL',
+    schema: Type.String({ pattern: HTTP_URL }),
+    default: 'https://github.com',
+    normalize: stripSlashes,
+    doc: "GitHub's web address (GitHub Enterprise: your server).",
+  }),
+  oauthGithubApiUrl: setting({
+    env: 'TASKHOOK_OAUTH_GITHUB_API_URL',
+    schema: Type.String({ pattern: HTTP_URL }),
+    default: 'https://api.github.com',
+    normalize: stripSlashes,
+    doc: "GitHub's API address (GitHub Enterprise: `https://host/api/v3`).",
+  }),
+  oauthRedirectUrl: setting({
+    env: 'TASKHOOK_OAUTH_REDIRECT_URL',
+    schema: Type.Optional(Type.String({ pattern: HTTP_URL })),
+    normalize: stripSlashes,
+    defaultText: '`$TASKHOOK_PUBLIC_URL/auth/oauth/{provider}/callback`',
+    doc: 'The `redirect_uri` given to both providers; `{provider}` becomes `google` or `github`.',
+  }),
+  oauthStateTtlSeconds: setting({
+    env: 'TASKHOOK_OAUTH_STATE_TTL_SECONDS',
+    schema: Type.Integer({ minimum: 1, maximum: 3600 }),
+    default: 600,
+    doc: 'How long a started login may take to finish.',
+  }),
+  telemetryRetentionDays: setting({
+    env: 'TASKHOOK_TELEMETRY_RETENTION_DAYS',
+    schema: Type.Integer({ minimum: 1, maximum: 3650 }),
+    default: 30,
+    doc: 'Spans that ended, and log records timed, longer ago than this are never returned or counted, and are deleted by a background sweep (at start, then hourly, 1,000 rows per statement).',
+  }),
+  telemetryMaxBodyBytes: setting({
+    env: 'TASKHOOK_TELEMETRY_MAX_BODY_BYTES',
+    schema: Type.Integer({ minimum: 1024 }),
+    default: 4 * 1024 * 1024,
+    doc: 'Largest OTLP ingest body, counted after gzip inflation (413 beyond). `TASKHOOK_MAX_BODY_BYTES` does not apply to ingest.',
+  }),
+  proxyTimeoutMs: setting({
+    env: 'TASKHOOK_PROXY_TIMEOUT_MS',
+    schema: Type.Integer({ minimum: 100 }),
+    default: 600_000,
+    doc: "Model proxy: longest wait for an upstream's response headers, for a whole non-streamed body, and between two streamed chunks (then 504, or an error event ending the stream).",
+  }),
+  proxyMaxBodyBytes: setting({
+    env: 'TASKHOOK_PROXY_MAX_BODY_BYTES',
+    schema: Type.Integer({ minimum: 1024 }),
+    default: 20 * 1024 * 1024,
+    doc: "Model proxy: largest chat-completion request body (413 in OpenAI's error shape).",
+  }),
+  spotlightRetentionDays: setting({
+    env: 'TASKHOOK_SPOTLIGHT_RETENTION_DAYS',
+    schema: Type.Integer({ minimum: 1, maximum: 36500 }),
+    default: 400,
+    doc: 'Model call records older than this are deleted (at start, then hourly).',
+  }),
+  modelPricesFile: setting({
+    env: 'TASKHOOK_MODEL_PRICES_FILE',
+    schema: Type.Optional(Type.String({ minLength: 1 })),
+    doc: 'JSON file of model prices laid over the shipped table: `{"gpt-4o": {"input": 2.5, "output": 10}}` in US dollars per million tokens. A malformed file stops the server at start.',
+  }),
+  dashboard: setting({
+    env: 'TASKHOOK_DASHBOARD',
+    schema: Type.Boolean(),
+    default: true,
+    doc: 'Serve the dashboard at `/dashboard/`; `false` answers 404 there.',
+  }),
+  metrics: setting({
+    env: 'TASKHOOK_METRICS',
+    schema: Type.Boolean(),
+    default: false,
+    doc: 'Serve Prometheus metrics at `GET /metrics` on the API port, without authentication.',
+  }),
+  metricsPort: setting({
+    env: 'TASKHOOK_METRICS_PORT',
+    schema: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
+    doc: 'Serve `GET /metrics` on this port of `HOST` instead (keep it off the public network).',
+  }),
+};
+
+export type Settings = typeof SETTINGS;
+export type SettingKey = keyof Settings;
