@@ -1,13 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, call, type TestApp } from '../../helpers/app.js';
+import { ownDatabase } from '../../helpers/callbacks.js';
 import { DATABASES } from '../../helpers/databases.js';
 import { createAgent, createUser, type TestUser } from '../../helpers/factories.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../../helpers/fake-openai.js';
 import { createCredential, eventually } from '../../helpers/spotlight.js';
 import { cancelTask, getTask, sendMessage, submitTask, waitForStatus } from '../../helpers/tasks.js';
 
-describe.each(DATABASES)('agents that are a model (openai runtime) on $name', (database) => {
+describe.each(DATABASES)('agents that are a model (openai runtime) on $name', (shared) => {
   let t: TestApp;
+  let drop: () => Promise<void> = async () => undefined;
   let upstream: FakeOpenAi;
   let user: TestUser;
   let credential: string;
@@ -17,13 +19,18 @@ describe.each(DATABASES)('agents that are a model (openai runtime) on $name', (d
 
   beforeAll(async () => {
     upstream = await startFakeOpenAi();
-    t = await buildTestApp(database, { config: { allowPrivateUrls: true, sweepIntervalMs: 200 } });
+    // Storage of its own: on the shared PostgreSQL database every app's dispatcher runs every
+    // model agent's tasks, with its own settings (private upstream addresses refused).
+    const own = await ownDatabase(shared);
+    drop = own.drop;
+    t = await buildTestApp(own.database, { config: { allowPrivateUrls: true, sweepIntervalMs: 200 } });
     user = await createUser(t);
     credential = (await createCredential(t, user, { name: 'fake', base_url: upstream.baseUrl })).uuid;
   });
   afterAll(async () => {
     await t.close();
     await upstream.close();
+    await drop();
   });
 
   it('answers a task with the model: completed with its answer, runtime stored as given', async () => {
