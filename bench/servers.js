@@ -94,10 +94,19 @@ export async function setupTaskhook({ mode, port, extraEnv = {}, nodeArgs = [] }
     name: 'bench',
     message_template: 'Review {{payload.pull_request.title}}',
   });
+  const login = await post(`${base}/auth/login`, { 'content-type': 'application/json' }, {
+    email,
+    password: 'benchmark-password',
+  });
+  const ingest = await fetch(`${base}/auth/generate_ingest_token`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${login.token}` },
+  }).then((r) => r.json());
   return {
     pid: child.pid,
     base,
     env,
+    ingestToken: ingest.token,
     key,
     databaseUrl,
     headers,
