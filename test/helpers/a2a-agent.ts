@@ -44,6 +44,8 @@ export interface SeenRequest {
   method: string;
   path: string;
   headers: Record<string, string | string[] | undefined>;
+  /** The JSON body as sent. */
+  body: unknown;
 }
 
 export interface A2aAgent {
@@ -64,6 +66,8 @@ export interface A2aAgent {
   cancelled: string[];
   /** Resolves once a task of the `wait` kind is working (its id). */
   waiting: () => Promise<string>;
+  /** Ends a waiting task as the agent's own decision (it becomes canceled, `released`). */
+  release: (taskId: string) => void;
   close(): Promise<void>;
 }
 
@@ -94,6 +98,7 @@ export async function startA2aAgent(options: A2aAgentOptions): Promise<A2aAgent>
   const working: string[] = [];
   const cancelHooks = new Map<string, () => void>();
   const contexts = new Map<string, string>();
+  const released = new Set<string>();
 
   const status = (bus: ExecutionEventBus, taskId: string, contextId: string, state: TaskState, message?: string) =>
     bus.publish(
@@ -188,7 +193,7 @@ export async function startA2aAgent(options: A2aAgentOptions): Promise<A2aAgent>
           working.push(taskId);
           for (const w of waiters.splice(0)) w(taskId);
         });
-        status(bus, taskId, contextId, TaskState.TASK_STATE_CANCELED);
+        status(bus, taskId, contextId, TaskState.TASK_STATE_CANCELED, released.has(taskId) ? 'released' : undefined);
       } else {
         status(bus, taskId, contextId, TaskState.TASK_STATE_FAILED, `unknown script ${first}`);
       }
@@ -205,7 +210,15 @@ export async function startA2aAgent(options: A2aAgentOptions): Promise<A2aAgent>
 
   const app = express();
   app.use((req, _res, next) => {
-    requests.push({ method: req.method, path: req.path, headers: { ...req.headers } });
+    const seen: SeenRequest = { method: req.method, path: req.path, headers: { ...req.headers }, body: undefined };
+    requests.push(seen);
+    // A copy of the body as it came over the wire (the SDK's own parser reads the same chunks).
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const raw = Buffer.concat(chunks).toString('utf8');
+      seen.body = raw === '' ? undefined : JSON.parse(raw);
+    });
     next();
   });
   const server = app.listen(0, '127.0.0.1');
@@ -242,6 +255,10 @@ export async function startA2aAgent(options: A2aAgentOptions): Promise<A2aAgent>
         if (first) resolve(first);
         else waiters.push(resolve);
       }),
+    release: (taskId) => {
+      released.add(taskId);
+      cancelHooks.get(taskId)?.();
+    },
     close: () =>
       new Promise<void>((resolve) => {
         for (const resume of cancelHooks.values()) resume();
