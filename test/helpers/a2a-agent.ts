@@ -66,6 +66,8 @@ export interface A2aAgent {
   cancelled: string[];
   /** Resolves once a task of the `wait` kind is working (its id). */
   waiting: () => Promise<string>;
+  /** Closes every open connection (a stream in flight breaks); the server goes on listening. */
+  dropConnections: () => void;
   /** Ends a waiting task as the agent's own decision (it becomes canceled, `released`). */
   release: (taskId: string) => void;
   close(): Promise<void>;
@@ -255,6 +257,7 @@ export async function startA2aAgent(options: A2aAgentOptions): Promise<A2aAgent>
         if (first) resolve(first);
         else waiters.push(resolve);
       }),
+    dropConnections: () => server.closeAllConnections(),
     release: (taskId) => {
       released.add(taskId);
       cancelHooks.get(taskId)?.();

@@ -121,9 +121,11 @@ export function createA2aRuntime(deps: A2aRuntimeDeps): PushRuntime<A2aRuntime> 
     if (to) await remember(to.taskId, to.contextId);
     const request = sendRequestOf(texts ?? [], to, endpoint.tenant);
     let view: TaskView | null = null;
+    let accepted = false;
     try {
       if (endpoint.streaming) {
         for await (const event of transport.sendMessageStream(request, options)) {
+          accepted = true;
           if (event.payload?.$case === 'message' && !view) return outcomeOfMessage(event.payload.value);
           view = applyStreamEvent(view, event);
           if (view && !ctx.remote) await remember(view.id, view.contextId);
@@ -137,8 +139,8 @@ export function createA2aRuntime(deps: A2aRuntimeDeps): PushRuntime<A2aRuntime> 
         await remember(answer.id, answer.contextId);
       }
     } catch (err) {
-      // A stream that breaks once the task is known is followed by polling; anything else fails the run.
-      if (!ctx.remote || session.signal.aborted || !endpoint.streaming) throw err;
+      // A stream that breaks after the remote took the message is followed by polling; anything else fails the run.
+      if (!accepted || !ctx.remote || session.signal.aborted || !endpoint.streaming) throw err;
     }
     if (!ctx.remote) throw new Error('the stream ended before the remote agent named a task');
     return poll(transport, session, ctx.remote, endpoint.streaming ? null : view);
@@ -158,8 +160,9 @@ export function createA2aRuntime(deps: A2aRuntimeDeps): PushRuntime<A2aRuntime> 
           await run.saveState({ ...remote });
         },
       };
-      // An earlier attempt's remote task that may still run (its run died): it is not wanted any more.
-      if (plan.kind === 'new' && saved?.phase === 'following') void cancelRemote(runtime, saved);
+      // A remote task this run does not continue (an earlier attempt's, or one left waiting for a
+      // reply that never came) may still run or wait: it is not wanted any more.
+      if (plan.kind === 'new' && saved) void cancelRemote(runtime, saved);
       try {
         let outcome: PushOutcome;
         if (plan.kind !== 'new' && saved) {

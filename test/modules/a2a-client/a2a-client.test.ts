@@ -345,6 +345,20 @@ describe('the a2a runtime', () => {
     expect(agent.cancelled).toEqual([]);
   });
 
+  it('a stream that breaks after the remote took the task is followed by GetTask polling', async () => {
+    const agent = await agentWith({ binding: 'JSONRPC', streaming: true });
+    const runner = runnerFor(loopback(), configOf(agent.cardUrl));
+    const running = runner.run(taskOf([['user', 'wait']]));
+    const remoteId = await agent.waiting();
+    await vi.waitFor(() => expect(runner.saved).toHaveLength(1));
+    agent.dropConnections();
+    const polls = () => agent.requests.filter((r) => (r.body as { method?: string })?.method === 'GetTask');
+    await vi.waitFor(() => expect(polls().length).toBeGreaterThan(0));
+    agent.release(remoteId);
+    expect(await running).toEqual({ kind: 'cancelled', message: 'released' });
+    expect(agent.received).toHaveLength(1);
+  });
+
   it('a later attempt starts a new remote task and cancels the one its predecessor left running', async () => {
     const agent = await agentWith({ binding: 'JSONRPC', streaming: false });
     const runner = runnerFor(loopback(), configOf(agent.cardUrl));
