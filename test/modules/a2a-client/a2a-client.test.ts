@@ -376,6 +376,33 @@ describe('the a2a runtime', () => {
     expect(agent.received).toHaveLength(2);
   });
 
+  it.each([false, true])(
+    'a JSON-RPC error answer (reply to a remote task the agent does not know, streaming %s) is DELIVERY_FAILED',
+    async (streaming) => {
+      const agent = await agentWith({ binding: 'JSONRPC', streaming });
+      const runner = runnerFor(loopback(), configOf(agent.cardUrl));
+      const state = {
+        taskId: 'no-such-task',
+        contextId: 'no-such-context',
+        url: `${agent.baseUrl}/jsonrpc`,
+        binding: 'JSONRPC',
+        tenant: '',
+        streaming,
+        attempt: 1,
+        phase: 'awaiting_input',
+      };
+      const task = taskOf([
+        ['user', 'ask'],
+        ['agent', 'Which branch?'],
+        ['user', 'main'],
+      ]);
+      const outcome = await runner.run(task, { state });
+      expect(outcome).toMatchObject({ kind: 'failed', code: 'DELIVERY_FAILED', retryable: true });
+      expect((outcome as { message: string }).message).toMatch(/not found/i);
+      expect(agent.received).toEqual([]);
+    },
+  );
+
   it('cancelled() without a remote task sends nothing', async () => {
     const agent = await agentWith({ binding: 'JSONRPC', streaming: false });
     const runtime = loopback();
