@@ -305,6 +305,25 @@ describe('the a2a runtime', () => {
     expect(agent.requests).toEqual([]);
   });
 
+  it("checks the card's interface URL with the same guard before calling it", async () => {
+    const target = await agentWith({ binding: 'JSONRPC', streaming: false });
+    const agent = await agentWith({
+      binding: 'JSONRPC',
+      streaming: false,
+      // The guard refuses schemes other than http(s) even where private addresses are allowed.
+      interfaces: [
+        { url: target.baseUrl.replace('http:', 'ftp:'), protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+      ],
+    });
+    const outcome = await runnerFor(loopback(), configOf(agent.cardUrl)).run(taskOf([['user', 'text']]));
+    expect(outcome).toMatchObject({
+      kind: 'failed',
+      code: 'DELIVERY_FAILED',
+      message: expect.stringContaining('must use http or https'),
+    });
+    expect(target.requests).toEqual([]);
+  });
+
   it('uses a card for 5 minutes per URL and headers', async () => {
     const agent = await agentWith({ binding: 'JSONRPC', streaming: false });
     const clock = manualClock();
