@@ -100,6 +100,11 @@ export async function buildApp(
   // server.close() open forever; idle keep-alive ones Fastify closes itself.
   const silent = new Set<Socket>();
   app.server.on('connection', (socket: Socket) => {
+    // One that arrives while closing (accepted before the listener stops) would never be served.
+    if (closing) {
+      socket.destroy();
+      return;
+    }
     silent.add(socket);
     socket.once('close', () => silent.delete(socket));
   });

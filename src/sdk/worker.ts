@@ -1,5 +1,6 @@
 import type { ClaimedTask, TaskResult } from '../modules/tasks/tasks-schemas.js';
 import { callApi, type HttpOptions, seg, TaskhookError } from './http.js';
+import { withRunContext } from './otel.js';
 
 export type { ClaimedTask, TaskResult };
 
@@ -33,9 +34,10 @@ export interface WorkerContext {
   /** Aborted when the task is cancelled, the lease is lost, or the worker shuts down. */
   signal: AbortSignal;
   /**
-   * The W3C trace context of this run (`00-<trace id>-<run span id>-01`): make it the parent of
-   * the handler's own OpenTelemetry spans (and send it on outgoing calls, e.g. to the model proxy)
-   * and they join the task's trace, under this run.
+   * The W3C trace context of this run (`00-<trace id>-<run span id>-01`). When the worker uses
+   * OpenTelemetry the handler already runs with it as the active context, so its spans join the
+   * task's trace under this run with no code; send it on outgoing calls your instrumentation does
+   * not cover (e.g. to the model proxy).
    */
   traceparent: string;
 }
@@ -115,7 +117,7 @@ export function runWorker(options: WorkerOptions): RunningWorker {
       },
     };
     try {
-      const result = await options.handler(task, ctx);
+      const result = await withRunContext(task.traceparent, () => options.handler(task, ctx));
       if (!abort.signal.aborted && !finished) {
         await complete(task, result);
       }
