@@ -48,6 +48,7 @@ export const MAX_RUNTIME_HEADERS = 20;
 export const HEADER_MASK = '********';
 
 const RuntimeHeaders = Type.Record(Type.String({ pattern: HEADER_NAME_PATTERN }), Type.String({ maxLength: 4096 }), {
+  additionalProperties: false,
   maxProperties: MAX_RUNTIME_HEADERS,
   description:
     'Sent with every request to the agent (e.g. its credential). At most 20; names are RFC 9110 tokens other than host, content-length, content-type, connection, transfer-encoding, a2a-version and webhook-*; values up to 4,096 characters. Stored encrypted and shown as "********"; "********" on PATCH keeps the stored value.',
