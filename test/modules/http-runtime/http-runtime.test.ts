@@ -289,3 +289,45 @@ describe.each(DATABASES)('agents that are an HTTP endpoint (http runtime) on $na
     expect(claim.json().error).toMatchObject({ code: 'INVALID_REQUEST', details: { field: 'runtime' } });
   });
 });
+
+/*
+ * Two instances on one PostgreSQL database: the instance that holds the push is not the one that
+ * cancels. The change reaches the holder at once (the notifier), not at its next lease renewal.
+ */
+describe.each(DATABASES.filter((d) => d.name === 'postgres'))('http runtime across instances on $name', (shared) => {
+  let holder: TestApp;
+  let other: TestApp;
+  let drop: () => Promise<void> = async () => undefined;
+  let receiver: Receiver;
+
+  beforeAll(async () => {
+    receiver = await startReceiver(pushAgent);
+    const own = await ownDatabase(shared);
+    drop = own.drop;
+    holder = await buildTestApp(own.database, { config: { allowPrivateUrls: true } });
+    // Never looks for work on its own: only the holder's dispatcher (woken by the submit) pushes.
+    other = await buildTestApp(own.database, { config: { allowPrivateUrls: true, sweepIntervalMs: 86_400_000 } });
+  });
+  afterAll(async () => {
+    await holder.close();
+    await other.close();
+    await receiver.close();
+    await drop();
+  });
+
+  it('a cancel on another instance aborts the POST in flight and sends one task.cancelled', async () => {
+    const user = await createUser(holder);
+    const runtime = { type: 'http', url: receiver.url.replace('/hook', '/hang'), lease_seconds: 600 };
+    const agent = (await createAgent(holder, user, { runtime })).uuid;
+    const { task_id } = await submitTask(holder, user, agent);
+    const post = await eventually(() => runsOf(receiver.requests, task_id)[0], 'the POST');
+    expect((await cancelTask(other, user, agent, task_id)).statusCode).toBe(200);
+    // Well within the holder's first renewal (a third of 600 s).
+    await eventually(() => (receiver.hungUp.includes(post) ? true : undefined), 'hang-up', 10_000);
+    const notices = await eventually(() => {
+      const got = cancelsOf(receiver.requests, task_id);
+      return got.length > 0 ? got : undefined;
+    }, 'task.cancelled');
+    expect(notices).toHaveLength(1);
+  });
+});
