@@ -250,6 +250,29 @@ describe.each(DATABASES)('agents that are an HTTP endpoint (http runtime) on $na
     expect(late.json().error.code).toBe('TASK_NOT_RUNNING');
   });
 
+  it('a task that times out while the agent holds it after a 202 fails with TIMEOUT and the agent is told', async () => {
+    const res = await call(t.app, 'POST', '/agent', {
+      token: user.token,
+      body: {
+        name: 'slow',
+        default_timeout_seconds: 1,
+        runtime: { type: 'http', url: receiver.url.replace('/hook', '/async'), lease_seconds: 600 },
+      },
+    });
+    const agent = res.json().uuid as string;
+    const { task_id } = await submitTask(t, user, agent);
+    const failed = await waitForStatus(t, user, agent, task_id, 'failed');
+    expect(failed.error?.code).toBe('TIMEOUT');
+    const [post] = await runs(task_id, 1);
+    const notices = await eventually(() => {
+      const got = cancelsOf(receiver.requests, task_id);
+      return got.length > 0 ? got : undefined;
+    }, 'task.cancelled');
+    expect(pushBodyOf(notices[0] as NonNullable<(typeof notices)[0]>).data.lease_id).toBe(
+      pushBodyOf(post as NonNullable<typeof post>).data.lease_id,
+    );
+  });
+
   it('masks header values, keeps them when the mask comes back, and stores them encrypted', async () => {
     const agent = await httpAgent('/sync', { headers: { 'X-Agent-Key': 'original-secret' } });
     const got = (await call(t.app, 'GET', `/agent/${agent}`, { token: user.token })).json();
