@@ -1,4 +1,15 @@
-import type { Answer, CapturedRequest } from './callbacks.js';
+import { afterAll, beforeAll } from 'vitest';
+import { buildTestApp, call, type TestApp } from './app.js';
+import {
+  type Answer,
+  type CapturedRequest,
+  eventually,
+  ownDatabase,
+  type Receiver,
+  startReceiver,
+} from './callbacks.js';
+import type { TestDatabase } from './databases.js';
+import { createAgent, createUser, type TestUser } from './factories.js';
 
 /** The body of a webhook the http runtime sent: `task.run` or `task.cancelled`. */
 export interface PushBody {
@@ -78,3 +89,55 @@ export const pushAgent: Answer = (request) => {
       return { status: 404 };
   }
 };
+
+/**
+ * For a describe block: the production app on storage of its own (its dispatcher pushes every
+ * http agent's tasks it finds there), a receiver on loopback answering as `pushAgent`, a user and
+ * their signing secret.
+ */
+export function usePushApp(shared: TestDatabase) {
+  let drop: () => Promise<void> = async () => undefined;
+  const h = {
+    t: undefined as unknown as TestApp,
+    receiver: undefined as unknown as Receiver,
+    user: undefined as unknown as TestUser,
+    secret: '',
+
+    /** An http agent of the user whose url is the receiver's `path`. */
+    async httpAgent(path: string, extra: Record<string, unknown> = {}): Promise<string> {
+      const url = h.receiver.url.replace('/hook', path);
+      return (await createAgent(h.t, h.user, { runtime: { type: 'http', url, ...extra } })).uuid;
+    },
+
+    /** The task.run POSTs of a task once there are `count`. */
+    runs(taskId: string, count: number): Promise<CapturedRequest[]> {
+      return eventually(() => {
+        const got = runsOf(h.receiver.requests, taskId);
+        return got.length >= count ? got : undefined;
+      }, `${count} task.run POSTs of ${taskId}`);
+    },
+
+    /** The task.cancelled POSTs of a task once there is one. */
+    cancels(taskId: string): Promise<CapturedRequest[]> {
+      return eventually(() => {
+        const got = cancelsOf(h.receiver.requests, taskId);
+        return got.length > 0 ? got : undefined;
+      }, `task.cancelled of ${taskId}`);
+    },
+  };
+
+  beforeAll(async () => {
+    h.receiver = await startReceiver(pushAgent);
+    const own = await ownDatabase(shared);
+    drop = own.drop;
+    h.t = await buildTestApp(own.database, { config: { allowPrivateUrls: true, sweepIntervalMs: 100 } });
+    h.user = await createUser(h.t);
+    h.secret = (await call(h.t.app, 'GET', '/auth/webhook_signing_secret', { token: h.user.token })).json().secret;
+  });
+  afterAll(async () => {
+    await h.t?.close();
+    await h.receiver?.close();
+    await drop();
+  });
+  return h;
+}
