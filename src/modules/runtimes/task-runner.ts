@@ -1,4 +1,4 @@
-import type { Db } from '../../db/connect.js';
+import type { Db, Executor } from '../../db/connect.js';
 import { AppError } from '../../http/errors.js';
 import { type Clock, iso } from '../../lib/time.js';
 import type { Runtime } from '../agents/agents-schemas.js';
@@ -33,6 +33,9 @@ interface Log {
   warn(obj: object, msg: string): void;
 }
 
+/** What a runtime saved about a task in earlier runs. */
+type State = Record<string, unknown> | null;
+
 /**
  * Runs one claimed task of a push runtime and reports the outcome through the task lifecycle
  * under the task's lease, exactly as a worker would: complete, ask for input, fail (queued again
@@ -51,8 +54,11 @@ export function createTaskRunner(deps: {
 }) {
   const { db, repo, writer } = deps;
 
-  /** Applies `input` to the task under a row lock; the task as it is afterwards, or the refusal. */
-  function report(ref: TaskRef, input: TaskInput, after?: (trx: Db['kysely']) => Promise<unknown>) {
+  /**
+   * Applies `input` to the task under a row lock (then `after`, in the same transaction, if it
+   * changed); the task as it is afterwards, or the refusal.
+   */
+  function report(ref: TaskRef, input: TaskInput, after?: (trx: Executor) => Promise<unknown>) {
     const nowMs = deps.clock.now();
     return db.transaction(async (trx): Promise<TaskRecord | AppError> => {
       const current = await repo.lockTask(trx, ref);
@@ -61,7 +67,7 @@ export function createTaskRunner(deps: {
       if (decided instanceof AppError) return decided;
       if (!decided) return current;
       const saved = (await writer.save(trx, current, decided)).task;
-      await after?.(trx as Db['kysely']);
+      await after?.(trx);
       return saved;
     });
   }
@@ -74,8 +80,6 @@ export function createTaskRunner(deps: {
       deps.log.warn({ err, task: args.task.uuid }, 'telling a push runtime about a cancel failed');
     }
   }
-
-  type State = Record<string, unknown> | null;
 
   async function apply(
     task: TaskRecord,
