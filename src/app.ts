@@ -142,7 +142,12 @@ export async function buildApp(
   // triggers to agents.onDelete, callbacks to tasks.onStatusChange, telemetry's task tracer to
   // tasks.onChange (the service's own spans, recorded after each commit).
   const providers = createProvidersModule({ config, runtime, box });
-  const agents = createAgentsModule({ runtime, checkRuntime: createRuntimeCheck(providers.service) });
+  const outboundPolicy = { allowPrivate: config.allowPrivateUrls, lookup: runtime.lookup };
+  const agents = createAgentsModule({
+    runtime,
+    box,
+    checkRuntime: createRuntimeCheck(providers.service, outboundPolicy),
+  });
   const telemetry = createTelemetryModule({
     config,
     runtime,
@@ -195,7 +200,14 @@ export async function buildApp(
     observers: [(call) => telemetry.tracer.enqueue(call.userUuid, [genAiServiceSpan(call)])],
   });
   await app.register(spotlight.routes);
-  const runtimes = createRuntimesModule({ config, runtime, writer: tasks.writer, spotlight: spotlight.service });
+  const runtimes = createRuntimesModule({
+    config,
+    runtime,
+    box,
+    tasks,
+    accounts: accounts.service,
+    spotlight: spotlight.service,
+  });
   await app.register(runtimes.routes);
 
   // Background work on demand, so tests need not wait for its timers.

@@ -4,13 +4,11 @@ import { newId } from '../../lib/ids.js';
 import type { Clock } from '../../lib/time.js';
 import type { AgentsRepo } from '../agents/agents-repo.js';
 import type { AgentsService } from '../agents/agents-service.js';
-import { runSpanIdOf, taskTraceOf } from '../telemetry/service-spans-fns.js';
-import { formatTraceparent } from '../telemetry/trace-context-fns.js';
 import { type Notifier, waitFor } from './notifier.js';
 import type { TaskRecord, TasksRepo } from './tasks-repo.js';
 import type { ClaimedTask, ClaimInput, CompleteBatchItem, Progress, TaskResult, TaskView } from './tasks-schemas.js';
 import type { TaskRef } from './tasks-service.js';
-import { taskView } from './tasks-view.js';
+import { claimItemOf, taskView } from './tasks-view.js';
 import type { TaskWriter } from './tasks-writer.js';
 import { DEFAULT_LEASE_SECONDS, type TaskInput, transition } from './transition-fns.js';
 
@@ -46,18 +44,7 @@ export function createWorkerService(deps: {
       }
       return out;
     });
-    return claimed.map(({ task, view }) => ({
-      task_id: task.uuid,
-      lease_id: task.leaseId as string,
-      message: task.message,
-      messages: view.messages,
-      priority: task.priority,
-      metadata: task.metadata,
-      attempt: task.attempt,
-      lease_expires_at: task.leaseExpiresAt as string,
-      timeout_at: task.timeoutAt as string,
-      traceparent: formatTraceparent(taskTraceOf(task).traceId, runSpanIdOf(task.leaseId as string)),
-    }));
+    return claimed.map(({ task }) => claimItemOf(task));
   }
 
   /**
