@@ -11,7 +11,7 @@ const [mode = 'sqlite', kind = 'get', seconds = '5'] = process.argv.slice(2);
 const dir = mkdtempSync(path.join(tmpdir(), 'taskhook-prof-'));
 const th = await setupTaskhook({
   mode,
-  port: 18995,
+  port: Number(process.env.PROFILE_PORT ?? 18985),
   nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`],
 });
 const opts = {
