@@ -4,6 +4,7 @@ import { afterCommit } from '../../db/transactions.js';
 import type { SecretBox } from '../../lib/crypto.js';
 import { createOutboundDispatcher } from '../../lib/outbound.js';
 import type { Runtime as ServiceRuntime } from '../../runtime.js';
+import { createA2aRuntime } from '../a2a-client/a2a-client.js';
 import type { AccountsService } from '../accounts/accounts-service.js';
 import { agentsRepo } from '../agents/agents-repo.js';
 import { openRuntimeHeaders } from '../agents/runtime-headers.js';
@@ -22,8 +23,8 @@ const FINISHED = new Set(['completed', 'failed', 'cancelled']);
 const HTTP_MAX_TIMEOUT_MS = 300_000;
 
 /**
- * Wires push runtimes: the dispatcher that hands queued tasks of `openai`, `http` (and, when
- * given, `a2a`) agents to their runtime, started with the server and stopped (calls in flight
+ * Wires push runtimes: the dispatcher that hands queued tasks of `openai`, `http` and `a2a`
+ * agents to their runtime, started with the server and stopped (calls in flight
  * handed back) when it closes. When a task finishes its push run row goes; when a task an http
  * agent accepted (202) is cancelled or times out, the agent is told once, by the instance that
  * made the change.
@@ -53,9 +54,14 @@ export function createRuntimesModule(deps: {
     maxAnswerBytes: config.maxBodyBytes,
     now,
   });
+  const a2a = createA2aRuntime({
+    outbound: { allowPrivate: config.allowPrivateUrls, lookup: runtime.lookup },
+    clock: runtime.clock,
+  });
   const runtimes: PushRuntimes = {
     openai: modelPushRuntime(model) as PushRuntimes['openai'],
     http: http as PushRuntimes['http'],
+    a2a: a2a as PushRuntimes['a2a'],
     ...deps.extra,
   };
   let wakeAfter: (delayMs: number) => void = () => undefined;
