@@ -13,10 +13,18 @@ export interface Argon2 {
   verify(stored: string, password: string): Promise<boolean>;
 }
 
-const argon2: Argon2 = {
+/** The real argon2id primitives with the options above. */
+export const argon2id: Argon2 = {
   hash: (password) => hash(password, OPTIONS as Parameters<typeof hash>[1]),
   verify: (stored, password) => verify(stored, password),
 };
+
+/**
+ * What an unknown user's password is checked against: an argon2id hash (same parameters) of a
+ * fixed phrase, so the check costs one real verification and needs no hashing of its own.
+ */
+const EQUALISER_HASH =
+  '$argon2id$v=19$m=19456,t=2,p=1$MZeGCIwDBuidH1xrAYZrHQ$32n+CIkYm8glWLFXmSYOQp/4eFr+6M1KSSdjAXCdRrk';
 
 /** At most this many hashes run at once by default (they are CPU-bound). */
 export const DEFAULT_HASH_CONCURRENCY = 2 * availableParallelism();
@@ -31,8 +39,7 @@ export const DEFAULT_HASH_WAIT_MS = 5000;
 export function createPasswordHasher(opts: { concurrency?: number; maxWaitMs?: number; argon2?: Argon2 } = {}) {
   const slots = createSemaphore(opts.concurrency ?? DEFAULT_HASH_CONCURRENCY);
   const maxWaitMs = opts.maxWaitMs ?? DEFAULT_HASH_WAIT_MS;
-  const primitives = opts.argon2 ?? argon2;
-  let dummyHash: Promise<string> | undefined;
+  const primitives = opts.argon2 ?? argon2id;
 
   /** @throws AppError 503 SERVICE_UNAVAILABLE when no slot frees within `maxWaitMs`. */
   async function bounded<T>(work: () => Promise<T>): Promise<T> {
@@ -60,9 +67,7 @@ export function createPasswordHasher(opts: { concurrency?: number; maxWaitMs?: n
      */
     async check(stored: string | undefined, password: string): Promise<boolean> {
       if (stored === undefined) {
-        dummyHash ??= primitives.hash('taskhook-timing-equaliser');
-        const equaliser = await dummyHash;
-        await bounded(() => primitives.verify(equaliser, password).catch(() => false));
+        await bounded(() => primitives.verify(EQUALISER_HASH, password).catch(() => false));
         return false;
       }
       return bounded(() => primitives.verify(stored, password).catch(() => false));
