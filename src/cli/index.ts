@@ -1,6 +1,4 @@
 #!/usr/bin/env node
-// First: sizes libuv's thread pool before anything uses it.
-import '../lib/thread-pool.js';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { ConfigError, loadConfig } from '../config.js';
 import { migrateToLatest } from '../db/migrate.js';

@@ -96,6 +96,7 @@ export function eventsRoutes(deps: {
         raw.flushHeaders();
         let closed = false;
         let checking = false;
+        let checkAgain = false;
         const end = () => {
           if (closed) return;
           closed = true;
@@ -108,10 +109,16 @@ export function eventsRoutes(deps: {
           raw.end();
         };
         // Ends the stream once its credential no longer holds; a failed check (database trouble)
-        // leaves it open until the next one.
+        // leaves it open until the next one. A check asked for during another runs after it, since
+        // the one running may have read the credential before the change.
         const recheck = () => {
-          if (closed || checking) return;
+          if (closed) return;
+          if (checking) {
+            checkAgain = true;
+            return;
+          }
           checking = true;
+          checkAgain = false;
           deps.credentials
             .stillValid(request.headers, principal)
             .then((valid) => {
@@ -120,6 +127,7 @@ export function eventsRoutes(deps: {
             .catch((err) => request.log.warn({ err }, 'event stream credential check failed'))
             .finally(() => {
               checking = false;
+              if (checkAgain) recheck();
             });
         };
         const stopTicks = deps.timers.every(HEARTBEAT_MS, () => {
