@@ -3,6 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { Config } from './config.js';
+import { type ConnectionLimits, createConnectionLimits } from './http/connection-limits.js';
 import { registerCors } from './http/cors.js';
 import { errorBody, handleError } from './http/error-handler.js';
 import { invalid } from './http/errors.js';
@@ -42,6 +43,8 @@ declare module 'fastify' {
       /** Hands queued tasks of push-runtime agents to their runtime and waits for those runs. */
       dispatch(): Promise<number>;
     };
+    /** Per-user counts of open event streams and waiting requests on this instance (docs/api.md §2.6). */
+    connections: ConnectionLimits;
   }
 }
 
@@ -153,7 +156,9 @@ export async function buildApp(
     runtime,
     agentName: (userUuid, agentUuid) => agents.service.get(userUuid, agentUuid).then((agent) => agent.name),
   });
-  const tasks = createTasksModule({ config, runtime, agents });
+  const connections = createConnectionLimits();
+  app.decorate('connections', connections);
+  const tasks = createTasksModule({ config, runtime, agents, connections, credentials: accounts.credentials });
   tasks.onChange(telemetry.tracer.onChange);
   const metrics = createMetricsModule({ config, runtime, tasks });
   const callbacks = createCallbacksModule({

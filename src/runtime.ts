@@ -12,7 +12,8 @@ import {
   type RateLimitStore,
 } from './http/rate-limit-stores.js';
 import { resolveSecrets, type ServiceSecrets } from './lib/secrets.js';
-import { type Clock, systemClock } from './lib/time.js';
+import { type Clock, systemClock, systemTimers, type Timers } from './lib/time.js';
+import { createPasswordHasher, type PasswordHasher } from './modules/accounts/passwords.js';
 
 /** Paths of request data that must never reach a log line. */
 export const REDACT = [
@@ -37,7 +38,11 @@ export interface Runtime {
   secrets: ServiceSecrets;
   rateLimitStore: RateLimitStore;
   clock: Clock;
+  /** Repeating timers (stream heartbeats and credential re-checks). */
+  timers: Timers;
   logger: Logger;
+  /** Password hashing, bounded for the whole process. */
+  passwords: PasswordHasher;
   redis: Redis | null;
   /** Name resolution for outbound calls; the system resolver unless a test gives its own. */
   lookup?: ((host: string) => Promise<LookupAddress[]>) | undefined;
@@ -71,6 +76,8 @@ export async function openRuntime(
   opts: {
     logger?: Logger;
     clock?: Clock;
+    timers?: Timers;
+    passwords?: PasswordHasher;
     lookup?: (host: string) => Promise<LookupAddress[]>;
     /** Make a root-handle query inside a transaction throw instead of waiting (tests). */
     checkTransactions?: boolean;
@@ -96,7 +103,9 @@ export async function openRuntime(
       secrets,
       rateLimitStore,
       clock: opts.clock ?? systemClock,
+      timers: opts.timers ?? systemTimers,
       logger,
+      passwords: opts.passwords ?? createPasswordHasher(),
       redis,
       lookup: opts.lookup,
       async close() {

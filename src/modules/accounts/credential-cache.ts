@@ -57,6 +57,7 @@ export function createCredentialCache(opts: { ttlMs: number; now: () => number }
   const entries = new Map<string, Entry>();
   let listening = false;
   let generation = 0;
+  const listeners = new Set<(userUuid: string) => void>();
 
   function clear() {
     entries.clear();
@@ -84,14 +85,23 @@ export function createCredentialCache(opts: { ttlMs: number; now: () => number }
       if (entries.size >= MAX_ENTRIES) entries.delete(entries.keys().next().value as string);
       entries.set(hash, { found, expiresAt: opts.now() + opts.ttlMs });
     },
-    /** Drops every entry (another process changed the database). */
+    /**
+     * Drops every entry (another process changed the database). Streams are not told: they
+     * re-check their credential on their 15 s heartbeat.
+     */
     invalidateAll(): void {
       clear();
     },
-    /** Drops every entry of the user (after a change to their account or credentials). */
+    /** Drops every entry of the user (after a change to their account or credentials) and tells the listeners. */
     invalidateUser(userUuid: string): void {
       generation++;
       for (const [hash, entry] of entries) if (entry.found.user.uuid === userUuid) entries.delete(hash);
+      for (const listener of listeners) listener(userUuid);
+    },
+    /** Hears every user whose credentials may have changed (this instance's writes, and others' when listening). */
+    onInvalidate(listener: (userUuid: string) => void): () => void {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
     },
     setListening(up: boolean): void {
       listening = up;

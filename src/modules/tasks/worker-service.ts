@@ -1,4 +1,5 @@
 import type { Db } from '../../db/connect.js';
+import type { ConnectionLimits } from '../../http/connection-limits.js';
 import { AppError, invalid } from '../../http/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { Clock } from '../../lib/time.js';
@@ -22,6 +23,8 @@ export function createWorkerService(deps: {
   agents: Pick<AgentsService, 'requireOwned'>;
   writer: TaskWriter;
   notifier: Notifier;
+  /** A claim that may wait holds one of its user's wait slots while it runs. */
+  connections: Pick<ConnectionLimits, 'acquire'>;
   clock: Clock;
 }) {
   const { db, repo, writer } = deps;
@@ -71,37 +74,54 @@ export function createWorkerService(deps: {
   /** Hands the task back unfinished: queued again, attempt unchanged. */
   const release = async (ref: TaskRef, leaseId: string) => (await report(ref, { op: 'release', leaseId })).view;
 
+  async function claimOrWait(
+    userUuid: string,
+    agentUuid: string,
+    input: ClaimInput,
+    deadline: number,
+    signal?: AbortSignal,
+  ): Promise<ClaimedTask[]> {
+    for (;;) {
+      if (signal?.aborted) return [];
+      // Subscribe before looking, so work that lands between the look and the wait is not missed.
+      let woken = false;
+      const unsubscribe = deps.notifier.subscribe('work', agentUuid, () => {
+        woken = true;
+      });
+      try {
+        const tasks = await tryClaim(agentUuid, input);
+        if (signal?.aborted && tasks.length > 0) {
+          // The worker is gone: hand the tasks straight back rather than let their leases run out.
+          await releaseAll(userUuid, agentUuid, tasks);
+          return [];
+        }
+        const left = deadline - performance.now();
+        if (tasks.length > 0 || left <= 0 || closing) return tasks;
+        if (!woken) await waitFor(deps.notifier, 'work', agentUuid, left, signal);
+      } finally {
+        unsubscribe();
+      }
+    }
+  }
+
   return {
     /**
      * Claims up to `max_tasks` tasks in priority-then-age order within the agent's concurrency;
      * with `wait_seconds`, waits until work arrives (answering the moment it does) or time runs out.
+     * @throws AppError NOT_FOUND, INVALID_REQUEST (a push runtime), or 429 LIMIT_EXCEEDED when
+     * the user already has the most waiting claims allowed.
      */
     async claim(userUuid: string, agentUuid: string, input: ClaimInput, signal?: AbortSignal): Promise<ClaimedTask[]> {
       const agent = await deps.agents.requireOwned(userUuid, agentUuid);
       // The service itself hands tasks of push runtimes (e.g. a model) to them: no worker may take one.
       if (agent.runtime.type !== 'worker')
         throw invalid('runtime', `This agent's runtime is ${agent.runtime.type}: the service runs its tasks`);
-      const deadline = performance.now() + (input.wait_seconds ?? 0) * 1000;
-      for (;;) {
-        if (signal?.aborted) return [];
-        // Subscribe before looking, so work that lands between the look and the wait is not missed.
-        let woken = false;
-        const unsubscribe = deps.notifier.subscribe('work', agentUuid, () => {
-          woken = true;
-        });
-        try {
-          const tasks = await tryClaim(agentUuid, input);
-          if (signal?.aborted && tasks.length > 0) {
-            // The worker is gone: hand the tasks straight back rather than let their leases run out.
-            await releaseAll(userUuid, agentUuid, tasks);
-            return [];
-          }
-          const left = deadline - performance.now();
-          if (tasks.length > 0 || left <= 0 || closing) return tasks;
-          if (!woken) await waitFor(deps.notifier, 'work', agentUuid, left, signal);
-        } finally {
-          unsubscribe();
-        }
+      const waitSeconds = input.wait_seconds ?? 0;
+      const releaseSlot = waitSeconds > 0 ? deps.connections.acquire(userUuid, 'wait') : () => undefined;
+      try {
+        return await claimOrWait(userUuid, agentUuid, input, performance.now() + waitSeconds * 1000, signal);
+      } finally {
+        releaseSlot();
       }
     },
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../../src/config.js';
+import { createConnectionLimits } from '../../../src/http/connection-limits.js';
 import { createSecretBox } from '../../../src/lib/crypto.js';
 import { createAccountsModule } from '../../../src/modules/accounts/accounts-module.js';
 import { createAgentsModule } from '../../../src/modules/agents/agents-module.js';
@@ -41,7 +42,13 @@ describe.each(DATABASES)('push runtime state between runs on $name', (shared) =>
     const box = createSecretBox(rt.secrets.encryptionKey);
     const accounts = createAccountsModule({ config, runtime: rt, box });
     const agents = createAgentsModule({ runtime: rt, box, checkRuntime: async () => undefined });
-    const tasks = createTasksModule({ config, runtime: rt, agents });
+    const tasks = createTasksModule({
+      config,
+      runtime: rt,
+      agents,
+      connections: createConnectionLimits(),
+      credentials: accounts.credentials,
+    });
     const runtimes = createRuntimesModule({
       config,
       runtime: rt,
