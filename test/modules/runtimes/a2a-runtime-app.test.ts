@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type A2aAgent, startA2aAgent } from '../../helpers/a2a-agent.js';
 import { buildTestApp, call, type TestApp } from '../../helpers/app.js';
-import { ownDatabase } from '../../helpers/callbacks.js';
-import { DATABASES } from '../../helpers/databases.js';
+import { DATABASES, ownDatabase } from '../../helpers/databases.js';
 import { createAgent, createUser, type TestUser } from '../../helpers/factories.js';
 import { cancelTask, sendMessage, submitTask, waitForStatus } from '../../helpers/tasks.js';
 
