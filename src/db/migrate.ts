@@ -10,6 +10,7 @@ import { migration008 } from './migrations/008-oauth.js';
 import { migration009 } from './migrations/009-model-proxy.js';
 import { migration010 } from './migrations/010-housekeeping.js';
 import { migration011 } from './migrations/011-task-trace.js';
+import { migration014 } from './migrations/014-a2a.js';
 import type { DialectMigration } from './migrations/types.js';
 
 /** Every migration, in order. Forward only: a released migration is never edited. */
@@ -23,6 +24,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '009-model-proxy': migration009,
   '010-housekeeping': migration010,
   '011-task-trace': migration011,
+  '014-a2a': migration014,
 };
 
 export class MigrationError extends Error {}

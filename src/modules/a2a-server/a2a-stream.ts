@@ -1,0 +1,117 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Notifier } from '../tasks/notifier.js';
+import type { TaskView } from '../tasks/tasks-schemas.js';
+import type { TaskRef, TasksService } from '../tasks/tasks-service.js';
+import { type RpcId, resultResponse } from './a2a-rpc-fns.js';
+import type { A2aServerService } from './a2a-server-service.js';
+import { endsStream, type StreamResponse, streamUpdates } from './a2a-task-fns.js';
+
+const HEARTBEAT_MS = 15_000;
+
+export interface StreamDeps {
+  service: Pick<A2aServerService, 'a2aView'>;
+  tasks: Pick<TasksService, 'snapshot' | 'eventsAfter'>;
+  notifier: Pick<Notifier, 'subscribe' | 'fallbackPollMs'>;
+  /** Ends of the open streams, so the app can end them all when it closes. */
+  open: Set<() => void>;
+}
+
+/**
+ * Answers with an SSE stream of A2A StreamResponses for the task: the current Task first, then
+ * an update per change (see `streamUpdates`), until a final state or input-required. A comment
+ * line goes out at least every 15 s; the stream ends when the client hangs up. `release` runs
+ * once the stream is over.
+ */
+export async function streamTask(
+  deps: StreamDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  rpcId: RpcId,
+  ref: TaskRef,
+  release: () => void,
+): Promise<void> {
+  let wake: (() => void) | null = null;
+  let signalled = false;
+  const unsubscribe = deps.notifier.subscribe('task', ref.taskUuid, () => {
+    signalled = true;
+    wake?.();
+  });
+  let first: Awaited<ReturnType<TasksService['snapshot']>>;
+  try {
+    first = await deps.tasks.snapshot(ref);
+  } catch (err) {
+    unsubscribe();
+    release();
+    throw err;
+  }
+  let task: Awaited<ReturnType<A2aServerService['a2aView']>>;
+  try {
+    task = await deps.service.a2aView(first.view);
+  } catch (err) {
+    unsubscribe();
+    release();
+    throw err;
+  }
+
+  reply.hijack();
+  const raw = reply.raw;
+  raw.writeHead(200, {
+    ...(reply.getHeaders() as Record<string, string>),
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  let closed = false;
+  const end = () => {
+    if (closed) return;
+    closed = true;
+    unsubscribe();
+    deps.open.delete(end);
+    release();
+    wake?.();
+    raw.end();
+  };
+  deps.open.add(end);
+  raw.on('close', end);
+
+  let lastWrite = performance.now();
+  const send = (response: StreamResponse) => {
+    lastWrite = performance.now();
+    raw.write(`data: ${JSON.stringify(resultResponse(rpcId, response))}\n\n`);
+  };
+
+  try {
+    send({ task });
+    let previous: TaskView = first.view;
+    let last = first.seq;
+    const contextId = task.contextId;
+    if (endsStream(previous.status)) return end();
+    while (!closed) {
+      signalled = false;
+      for (const event of await deps.tasks.eventsAfter(ref.taskUuid, last)) {
+        const view = event.data as TaskView;
+        last = event.seq;
+        for (const update of streamUpdates(previous, view, contextId)) send(update);
+        previous = view;
+        if (endsStream(view.status)) return end();
+      }
+      if (signalled) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.min(HEARTBEAT_MS, deps.notifier.fallbackPollMs));
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      wake = null;
+      if (!closed && performance.now() - lastWrite >= HEARTBEAT_MS) {
+        lastWrite = performance.now();
+        raw.write(': keep-alive\n\n');
+      }
+    }
+  } catch (err) {
+    request.log.warn({ err }, 'A2A stream failed');
+    end();
+  }
+}
