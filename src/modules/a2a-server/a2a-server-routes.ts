@@ -142,7 +142,7 @@ export function a2aServerRoutes(deps: {
           release();
           throw err;
         }
-        await streamTask(streamDeps, request, reply, rpc.id, ref(sent.uuid), release);
+        await streamTask(streamDeps, request, reply, rpc.id, ref(sent.uuid), release, sent);
         return STREAMED;
       }
       case 'SubscribeToTask': {

@@ -1,7 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Notifier } from '../tasks/notifier.js';
+import type { TaskRecord } from '../tasks/tasks-repo.js';
 import type { TaskView } from '../tasks/tasks-schemas.js';
 import type { TaskRef, TasksService } from '../tasks/tasks-service.js';
+import { taskView } from '../tasks/tasks-view.js';
 import { type RpcId, resultResponse } from './a2a-rpc-fns.js';
 import type { A2aServerService } from './a2a-server-service.js';
 import { endsStream, type StreamResponse, streamUpdates } from './a2a-task-fns.js';
@@ -20,7 +22,7 @@ export interface StreamDeps {
  * Answers with an SSE stream of A2A StreamResponses for the task: the current Task first, then
  * an update per change (see `streamUpdates`), until a final state or input-required. A comment
  * line goes out at least every 15 s; the stream ends when the client hangs up. `release` runs
- * once the stream is over.
+ * once the stream is over. `from`: the task as a send just left it (else it is read now).
  */
 export async function streamTask(
   deps: StreamDeps,
@@ -29,6 +31,7 @@ export async function streamTask(
   rpcId: RpcId,
   ref: TaskRef,
   release: () => void,
+  from?: TaskRecord,
 ): Promise<void> {
   let wake: (() => void) | null = null;
   let signalled = false;
@@ -38,7 +41,8 @@ export async function streamTask(
   });
   let first: Awaited<ReturnType<TasksService['snapshot']>>;
   try {
-    first = await deps.tasks.snapshot(ref);
+    // A stream of a message just sent starts at the task as that send left it.
+    first = from ? { seq: from.seq, view: taskView(from) } : await deps.tasks.snapshot(ref);
   } catch (err) {
     unsubscribe();
     release();
