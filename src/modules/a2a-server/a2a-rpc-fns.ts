@@ -209,7 +209,8 @@ const MAX_OFFSET = 1_000_000;
 export function parseListParams(params: Record<string, unknown>): ListParams {
   const contextId = optionalString(params.contextId, 'contextId');
   let state: TaskState | undefined;
-  if (params.status !== undefined) {
+  // ProtoJSON's zero value of the enum means no filter.
+  if (params.status !== undefined && params.status !== 'TASK_STATE_UNSPECIFIED') {
     if (typeof params.status !== 'string' || !(A2A_STATES as readonly string[]).includes(params.status)) {
       throw invalidParams(`status must be one of ${A2A_STATES.join(', ')}`);
     }

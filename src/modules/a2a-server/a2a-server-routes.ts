@@ -38,10 +38,13 @@ export function a2aServerRoutes(deps: {
   const { service } = deps;
   const open = new Set<() => void>();
   const streamDeps: StreamDeps = { ...deps.stream, service, open };
+  // Blocking sends answer at once when the app closes, with the task as it is.
+  const closing = new AbortController();
 
   return async function routes(base: FastifyInstance) {
     const app = base.withTypeProvider<TypeBoxTypeProvider>();
     app.addHook('preClose', async () => {
+      closing.abort();
       for (const end of open) end();
     });
     // Encapsulated: the endpoint reads its body raw, so that every malformed request gets a
@@ -125,8 +128,9 @@ export function a2aServerRoutes(deps: {
         // A blocking send counts as a wait for the user's cap, from before anything is written.
         const release = deps.acquire(userUuid, 'wait');
         try {
+          const stop = AbortSignal.any([hangUp(reply), closing.signal]);
           const sent = await service.send(agent, userUuid, p);
-          const settled = await service.settle(ref(sent.uuid), hangUp(reply));
+          const settled = await service.settle(ref(sent.uuid), stop);
           return { task: await service.a2aTask(settled, p.historyLength) };
         } finally {
           release();

@@ -174,6 +174,33 @@ describe.each(DATABASES)('A2A endpoint refusals on $name', (database) => {
   });
 });
 
+describe.each(DATABASES)('A2A duplicate messageIds on $name', (database) => {
+  it('make one task however many arrive at once', async () => {
+    const t = await buildTestApp(database);
+    try {
+      const user = await createUser(t);
+      const agent = (await createAgent(t, user)).uuid;
+      const a = a2aRpc(t, user, agent);
+      const message = userMessage('only once');
+      const answers = await Promise.all(
+        Array.from({ length: 6 }, () => a.rpc('SendMessage', { message, configuration: { returnImmediately: true } })),
+      );
+      const ids = new Set(answers.map((x) => x.result.task.id));
+      expect(ids.size).toBe(1);
+      expect((await a.rpc('ListTasks', {})).result.totalSize).toBe(1);
+      // The same messageId for a message to the task changes nothing either.
+      const [taskId] = [...ids];
+      const again = await a.rpc('SendMessage', {
+        message: { ...message, taskId },
+        configuration: { returnImmediately: true },
+      });
+      expect(again.result.task.history).toHaveLength(1);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
 describe.each(DATABASES)('A2A blocking sends on $name', (database) => {
   it('answer with the task as it is after TASKHOOK_A2A_MAX_WAIT_SECONDS', async () => {
     const t = await buildTestApp(database, { config: { a2aMaxWaitSeconds: 1 } });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { AppError } from '../../../src/http/errors.js';
 import {
   checkVersion,
   pageToken,
@@ -7,6 +8,7 @@ import {
   parseSendParams,
   RpcError,
 } from '../../../src/modules/a2a-server/a2a-rpc-fns.js';
+import { rpcErrorOf } from '../../../src/modules/a2a-server/a2a-server-service.js';
 
 const JSON_TYPE = 'application/json';
 
@@ -136,8 +138,30 @@ describe('ListTasks params and page tokens', () => {
     [{ pageToken: 'abc' }],
     [{ pageToken: Buffer.from('o:99999999').toString('base64url') }],
     [{ status: 'TASK_STATE_NOPE' }],
+    [{ status: 2 }],
     [{ historyLength: -1 }],
   ])('refuses %j with -32602', (params) => {
     expect(codeOf(() => parseListParams(params))).toBe(-32602);
+  });
+});
+
+describe('A2A errors of the tasks service refusals', () => {
+  it.each([
+    [new AppError('NOT_FOUND', 'Task not found'), -32001],
+    [new AppError('TASK_NOT_CANCELLABLE', 'done'), -32002],
+    [new AppError('TASK_NOT_ACCEPTING_MESSAGES', 'done'), -32004],
+    [new AppError('AGENT_UNAVAILABLE', 'paused'), -32004],
+    [new AppError('INVALID_REQUEST', 'bad'), -32602],
+    [new AppError('LIMIT_EXCEEDED', 'too many messages'), -32602],
+  ])('%s → %i', (err, code) => {
+    expect((rpcErrorOf(err) as RpcError).code).toBe(code);
+  });
+
+  it('passes on what A2A has no code for: the cap on waits (429) and unexpected errors', () => {
+    const capped = new AppError('LIMIT_EXCEEDED', 'too many waits', undefined, 429);
+    expect(rpcErrorOf(capped)).toBe(capped);
+    const unexpected = new Error('db down');
+    expect(rpcErrorOf(unexpected)).toBe(unexpected);
+    expect(parseListParams({ status: 'TASK_STATE_UNSPECIFIED' }).state).toBeUndefined();
   });
 });
