@@ -4,6 +4,7 @@ import { errorResponses } from '../../http/error-schemas.js';
 import { principalOf } from '../../http/guard.js';
 import { jsonTooDeep } from '../../lib/json-depth.js';
 import type { AgentRow } from '../agents/agents-repo.js';
+import type { TaskRecord } from '../tasks/tasks-repo.js';
 import {
   checkVersion,
   errorResponse,
@@ -17,6 +18,7 @@ import {
   type RpcId,
   type RpcRequest,
   resultResponse,
+  type SendParams,
   TOO_DEEP,
 } from './a2a-rpc-fns.js';
 import {
@@ -120,26 +122,13 @@ export function a2aServerRoutes(deps: {
   ): Promise<unknown> {
     const ref = (taskUuid: string) => ({ userUuid, agentUuid: agent.uuid, taskUuid });
     switch (rpc.method) {
-      case 'SendMessage': {
-        const p = parseSendParams(rpc.params);
-        if (p.returnImmediately) {
-          return { task: await service.a2aTask(await service.send(agent, userUuid, p), p.historyLength) };
-        }
-        // A blocking send counts as a wait for the user's cap, from before anything is written.
-        const release = deps.acquire(userUuid, 'wait');
-        try {
-          const stop = AbortSignal.any([hangUp(reply), closing.signal]);
-          const sent = await service.send(agent, userUuid, p);
-          const settled = await service.settle(ref(sent.uuid), stop);
-          return { task: await service.a2aTask(settled, p.historyLength) };
-        } finally {
-          release();
-        }
-      }
+      case 'SendMessage':
+        return sendMessage(reply, agent, userUuid, parseSendParams(rpc.params));
       case 'SendStreamingMessage': {
         const p = parseSendParams(rpc.params);
+        // Counted against the user's streams from before anything is written.
         const release = deps.acquire(userUuid, 'stream');
-        let sent: Awaited<ReturnType<A2aServerService['send']>>;
+        let sent: TaskRecord;
         try {
           sent = await service.send(agent, userUuid, p);
         } catch (err) {
@@ -155,8 +144,7 @@ export function a2aServerRoutes(deps: {
         if (FINAL_STATES.has(state)) {
           throw new RpcError(RPC_ERRORS.unsupportedOperation, `The task is finished (${state}): nothing to follow`);
         }
-        const release = deps.acquire(userUuid, 'stream');
-        await streamTask(streamDeps, request, reply, rpc.id, ref(id), release);
+        await streamTask(streamDeps, request, reply, rpc.id, ref(id), deps.acquire(userUuid, 'stream'));
         return STREAMED;
       }
       case 'GetTask': {
@@ -174,6 +162,23 @@ export function a2aServerRoutes(deps: {
           throw new RpcError(RPC_ERRORS.pushNotSupported, 'Push notifications are not supported');
         }
         throw new RpcError(RPC_ERRORS.methodNotFound, `Method not found: ${rpc.method.slice(0, 100)}`);
+    }
+  }
+
+  /** SendMessage: `{task}` at once with returnImmediately, else once the task settles (or the wait ends). */
+  async function sendMessage(reply: FastifyReply, agent: AgentRow, userUuid: string, p: SendParams) {
+    if (p.returnImmediately) {
+      return { task: await service.a2aTask(await service.send(agent, userUuid, p), p.historyLength) };
+    }
+    // A blocking send counts as a wait for the user's cap, from before anything is written.
+    const release = deps.acquire(userUuid, 'wait');
+    try {
+      const stop = AbortSignal.any([hangUp(reply), closing.signal]);
+      const sent = await service.send(agent, userUuid, p);
+      const settled = await service.settle({ userUuid, agentUuid: agent.uuid, taskUuid: sent.uuid }, stop);
+      return { task: await service.a2aTask(settled, p.historyLength) };
+    } finally {
+      release();
     }
   }
 }
