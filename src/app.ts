@@ -50,7 +50,11 @@ declare module 'fastify' {
  * Builds the HTTP application: every Fastify option lives here. It never listens; server.ts
  * and the tests call it the same way.
  */
-export async function buildApp(config: Config, runtime: Runtime): Promise<FastifyInstance> {
+export async function buildApp(
+  config: Config,
+  runtime: Runtime,
+  opts: { closeRuntime?: boolean } = {},
+): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: runtime.logger as FastifyBaseLogger,
     bodyLimit: config.maxBodyBytes,
@@ -73,6 +77,9 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
     }),
     return503OnClosing: true,
   });
+  // Fastify runs onClose hooks last-registered first: registered before any module's, this one
+  // runs after all of them (the modules' final writes, e.g. the trace spans, still have a database).
+  if (opts.closeRuntime) app.addHook('onClose', async () => runtime.close());
 
   registerValidators(app);
   app.removeContentTypeParser(['application/json', 'text/plain']);

@@ -66,8 +66,7 @@ export async function buildTestApp(
     lookup: opts.lookup,
     checkTransactions: true,
   });
-  const app = await buildApp(config, runtime);
-  app.addHook('onClose', async () => runtime.close());
+  const app = await buildApp(config, runtime, { closeRuntime: true });
   await app.ready();
   const box = createSecretBox(runtime.secrets.encryptionKey);
   const accounts = createAccountsModule({ config, runtime, box }).service;

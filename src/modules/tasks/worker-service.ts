@@ -8,7 +8,7 @@ import { runSpanIdOf, taskTraceOf } from '../telemetry/service-spans-fns.js';
 import { formatTraceparent } from '../telemetry/trace-context-fns.js';
 import { type Notifier, waitFor } from './notifier.js';
 import type { TaskRecord, TasksRepo } from './tasks-repo.js';
-import type { ClaimedTask, ClaimInput, Progress, TaskResult, TaskView } from './tasks-schemas.js';
+import type { ClaimedTask, ClaimInput, CompleteBatchItem, Progress, TaskResult, TaskView } from './tasks-schemas.js';
 import type { TaskRef } from './tasks-service.js';
 import { taskView } from './tasks-view.js';
 import type { TaskWriter } from './tasks-writer.js';
@@ -134,6 +134,46 @@ export function createWorkerService(deps: {
 
     complete: async (ref: TaskRef, leaseId: string, result: TaskResult) =>
       (await report(ref, { op: 'complete', leaseId, result })).view,
+
+    /**
+     * Completes many tasks of one agent in one transaction (one commit for all). Each task is
+     * judged on its own, as the single complete would judge it: a refused one (unknown, or its
+     * lease not current) changes nothing and does not stop the others.
+     * @throws AppError NOT_FOUND for an agent that is not the caller's; INVALID_REQUEST for a task sent twice.
+     */
+    async completeMany(userUuid: string, agentUuid: string, items: CompleteBatchItem[]) {
+      await deps.agents.requireOwned(userUuid, agentUuid);
+      const seen = new Set<string>();
+      for (const item of items) {
+        if (seen.has(item.task_id)) throw invalid('tasks', `lists task ${item.task_id} more than once`);
+        seen.add(item.task_id);
+      }
+      const nowMs = deps.clock.now();
+      const outcome = new Map<string, { code: string; message: string } | null>();
+      await db.transaction(async (trx) => {
+        // Row locks always taken in one order, so two batches never wait on each other in a cycle.
+        for (const item of [...items].sort((a, b) => (a.task_id < b.task_id ? -1 : 1))) {
+          const current = await repo.lockTask(trx, { userUuid, agentUuid, taskUuid: item.task_id });
+          if (!current) {
+            outcome.set(item.task_id, { code: 'NOT_FOUND', message: 'Task not found' });
+            continue;
+          }
+          const decided = transition(current, { op: 'complete', leaseId: item.lease_id, result: item.result }, nowMs);
+          if (decided instanceof AppError) {
+            outcome.set(item.task_id, { code: decided.code, message: decided.message });
+            continue;
+          }
+          if (decided) await writer.save(trx, current, decided);
+          outcome.set(item.task_id, null);
+        }
+      });
+      return items.map((item) => {
+        const error = outcome.get(item.task_id) ?? null;
+        return error
+          ? { task_id: item.task_id, status: 'refused' as const, error }
+          : { task_id: item.task_id, status: 'completed' as const };
+      });
+    },
 
     /** Fails the task, or with `retryable` queues it again while attempts remain (3 in all). */
     fail: async (ref: TaskRef, leaseId: string, error: { code?: string; message: string }, retryable: boolean) =>
