@@ -78,7 +78,8 @@ export function createHousekeepingModule(deps: { config: Config; runtime: Runtim
     timer = setTimeout(() => {
       runOnce()
         .then((r) => {
-          if (r.tasks + r.triggerDeliveries + r.idempotencyKeys + r.a2aMessageIds > 0) logger.info(r, 'housekeeping deleted old rows');
+          if (r.tasks + r.triggerDeliveries + r.idempotencyKeys + r.a2aMessageIds > 0)
+            logger.info(r, 'housekeeping deleted old rows');
         })
         .catch((err) => logger.warn({ err }, 'housekeeping failed; trying again next round'))
         .finally(schedule);
