@@ -101,6 +101,9 @@ export async function buildApp(
   // server.close() open forever; idle keep-alive ones Fastify closes itself.
   const silent = new Set<Socket>();
   app.server.on('connection', (socket: Socket) => {
+    // Accepted after closing began (a client pool's connection for a request it then dropped):
+    // nothing will be served on it, and it would keep the server from closing.
+    if (closing) return socket.destroy();
     silent.add(socket);
     socket.once('close', () => silent.delete(socket));
   });
