@@ -13,6 +13,7 @@ import { createRateLimiter } from './http/rate-limit.js';
 import { registerValidators } from './http/validation.js';
 import { createSecretBox } from './lib/crypto.js';
 import { jsonTooDeep, MAX_JSON_DEPTH } from './lib/json-depth.js';
+import { createA2aServerModule } from './modules/a2a-server/a2a-server-module.js';
 import { createAccountsModule } from './modules/accounts/accounts-module.js';
 import { createAgentsModule } from './modules/agents/agents-module.js';
 import { createCallbacksModule } from './modules/callbacks/callbacks-module.js';
@@ -188,6 +189,17 @@ export async function buildApp(
   await app.register(tasks.routes);
   await app.register(triggers.routes);
   await app.register(callbacks.routes);
+  // Every agent as an A2A agent, over the tasks service. Its blocking sends and streams take
+  // `acquireConnection` (per-user caps on waits and streams) once that exists; until then none.
+  const a2aServer = createA2aServerModule({
+    config,
+    runtime,
+    agents,
+    tasks,
+    acquireConnection: connections.acquire,
+    credentials: accounts.credentials,
+  });
+  await app.register(a2aServer.routes);
 
   const oauth = createOAuthModule({ config, runtime, accounts: accounts.service });
   app.addHook('onClose', oauth.close);

@@ -125,6 +125,12 @@ export const SETTINGS = {
     default: 10_000,
     doc: 'How long a callback attempt may take before it counts as failed.',
   }),
+  a2aMaxWaitSeconds: setting({
+    env: 'TASKHOOK_A2A_MAX_WAIT_SECONDS',
+    schema: Type.Integer({ minimum: 1, maximum: 3600 }),
+    default: 60,
+    doc: 'Agents served over A2A: how long a blocking `SendMessage` waits for the task to finish or ask for input before it answers with the task as it is.',
+  }),
   headersTimeoutMs: setting({
     env: 'TASKHOOK_HEADERS_TIMEOUT_MS',
     schema: Type.Integer({ minimum: 100 }),

@@ -133,6 +133,25 @@ export interface IdempotencyKeysTable {
   expires_at: string;
 }
 
+export interface A2aTaskContextsTable {
+  task_uuid: string;
+  agent_uuid: string;
+  context_id: string;
+}
+
+export interface A2aHistoryIdsTable {
+  task_uuid: string;
+  position: number;
+  message_id: string;
+}
+
+export interface A2aMessageIdsTable {
+  agent_uuid: string;
+  message_id: string;
+  task_uuid: string;
+  expires_at: string;
+}
+
 export interface TriggersTable {
   uuid: string;
   agent_uuid: string;
@@ -318,4 +337,7 @@ export interface Database {
   telemetry_logs: TelemetryLogsTable;
   provider_credentials: ProviderCredentialsTable;
   spotlight_calls: SpotlightCallsTable;
+  a2a_task_contexts: A2aTaskContextsTable;
+  a2a_history_ids: A2aHistoryIdsTable;
+  a2a_message_ids: A2aMessageIdsTable;
 }

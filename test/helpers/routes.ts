@@ -49,10 +49,12 @@ export interface CatalogueRoute {
   /** The status of the example request when it succeeds. */
   status: number;
   /**
-   * The path speaks another protocol (the model proxy speaks OpenAI's): its input errors take that
+   * The path speaks another protocol (the model proxy speaks OpenAI's, /a2a A2A's JSON-RPC): its input errors take that
    * protocol's shape, so the generic bad-input table leaves it to its own tests.
    */
-  protocol?: 'openai';
+  protocol?: 'openai' | 'a2a';
+  /** Headers the example request needs besides the credential (e.g. A2A-Version). */
+  headers?: Record<string, string>;
   /** False when the example's answer holds none of the context's resources (nothing to list yet). */
   showsOwn?: false;
 }
@@ -452,6 +454,28 @@ export const ROUTES: CatalogueRoute[] = [
     ids: ['modelCall'],
     status: 200,
   },
+  {
+    method: 'GET',
+    path: '/a2a/:agentId/.well-known/agent-card.json',
+    url: (ctx) => `/a2a/${ctx.agent}/.well-known/agent-card.json`,
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent'],
+    protocol: 'a2a',
+    status: 200,
+  },
+  {
+    method: 'POST',
+    path: '/a2a/:agentId',
+    url: (ctx) => `/a2a/${ctx.agent}`,
+    body: () => ({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { pageSize: 5 } }),
+    headers: { 'a2a-version': '1.0' },
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent'],
+    protocol: 'a2a',
+    status: 200,
+  },
 ];
 
 const WORKER_BODIES = {
@@ -630,7 +654,10 @@ export function sendRoute(
   ctx: RouteContext,
   headers: Record<string, string> = {},
 ): Promise<LightMyRequestResponse> {
-  return call(t.app, route.method, route.url(ctx), { body: route.body?.(ctx), headers });
+  return call(t.app, route.method, route.url(ctx), {
+    body: route.body?.(ctx),
+    headers: { ...route.headers, ...headers },
+  });
 }
 
 /** The three ways of presenting a platform key. */

@@ -12,10 +12,23 @@ export async function listen(t: TestApp): Promise<string> {
  * A task event stream read as raw text (comment lines included). `until` reads until the text
  * satisfies the predicate, `ended` until the server ends the stream; both fail rather than hang.
  */
-export async function openRawStream(base: string, path: string, headers: Record<string, string>) {
+export async function openRawStream(
+  base: string,
+  path: string,
+  headers: Record<string, string>,
+  /** A POST with this JSON body (an A2A streaming call); a GET without. */
+  body?: unknown,
+) {
   const controller = new AbortController();
   const res = await fetch(`${base}${path}`, {
-    headers: { accept: 'text/event-stream', ...headers },
+    ...(body === undefined
+      ? {}
+      : { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+    headers: {
+      accept: 'text/event-stream',
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...headers,
+    },
     signal: controller.signal,
   });
   const reader = res.body?.getReader();

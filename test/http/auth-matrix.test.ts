@@ -49,8 +49,8 @@ describe.each(DATABASES)('authentication matrix on $name', (database) => {
           route: routeKey(route),
           ids: params.length,
         });
-        // docs/api.md §3.6: the agents feature covers /agent/* and /v1/agent/*.
-        expect(route.feature === 'agents').toBe(/^\/(v1\/)?agent(\/|$)/.test(route.path));
+        // docs/api.md §3.6: the agents feature covers /agent/* and /v1/agent/*, and agents served over A2A.
+        expect(route.feature === 'agents').toBe(/^\/((v1\/)?agent|a2a)(\/|$)/.test(route.path));
       }
     });
 

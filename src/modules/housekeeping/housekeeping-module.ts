@@ -17,6 +17,8 @@ export interface HousekeepingResult {
   tasks: number;
   triggerDeliveries: number;
   idempotencyKeys: number;
+  /** A2A messageIds past their 24 hours of duplicate detection. */
+  a2aMessageIds: number;
   /** False when another instance held the lock (PostgreSQL), so this round did nothing. */
   ran: boolean;
 }
@@ -24,7 +26,7 @@ export interface HousekeepingResult {
 /**
  * Deletes what is past its time, in small batches in the background: finished tasks (with their
  * events and callback deliveries) and trigger deliveries older than TASKHOOK_RETENTION_DAYS, and
- * idempotency keys past their 24 hours. On PostgreSQL each batch takes an advisory lock, so
+ * idempotency keys and A2A messageIds past their 24 hours. On PostgreSQL each batch takes an advisory lock, so
  * instances take turns instead of deleting the same rows together.
  */
 export function createHousekeepingModule(deps: { config: Config; runtime: Runtime }) {
@@ -60,8 +62,15 @@ export function createHousekeepingModule(deps: { config: Config; runtime: Runtim
     const tasks = await drain((ex) => repo.deleteFinishedTasks(ex, before, HOUSEKEEPING_BATCH));
     const triggerDeliveries = await drain((ex) => repo.deleteTriggerDeliveries(ex, before, HOUSEKEEPING_BATCH));
     const idempotencyKeys = await drain((ex) => repo.deleteExpiredIdempotencyKeys(ex, iso(now), HOUSEKEEPING_BATCH));
-    const ran = tasks !== null && triggerDeliveries !== null && idempotencyKeys !== null;
-    return { tasks: tasks ?? 0, triggerDeliveries: triggerDeliveries ?? 0, idempotencyKeys: idempotencyKeys ?? 0, ran };
+    const a2aMessageIds = await drain((ex) => repo.deleteExpiredA2aMessageIds(ex, iso(now), HOUSEKEEPING_BATCH));
+    const ran = tasks !== null && triggerDeliveries !== null && idempotencyKeys !== null && a2aMessageIds !== null;
+    return {
+      tasks: tasks ?? 0,
+      triggerDeliveries: triggerDeliveries ?? 0,
+      idempotencyKeys: idempotencyKeys ?? 0,
+      a2aMessageIds: a2aMessageIds ?? 0,
+      ran,
+    };
   }
 
   function schedule() {
@@ -69,7 +78,8 @@ export function createHousekeepingModule(deps: { config: Config; runtime: Runtim
     timer = setTimeout(() => {
       runOnce()
         .then((r) => {
-          if (r.tasks + r.triggerDeliveries + r.idempotencyKeys > 0) logger.info(r, 'housekeeping deleted old rows');
+          if (r.tasks + r.triggerDeliveries + r.idempotencyKeys + r.a2aMessageIds > 0)
+            logger.info(r, 'housekeeping deleted old rows');
         })
         .catch((err) => logger.warn({ err }, 'housekeeping failed; trying again next round'))
         .finally(schedule);

@@ -56,6 +56,25 @@ export function createHousekeepingRepo() {
       return Number(result.numDeletedRows);
     },
 
+    /** Deletes up to `limit` A2A messageIds whose 24 hours ended before `now`. */
+    async deleteExpiredA2aMessageIds(ex: Executor, now: string, limit: number): Promise<number> {
+      const result = await ex
+        .deleteFrom('a2a_message_ids')
+        .where(({ eb, refTuple, selectFrom }) =>
+          eb(
+            refTuple('agent_uuid', 'message_id'),
+            'in',
+            selectFrom('a2a_message_ids')
+              .select(['agent_uuid', 'message_id'])
+              .where('expires_at', '<', now)
+              .limit(limit)
+              .$asTuple('agent_uuid', 'message_id'),
+          ),
+        )
+        .executeTakeFirst();
+      return Number(result.numDeletedRows);
+    },
+
     /** PostgreSQL: true when this transaction holds the housekeeping lock (another instance may). */
     async tryLock(ex: Executor, key: number): Promise<boolean> {
       const row = await sql<{ locked: boolean }>`select pg_try_advisory_xact_lock(${key}) as locked`.execute(ex);

@@ -122,7 +122,9 @@ export const runtimesRepo = {
   /** The runtime type of each of these agents (deleted ones included). */
   async runtimeTypes(ex: Executor, agentUuids: string[]): Promise<Array<{ uuid: string; type: Runtime['type'] }>> {
     if (agentUuids.length === 0) return [];
-    const rows = await guard(ex.selectFrom('agents').select(['uuid', 'runtime']).where('uuid', 'in', agentUuids).execute());
+    const rows = await guard(
+      ex.selectFrom('agents').select(['uuid', 'runtime']).where('uuid', 'in', agentUuids).execute(),
+    );
     return rows.map((r) => ({ uuid: r.uuid, type: fromDbJson<Runtime>(r.runtime).type }));
   },
 

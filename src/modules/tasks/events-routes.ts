@@ -4,15 +4,13 @@ import type { FastifyInstance } from 'fastify';
 import type { ConnectionLimits } from '../../http/connection-limits.js';
 import { errorResponses } from '../../http/error-schemas.js';
 import { principalOf, taskRefOf } from '../../http/guard.js';
+import { watchStream } from '../../http/stream-watch.js';
 import type { Timers } from '../../lib/time.js';
 import type { CredentialCheck } from '../accounts/accounts-module.js';
 import type { Notifier } from './notifier.js';
 import { FINAL_STATUSES, type TaskStatus } from './tasks-fns.js';
 import { TaskParams } from './tasks-schemas.js';
 import type { TasksService } from './tasks-service.js';
-
-/** A comment line goes out this often on every stream, and the stream's credential is checked again. */
-export const HEARTBEAT_MS = 15_000;
 
 const EventHeaders = Type.Object({
   'last-event-id': Type.Optional(
@@ -95,48 +93,23 @@ export function eventsRoutes(deps: {
         // Send the headers now: a resumed stream may have nothing to write for a while.
         raw.flushHeaders();
         let closed = false;
-        let checking = false;
-        let checkAgain = false;
         const end = () => {
           if (closed) return;
           closed = true;
           unsubscribe();
-          stopTicks();
-          stopListening();
+          stopWatching();
           releaseSlot();
           open.delete(end);
           wake?.();
           raw.end();
         };
-        // Ends the stream once its credential no longer holds; a failed check (database trouble)
-        // leaves it open until the next one. A check asked for during another runs after it, since
-        // the one running may have read the credential before the change.
-        const recheck = () => {
-          if (closed) return;
-          if (checking) {
-            checkAgain = true;
-            return;
-          }
-          checking = true;
-          checkAgain = false;
-          deps.credentials
-            .stillValid(request.headers, principal)
-            .then((valid) => {
-              if (!valid) end();
-            })
-            .catch((err) => request.log.warn({ err }, 'event stream credential check failed'))
-            .finally(() => {
-              checking = false;
-              if (checkAgain) recheck();
-            });
-        };
-        const stopTicks = deps.timers.every(HEARTBEAT_MS, () => {
-          if (closed) return;
-          raw.write(': keep-alive\n\n');
-          recheck();
-        });
-        const stopListening = deps.credentials.onChange((userUuid) => {
-          if (userUuid === principal.userUuid) recheck();
+        const stopWatching = watchStream({
+          credentials: deps.credentials,
+          timers: deps.timers,
+          request,
+          principal,
+          heartbeat: () => raw.write(': keep-alive\n\n'),
+          end,
         });
         open.add(end);
         raw.on('close', end);

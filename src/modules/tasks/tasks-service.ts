@@ -67,15 +67,17 @@ export function createTasksService(deps: {
 
   const view = (task: TaskRecord): TaskView => taskView(task);
 
-  /** Loads the task under a row lock, applies `input` through the transition function, saves. */
+  /** Loads the task under a row lock in `trx`, applies `input` through the transition function, saves. */
+  async function changeIn(trx: Executor, ref: TaskRef, input: TaskInput): Promise<TaskRecord> {
+    const current = await lockTask(trx, ref);
+    const decided = transition(current, input, deps.clock.now());
+    if (decided instanceof AppError) throw decided;
+    return decided ? (await writer.save(trx, current, decided)).task : current;
+  }
+
+  /** `changeIn` in a transaction of its own. */
   function change(ref: TaskRef, input: TaskInput): Promise<TaskRecord> {
-    const nowMs = deps.clock.now();
-    return db.transaction(async (trx) => {
-      const current = await lockTask(trx, ref);
-      const decided = transition(current, input, nowMs);
-      if (decided instanceof AppError) throw decided;
-      return decided ? (await writer.save(trx, current, decided)).task : current;
-    });
+    return db.transaction((trx) => changeIn(trx, ref, input));
   }
 
   async function validate(input: SubmitInput) {
@@ -260,6 +262,12 @@ export function createTasksService(deps: {
       const task = await change(ref, { op: 'message', content });
       return { task_id: task.uuid, status: task.status, message_received: true };
     },
+
+    /**
+     * `message` inside the caller's transaction (another capability records something with the
+     * message, e.g. the A2A server its sender's messageId). @returns the task as saved.
+     */
+    messageIn: (trx: Executor, ref: TaskRef, content: string) => changeIn(trx, ref, { op: 'message', content }),
 
     /** Cancels an open task; repeating it answers the original cancelled_at. */
     async cancel(ref: TaskRef) {

@@ -65,6 +65,7 @@ describe.each(DATABASES)('retention on $name', (shared) => {
       tasks: 1,
       triggerDeliveries: 1,
       idempotencyKeys: 0,
+      a2aMessageIds: 0,
       ran: true,
     });
     expect(await status(user, agent.uuid, oldDone)).toBe(404);
@@ -83,6 +84,7 @@ describe.each(DATABASES)('retention on $name', (shared) => {
       tasks: 0,
       triggerDeliveries: 0,
       idempotencyKeys: 0,
+      a2aMessageIds: 0,
       ran: true,
     });
   });

@@ -112,4 +112,26 @@ describe.each(DATABASES)('event stream lifetime on $name', (database) => {
     expect(t.app.connections.held(user.uuid, 'stream')).toBe(1);
     stream.close();
   });
+
+  it('an A2A stream (SubscribeToTask) keeps the same rules: comment lines, and it ends when its key is revoked', async () => {
+    const user = await createUser(t);
+    const agent = (await createAgent(t, user)).uuid;
+    const { task_id } = await submitTask(t, user, agent);
+    const stream = await openRawStream(
+      base,
+      `/a2a/${agent}`,
+      { ...workerHeaders(user), 'a2a-version': '1.0' },
+      { jsonrpc: '2.0', id: 1, method: 'SubscribeToTask', params: { id: task_id } },
+    );
+    streams.push(stream);
+    expect(stream.res.status).toBe(200);
+    await stream.until((text) => text.includes('"task"'), 'the first event');
+    const before = heartbeats(stream.text);
+    timers.advance(HEARTBEAT_MS);
+    await stream.until((text) => heartbeats(text) === before + 1, 'a comment line after 15 s');
+    await t.accounts.revokePlatformKey(user.uuid, user.keyUuid);
+    timers.advance(HEARTBEAT_MS);
+    await stream.ended();
+    expect(t.app.connections.held(user.uuid, 'stream')).toBe(0);
+  });
 });

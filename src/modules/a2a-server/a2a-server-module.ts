@@ -1,0 +1,53 @@
+import type { FastifyInstance } from 'fastify';
+import type { Config } from '../../config.js';
+import type { Runtime } from '../../runtime.js';
+import type { CredentialCheck } from '../accounts/accounts-module.js';
+import type { AgentsModule } from '../agents/agents-module.js';
+import type { TasksModule } from '../tasks/tasks-module.js';
+import { a2aServerRepo } from './a2a-server-repo.js';
+import { a2aServerRoutes } from './a2a-server-routes.js';
+import { type AcquireConnection, createA2aServerService, noConnectionLimits } from './a2a-server-service.js';
+
+export type { AcquireConnection } from './a2a-server-service.js';
+
+/**
+ * Every agent served as an A2A v1.0 agent: its card and a JSON-RPC endpoint over the tasks
+ * service. `acquireConnection` counts blocking sends as waits and A2A streams as streams
+ * against the user's caps; without it nothing is capped.
+ */
+export function createA2aServerModule(deps: {
+  config: Config;
+  runtime: Runtime;
+  agents: Pick<AgentsModule, 'service'>;
+  tasks: Pick<TasksModule, 'service' | 'notifier'>;
+  acquireConnection?: AcquireConnection;
+  /** Streams end once their credential no longer holds, as task event streams do. */
+  credentials: CredentialCheck;
+}) {
+  const service = createA2aServerService({
+    db: deps.runtime.db,
+    repo: a2aServerRepo,
+    tasks: deps.tasks.service,
+    agents: deps.agents.service,
+    notifier: deps.tasks.notifier,
+    clock: deps.runtime.clock,
+    publicUrl: deps.config.publicUrl,
+    maxWaitMs: deps.config.a2aMaxWaitSeconds * 1000,
+  });
+  const routes = a2aServerRoutes({
+    service,
+    stream: {
+      tasks: deps.tasks.service,
+      notifier: deps.tasks.notifier,
+      credentials: deps.credentials,
+      timers: deps.runtime.timers,
+    },
+    acquire: deps.acquireConnection ?? noConnectionLimits,
+  });
+  return {
+    service,
+    routes: async (app: FastifyInstance) => {
+      await app.register(routes);
+    },
+  };
+}

@@ -1,0 +1,246 @@
+import { randomUUID } from 'node:crypto';
+import type { Db } from '../../db/connect.js';
+import { UniqueViolationError } from '../../db/errors.js';
+import { AppError } from '../../http/errors.js';
+import { type Clock, iso } from '../../lib/time.js';
+import type { AgentRow } from '../agents/agents-repo.js';
+import type { AgentsService } from '../agents/agents-service.js';
+import type { Notifier } from '../tasks/notifier.js';
+import type { TaskRecord } from '../tasks/tasks-repo.js';
+import type { TaskView } from '../tasks/tasks-schemas.js';
+import type { TaskRef, TasksService } from '../tasks/tasks-service.js';
+import { taskView } from '../tasks/tasks-view.js';
+import { invalidParams, type ListParams, pageToken, RPC_ERRORS, RpcError, type SendParams } from './a2a-rpc-fns.js';
+import type { A2aServerRepo } from './a2a-server-repo.js';
+import { type A2aTask, agentCard, statusOfState, toA2aTask } from './a2a-task-fns.js';
+
+const DAY_MS = 86_400_000;
+const SETTLED = new Set(['completed', 'failed', 'cancelled', 'awaiting_input']);
+
+/**
+ * Counts a user's open waits and streams: returns the function that releases the slot.
+ * @throws AppError LIMIT_EXCEEDED when the user has as many open as allowed.
+ */
+export type AcquireConnection = (userUuid: string, kind: 'stream' | 'wait') => () => void;
+
+/** No cap on waits and streams (until the per-user connection limits are connected in app.ts). */
+export const noConnectionLimits: AcquireConnection = () => () => undefined;
+
+/**
+ * The A2A methods over the tasks service: every state change goes through it (submit, message,
+ * cancel), this module only adds what A2A needs (contextIds, messageIds) in the same transactions.
+ */
+export function createA2aServerService(deps: {
+  db: Db;
+  repo: A2aServerRepo;
+  tasks: Pick<TasksService, 'prepare' | 'insert' | 'messageIn' | 'cancel' | 'requireTask'>;
+  agents: Pick<AgentsService, 'requireOwned'>;
+  notifier: Pick<Notifier, 'subscribe' | 'fallbackPollMs'>;
+  clock: Clock;
+  publicUrl: string;
+  maxWaitMs: number;
+}) {
+  const { db, repo, tasks } = deps;
+
+  /** A task body as an A2A Task (its contextId and messageIds read from storage). */
+  async function a2aView(view: TaskView, historyLength?: number): Promise<A2aTask> {
+    const extras = await repo.extras(db.kysely, [view.task_id]);
+    const messageIds = extras.messageIds.get(view.task_id) ?? new Map<number, string>();
+    return toA2aTask(view, { contextId: extras.contexts.get(view.task_id), messageIds }, historyLength);
+  }
+
+  const a2aTask = (task: TaskRecord, historyLength?: number) => a2aView(taskView(task), historyLength);
+
+  /** @throws RpcError -32001 unless the task is one of this agent's. */
+  async function requireTask(ref: TaskRef): Promise<TaskRecord> {
+    try {
+      return await tasks.requireTask(ref);
+    } catch (err) {
+      throw rpcErrorOf(err);
+    }
+  }
+
+  async function createTask(agent: AgentRow, userUuid: string, p: SendParams, nowMs: number): Promise<TaskRecord> {
+    if (agent.status !== 'active') {
+      throw new RpcError(RPC_ERRORS.unsupportedOperation, `Agent is ${agent.status} and does not accept tasks`);
+    }
+    const { message } = p;
+    const input = { message: message.text, ...(message.metadata ? { metadata: message.metadata } : {}) };
+    const { task } = await tasks.prepare(agent, userUuid, input, nowMs);
+    await db.transaction(async (trx) => {
+      await tasks.insert(trx, task);
+      await repo.claimMessageId(trx, claim(agent.uuid, message.messageId, task.uuid, nowMs));
+      await repo.insertContext(trx, {
+        taskUuid: task.uuid,
+        agentUuid: agent.uuid,
+        contextId: message.contextId ?? randomUUID(),
+      });
+      await repo.insertHistoryId(trx, task.uuid, 0, message.messageId);
+    });
+    return task;
+  }
+
+  async function continueTask(ref: TaskRef, p: SendParams, nowMs: number): Promise<TaskRecord> {
+    const { message } = p;
+    await requireTask(ref);
+    const extras = await repo.extras(db.kysely, [ref.taskUuid]);
+    const contextId = extras.contexts.get(ref.taskUuid) ?? ref.taskUuid;
+    if (message.contextId !== undefined && message.contextId !== contextId) {
+      throw invalidParams(`message.contextId does not match the task's contextId ${contextId}`);
+    }
+    try {
+      return await db.transaction(async (trx) => {
+        const saved = await tasks.messageIn(trx, ref, message.text);
+        await repo.claimMessageId(trx, claim(ref.agentUuid, message.messageId, ref.taskUuid, nowMs));
+        await repo.insertHistoryId(trx, ref.taskUuid, saved.messages.length - 1, message.messageId);
+        return saved;
+      });
+    } catch (err) {
+      throw err instanceof AppError ? rpcErrorOf(err) : err;
+    }
+  }
+
+  const claim = (agentUuid: string, messageId: string, taskUuid: string, nowMs: number) => ({
+    agentUuid,
+    messageId,
+    taskUuid,
+    now: iso(nowMs),
+    expiresAt: iso(nowMs + DAY_MS),
+  });
+
+  return {
+    /** @throws AppError NOT_FOUND (HTTP 404) unless the agent is the user's. */
+    agent: (userUuid: string, agentUuid: string) => deps.agents.requireOwned(userUuid, agentUuid),
+
+    card: (agent: AgentRow) => agentCard(agent, deps.publicUrl),
+
+    a2aTask,
+    a2aView,
+
+    /**
+     * SendMessage without waiting: a new task (no taskId) or a message to one. A messageId this
+     * agent saw in the last 24 hours returns the task it went to and changes nothing.
+     * @throws RpcError for A2A's refusals (-32001, -32004, -32602).
+     */
+    async send(agent: AgentRow, userUuid: string, p: SendParams): Promise<TaskRecord> {
+      const nowMs = deps.clock.now();
+      const seenTask = async () => {
+        const seen = await repo.findMessageId(db.kysely, agent.uuid, p.message.messageId);
+        if (!seen || seen.expires_at <= iso(nowMs)) return null;
+        return requireTask({ userUuid, agentUuid: agent.uuid, taskUuid: seen.task_uuid });
+      };
+      const earlier = await seenTask();
+      if (earlier) return earlier;
+      try {
+        if (p.message.taskId === undefined) return await createTask(agent, userUuid, p, nowMs);
+        return await continueTask({ userUuid, agentUuid: agent.uuid, taskUuid: p.message.taskId }, p, nowMs);
+      } catch (err) {
+        // A concurrent request with the same messageId got there first: answer what it made.
+        if (!(err instanceof UniqueViolationError)) throw err;
+        const first = await seenTask();
+        if (!first) throw err;
+        return first;
+      }
+    },
+
+    /**
+     * Waits until the task is completed, failed, cancelled or awaiting input, TASKHOOK_A2A_MAX_WAIT_SECONDS
+     * pass, or `signal` aborts (the client went away). @returns the task as it is then.
+     */
+    async settle(ref: TaskRef, signal: AbortSignal): Promise<TaskRecord> {
+      const deadline = performance.now() + deps.maxWaitMs;
+      let wake: (() => void) | null = null;
+      let signalled = false;
+      const unsubscribe = deps.notifier.subscribe('task', ref.taskUuid, () => {
+        signalled = true;
+        wake?.();
+      });
+      try {
+        for (;;) {
+          signalled = false;
+          const task = await requireTask(ref);
+          const left = deadline - performance.now();
+          if (SETTLED.has(task.status) || left <= 0 || signal.aborted) return task;
+          if (signalled) continue;
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(done, Math.min(left, deps.notifier.fallbackPollMs));
+            signal.addEventListener('abort', done, { once: true });
+            wake = done;
+            function done() {
+              clearTimeout(timer);
+              signal.removeEventListener('abort', done);
+              resolve();
+            }
+          });
+          wake = null;
+        }
+      } finally {
+        unsubscribe();
+      }
+    },
+
+    async get(ref: TaskRef, historyLength?: number): Promise<A2aTask> {
+      return a2aTask(await requireTask(ref), historyLength);
+    },
+
+    /** Cancels (already cancelled: the task as it is). @throws RpcError -32001, -32002. */
+    async cancel(ref: TaskRef): Promise<A2aTask> {
+      try {
+        await tasks.cancel(ref);
+      } catch (err) {
+        throw rpcErrorOf(err);
+      }
+      return a2aTask(await requireTask(ref));
+    },
+
+    /** ListTasks: the agent's tasks newest first, a page at a time. */
+    async list(agent: AgentRow, userUuid: string, p: ListParams) {
+      const status = p.state === undefined ? undefined : statusOfState(p.state);
+      if (status === null) return { tasks: [], nextPageToken: '', pageSize: p.pageSize, totalSize: 0 };
+      const page = await repo.listTasks(
+        db.kysely,
+        { agentUuid: agent.uuid, userUuid, status, contextId: p.contextId },
+        p.offset,
+        p.pageSize,
+      );
+      const extras = await repo.extras(
+        db.kysely,
+        page.tasks.map((t) => t.uuid),
+      );
+      const list = page.tasks.map((t) =>
+        toA2aTask(
+          taskView(t),
+          { contextId: extras.contexts.get(t.uuid), messageIds: extras.messageIds.get(t.uuid) ?? new Map() },
+          p.historyLength,
+        ),
+      );
+      return {
+        tasks: list,
+        nextPageToken: pageToken(p.offset + list.length, page.total),
+        pageSize: p.pageSize,
+        totalSize: page.total,
+      };
+    },
+  };
+}
+
+/** A2A's error for a refusal of the tasks service; anything else is passed on unchanged. */
+export function rpcErrorOf(err: unknown): unknown {
+  if (!(err instanceof AppError)) return err;
+  switch (err.code) {
+    case 'NOT_FOUND':
+      return new RpcError(RPC_ERRORS.taskNotFound, 'Task not found');
+    case 'TASK_NOT_CANCELLABLE':
+      return new RpcError(RPC_ERRORS.taskNotCancelable, err.message);
+    case 'TASK_NOT_ACCEPTING_MESSAGES':
+    case 'AGENT_UNAVAILABLE':
+      return new RpcError(RPC_ERRORS.unsupportedOperation, err.message);
+    case 'INVALID_REQUEST':
+    case 'LIMIT_EXCEEDED':
+      return err.status === 429 ? err : invalidParams(err.message);
+    default:
+      return err;
+  }
+}
+
+export type A2aServerService = ReturnType<typeof createA2aServerService>;

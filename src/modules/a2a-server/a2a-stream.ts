@@ -1,0 +1,133 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { principalOf } from '../../http/guard.js';
+import { watchStream } from '../../http/stream-watch.js';
+import type { Timers } from '../../lib/time.js';
+import type { CredentialCheck } from '../accounts/accounts-module.js';
+import type { Notifier } from '../tasks/notifier.js';
+import type { TaskRecord } from '../tasks/tasks-repo.js';
+import type { TaskView } from '../tasks/tasks-schemas.js';
+import type { TaskRef, TasksService } from '../tasks/tasks-service.js';
+import { taskView } from '../tasks/tasks-view.js';
+import { type RpcId, resultResponse } from './a2a-rpc-fns.js';
+import type { A2aServerService } from './a2a-server-service.js';
+import { endsStream, type StreamResponse, streamUpdates } from './a2a-task-fns.js';
+
+export interface StreamDeps {
+  service: Pick<A2aServerService, 'a2aView'>;
+  tasks: Pick<TasksService, 'snapshot' | 'eventsAfter'>;
+  notifier: Pick<Notifier, 'subscribe' | 'fallbackPollMs'>;
+  /** Ends of the open streams, so the app can end them all when it closes. */
+  open: Set<() => void>;
+  /** Heartbeats and credential re-checks, as on the task event stream. */
+  credentials: CredentialCheck;
+  timers: Timers;
+}
+
+/**
+ * Answers with an SSE stream of A2A StreamResponses for the task: the current Task first, then
+ * an update per change (see `streamUpdates`), until a final state or input-required. A comment
+ * line goes out every 15 s; the stream ends when the client hangs up, and once its credential no
+ * longer holds (see `watchStream`). `release` runs
+ * once the stream is over. `from`: the task as a send just left it (else it is read now).
+ */
+export async function streamTask(
+  deps: StreamDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  rpcId: RpcId,
+  ref: TaskRef,
+  release: () => void,
+  from?: TaskRecord,
+): Promise<void> {
+  let wake: (() => void) | null = null;
+  let signalled = false;
+  const unsubscribe = deps.notifier.subscribe('task', ref.taskUuid, () => {
+    signalled = true;
+    wake?.();
+  });
+  let first: Awaited<ReturnType<TasksService['snapshot']>>;
+  try {
+    // A stream of a message just sent starts at the task as that send left it.
+    first = from ? { seq: from.seq, view: taskView(from) } : await deps.tasks.snapshot(ref);
+  } catch (err) {
+    unsubscribe();
+    release();
+    throw err;
+  }
+  let task: Awaited<ReturnType<A2aServerService['a2aView']>>;
+  try {
+    task = await deps.service.a2aView(first.view);
+  } catch (err) {
+    unsubscribe();
+    release();
+    throw err;
+  }
+
+  reply.hijack();
+  const raw = reply.raw;
+  raw.writeHead(200, {
+    ...(reply.getHeaders() as Record<string, string>),
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  let closed = false;
+  const end = () => {
+    if (closed) return;
+    closed = true;
+    unsubscribe();
+    stopWatching();
+    deps.open.delete(end);
+    release();
+    wake?.();
+    raw.end();
+  };
+  const stopWatching = watchStream({
+    credentials: deps.credentials,
+    timers: deps.timers,
+    request,
+    principal: principalOf(request),
+    heartbeat: () => raw.write(': keep-alive\n\n'),
+    end,
+  });
+  deps.open.add(end);
+  raw.on('close', end);
+
+  const send = (response: StreamResponse) => {
+    raw.write(`data: ${JSON.stringify(resultResponse(rpcId, response))}\n\n`);
+  };
+
+  try {
+    send({ task });
+    let previous: TaskView = first.view;
+    let last = first.seq;
+    const contextId = task.contextId;
+    if (endsStream(previous.status)) return end();
+    while (!closed) {
+      signalled = false;
+      for (const event of await deps.tasks.eventsAfter(ref.taskUuid, last)) {
+        const view = event.data as TaskView;
+        last = event.seq;
+        for (const update of streamUpdates(previous, view, contextId)) send(update);
+        previous = view;
+        if (endsStream(view.status)) return end();
+      }
+      if (signalled) continue;
+      await new Promise<void>((resolve) => {
+        // Without cross-instance notifications (fallbackPollMs infinite) only a wake-up comes.
+        const poll = Number.isFinite(deps.notifier.fallbackPollMs)
+          ? setTimeout(resolve, deps.notifier.fallbackPollMs)
+          : undefined;
+        wake = () => {
+          clearTimeout(poll);
+          resolve();
+        };
+      });
+      wake = null;
+    }
+  } catch (err) {
+    request.log.warn({ err }, 'A2A stream failed');
+    end();
+  }
+}
