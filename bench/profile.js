@@ -1,7 +1,7 @@
 // node bench/profile.js sqlite|postgres get|submit|webhook [seconds]: runs one kind of request
 // against a server started with --cpu-prof and prints where its CPU time went (self time by
 // function and by source file). For finding what to optimise; see docs/benchmarks.md.
-import { readdirSync, readFileSync, rmSync, mkdtempSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -38,14 +38,25 @@ const fn = new Map();
 const files2 = new Map();
 for (const [id, us] of selfUs) {
   const { callFrame: c } = byId.get(id);
-  const where = c.url.replace(/^file:\/\//, '').replace(/.*node_modules\//, 'nm:').replace(/.*\/dist\//, 'dist:');
+  const where = c.url
+    .replace(/^file:\/\//, '')
+    .replace(/.*node_modules\//, 'nm:')
+    .replace(/.*\/dist\//, 'dist:');
   const k = `${c.functionName || '(anon)'} ${where}:${c.lineNumber + 1}`;
   fn.set(k, (fn.get(k) ?? 0) + us);
-  const f = where.startsWith('nm:') ? where.split('/').slice(0, where.startsWith('nm:@') ? 2 : 1).join('/') : where || c.functionName;
+  const f = where.startsWith('nm:')
+    ? where
+        .split('/')
+        .slice(0, where.startsWith('nm:@') ? 2 : 1)
+        .join('/')
+    : where || c.functionName;
   files2.set(f, (files2.get(f) ?? 0) + us);
 }
 const top = (m, n) =>
-  [...m].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, v]) => `${((100 * v) / total).toFixed(1).padStart(5)}%  ${k}`);
+  [...m]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([k, v]) => `${((100 * v) / total).toFixed(1).padStart(5)}%  ${k}`);
 console.log(`\nself time by function (${(total / 1e6).toFixed(1)} s sampled)`);
 console.log(top(fn, 45).join('\n'));
 console.log('\nself time by file / package');

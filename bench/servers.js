@@ -78,7 +78,10 @@ export async function setupTaskhook({ mode, port, extraEnv = {}, nodeArgs = [] }
   const email = `bench-${Date.now()}@example.test`;
   cliJson(['user', 'create', '--email', email, '--password', 'benchmark-password', '--verified'], env);
   const { key } = cliJson(['key', 'create', '--email', email, '--name', 'bench'], env);
-  const child = spawn(process.execPath, [...nodeArgs, cli, 'serve'], { env: { ...process.env, ...env }, stdio: 'inherit' });
+  const child = spawn(process.execPath, [...nodeArgs, cli, 'serve'], {
+    env: { ...process.env, ...env },
+    stdio: 'inherit',
+  });
   const base = `http://127.0.0.1:${port}`;
   try {
     await waitHttp(`${base}/health`);
@@ -94,10 +97,14 @@ export async function setupTaskhook({ mode, port, extraEnv = {}, nodeArgs = [] }
     name: 'bench',
     message_template: 'Review {{payload.pull_request.title}}',
   });
-  const login = await post(`${base}/auth/login`, { 'content-type': 'application/json' }, {
-    email,
-    password: 'benchmark-password',
-  });
+  const login = await post(
+    `${base}/auth/login`,
+    { 'content-type': 'application/json' },
+    {
+      email,
+      password: 'benchmark-password',
+    },
+  );
   const ingest = await fetch(`${base}/auth/generate_ingest_token`, {
     method: 'POST',
     headers: { authorization: `Bearer ${login.token}` },
