@@ -6,7 +6,7 @@ import { taskRefOf } from '../../http/guard.js';
 import type { Notifier } from './notifier.js';
 import { FINAL_STATUSES, type TaskStatus } from './tasks-fns.js';
 import { TaskParams } from './tasks-schemas.js';
-import type { TasksService } from './tasks-service.js';
+import { EVENTS_PAGE, type TasksService } from './tasks-service.js';
 
 const HEARTBEAT_MS = 15_000;
 
@@ -112,12 +112,14 @@ export function eventsRoutes(deps: { service: TasksService; notifier: Notifier }
           }
           while (!closed) {
             signalled = false;
-            for (const event of await deps.service.eventsAfter(ref.taskUuid, last)) {
+            const page = await deps.service.eventsAfter(ref.taskUuid, last, EVENTS_PAGE);
+            for (const event of page) {
               send(event.seq, event.data);
               last = event.seq;
               if (isFinal(event.data)) return end();
             }
-            if (signalled) continue;
+            // A full page: more may be stored already.
+            if (signalled || page.length === EVENTS_PAGE) continue;
             await new Promise<void>((resolve) => {
               const timer = setTimeout(resolve, Math.min(HEARTBEAT_MS, deps.notifier.fallbackPollMs));
               wake = () => {
