@@ -154,6 +154,7 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
     agents,
     tasks: tasks.service,
     traceSpans: telemetry.tracer.enqueue,
+    onUnloggedRefusal: () => metrics.metrics.webhookRefusalsUnlogged.inc(),
   });
   const health = createHealthModule({ db: runtime.db, clock: runtime.clock, intervalMs: config.healthIntervalMs });
   const housekeeping = createHousekeepingModule({ config, runtime });

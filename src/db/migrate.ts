@@ -10,6 +10,7 @@ import { migration008 } from './migrations/008-oauth.js';
 import { migration009 } from './migrations/009-model-proxy.js';
 import { migration010 } from './migrations/010-housekeeping.js';
 import { migration011 } from './migrations/011-task-trace.js';
+import { migration013 } from './migrations/013-refused-deliveries.js';
 import type { DialectMigration } from './migrations/types.js';
 
 /** Every migration, in order. Forward only: a released migration is never edited. */
@@ -23,6 +24,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '009-model-proxy': migration009,
   '010-housekeeping': migration010,
   '011-task-trace': migration011,
+  '013-refused-deliveries': migration013,
 };
 
 export class MigrationError extends Error {}
