@@ -1,5 +1,6 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuthMode, Principal } from '../lib/principal.js';
+import { errorBody } from './error-handler.js';
 import { AppError, AUTH_MESSAGES, AuthError } from './errors.js';
 import type { RateLimiter } from './rate-limit.js';
 
@@ -105,4 +106,39 @@ export function registerGuard(app: FastifyInstance, deps: { authenticate: Authen
     await count(request, reply, null);
     return payload;
   });
+}
+
+/**
+ * Fastify's own refusals before a route is found (a URL that does not decode, a path parameter
+ * over the router's limit): 400 INVALID_REQUEST in the documented envelope, counted against the
+ * client address, with the X-Request-Id and X-RateLimit-* headers every response carries.
+ */
+export function answerFrameworkError(rateLimit: RateLimiter) {
+  return (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    reply.header('x-request-id', request.id);
+    const answer = async () => {
+      const result = await rateLimit(`ip:${request.ip}`);
+      reply.headers({
+        'x-ratelimit-limit': result.limit,
+        'x-ratelimit-remaining': result.remaining,
+        'x-ratelimit-reset': result.reset,
+      });
+      if (result.exceeded) {
+        reply.header('retry-after', result.retryAfter);
+        reply
+          .code(429)
+          .send(errorBody(request, 'RATE_LIMITED', `Rate limit of ${result.limit} requests per minute exceeded`));
+        return;
+      }
+      const reason = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path segment is too long' : 'the URL does not decode';
+      reply
+        .code(400)
+        .send(errorBody(request, 'INVALID_REQUEST', `Invalid request: ${reason}`, { field: 'path', reason }));
+    };
+    answer().catch((failure: unknown) => {
+      request.log.error({ err: failure }, 'refusing a malformed request failed');
+      if (!reply.sent)
+        reply.code(400).send(errorBody(request, 'INVALID_REQUEST', 'Invalid request: the URL does not decode'));
+    });
+  };
 }
