@@ -26,7 +26,7 @@ const REQUESTS = Number(process.env.FUZZ_RUNS ?? 10_000);
 const SEED = process.env.FUZZ_SEED === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(process.env.FUZZ_SEED);
 const PATH = process.env.FUZZ_PATH;
 /** Requests sent at once in one run of the property. */
-const BATCH = 4;
+const BATCH = 8;
 
 /** Collects garbage now (RSS and heap figures mean little otherwise). */
 function collectGarbage() {
