@@ -139,8 +139,8 @@ describe.each(DATABASES)('OpenAPI fuzzer on $name', (database) => {
         `rss ${(before.rss / MiB).toFixed(0)} → ${(after.rss / MiB).toFixed(0)} MiB, ` +
         `heap ${(before.heapUsed / MiB).toFixed(0)} → ${(after.heapUsed / MiB).toFixed(0)} MiB`,
     );
-    // Every operation of the document was tried.
-    expect(operations.filter((op) => !seen.has(op))).toEqual([]);
+    // Every operation of the document was tried (a replay sends only its counterexample).
+    if (!PATH) expect(operations.filter((op) => !seen.has(op))).toEqual([]);
     // Memory is back: the heap after collection is within 10 % of its level before the run. The
     // process's RSS is printed but not asserted: in-process it also holds the test runner's and
     // fast-check's memory and what the allocator keeps after a peak; the soak (bench/soak.js)
