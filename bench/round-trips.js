@@ -1,7 +1,9 @@
 // node bench/round-trips.js: the statements one status GET, submit and webhook receive send to PostgreSQL
-// (DATABASE_URL names an empty database), counted on the pg client after two warm-up requests.
+// (DATABASE_URL names an empty database), counted on the pg client after two warm-up requests; without
+// DATABASE_URL, the statements they run on SQLite (a fresh data directory), counted on better-sqlite3.
 
 import { mkdtempSync } from 'node:fs';
+import SqliteDatabase from 'better-sqlite3';
 import pg from 'pg';
 import { buildApp } from '../dist/app.js';
 import { loadConfig } from '../dist/config.js';
@@ -16,6 +18,14 @@ pg.Client.prototype.query = function (text, ...rest) {
   if (on) counts.push(typeof text === 'string' ? text.slice(0, 70) : `[named ${text.name}] ${text.text.slice(0, 60)}`);
   return orig.call(this, text, ...rest);
 };
+const Statement = Object.getPrototypeOf(new SqliteDatabase(':memory:').prepare('select 1'));
+for (const method of ['all', 'get', 'run', 'iterate']) {
+  const original = Statement[method];
+  Statement[method] = function (...args) {
+    if (on) counts.push(`[sqlite ${method}] ${this.source.slice(0, 70)}`);
+    return original.apply(this, args);
+  };
+}
 const config = loadConfig({
   DATABASE_URL: process.env.DATABASE_URL,
   TASKHOOK_DATA_DIR: mkdtempSync('/tmp/w9rt-'),

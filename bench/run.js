@@ -84,6 +84,66 @@ async function dispatch(th) {
   return { rounds: DISPATCH_ROUNDS, p50_ms: pct(0.5), p99_ms: pct(0.99) };
 }
 
+/** One OTLP/JSON export of `n` spans in one trace, as an instrumented agent's exporter sends it. */
+function otlpExport(n) {
+  const hex = (len) => Array.from({ length: len }, () => Math.floor(Math.random() * 16).toString(16)).join('');
+  const traceId = hex(32);
+  const now = BigInt(Date.now()) * 1_000_000n;
+  const spans = Array.from({ length: n }, (_, i) => ({
+    traceId,
+    spanId: hex(16),
+    name: `llm call ${i}`,
+    kind: 3,
+    startTimeUnixNano: String(now + BigInt(i) * 1000n),
+    endTimeUnixNano: String(now + BigInt(i) * 1000n + 500_000n),
+    attributes: [
+      { key: 'gen_ai.operation.name', value: { stringValue: 'chat' } },
+      { key: 'gen_ai.request.model', value: { stringValue: 'gpt-4o-mini' } },
+      { key: 'gen_ai.usage.input_tokens', value: { intValue: '120' } },
+      { key: 'gen_ai.usage.output_tokens', value: { intValue: '40' } },
+    ],
+    status: { code: 1 },
+  }));
+  return JSON.stringify({
+    resourceSpans: [
+      {
+        resource: { attributes: [{ key: 'service.name', value: { stringValue: 'bench-agent' } }] },
+        scopeSpans: [{ scope: { name: 'bench' }, spans }],
+      },
+    ],
+  });
+}
+
+/**
+ * Submit latency on its own and while an agent exports 1,000-span batches back to back over
+ * OTLP/HTTP: what telemetry ingest costs the task API on the same instance.
+ */
+async function submitDuringIngest(th) {
+  const submit = { url: th.submitUrl, method: 'POST', headers: th.headers, body: th.submitBody, connections: 10 };
+  const alone = await cannon(th.pid, submit);
+  let exporting = true;
+  let exports = 0;
+  const exporter = (async () => {
+    while (exporting) {
+      const res = await fetch(`${th.base}/telemetry/ingest_http/v1/traces`, {
+        method: 'POST',
+        headers: { authorization: th.ingestToken, 'content-type': 'application/json' },
+        body: otlpExport(1000),
+      });
+      if (!res.ok) throw new Error(`ingest: ${res.status} ${await res.text()}`);
+      exports++;
+    }
+  })();
+  const during = await cannon(th.pid, submit);
+  exporting = false;
+  await exporter;
+  return {
+    submit_alone: { rps: alone.rps, p50_ms: alone.p50_ms, p99_ms: alone.p99_ms },
+    submit_during_ingest: { rps: during.rps, p50_ms: during.p50_ms, p99_ms: during.p99_ms },
+    spans_per_second: Math.round((exports * 1000) / DURATION),
+  };
+}
+
 async function measureMode(mode, port) {
   step(`taskhook on ${mode}`);
   const th = await setupTaskhook({ mode, port });
@@ -97,6 +157,8 @@ async function measureMode(mode, port) {
       headers: th.webhookHeaders,
       body: th.webhookBody,
     });
+    step(`submit during telemetry ingest on ${mode}`);
+    out.telemetry = await submitDuringIngest(th);
     step(`end to end on ${mode}`);
     out.end_to_end = await runEndToEnd(th, { tasks: E2E_TASKS, clients: 32, workers: 4, claim: 50 });
     step(`dispatch on ${mode}`);
@@ -128,6 +190,14 @@ function table(results) {
       ...results.modes.map((m) => `${m[key].rps} (${ratio(m[key].rps, ceiling)}×, ${m[key].cpu_us_per_request})`),
     ]);
   }
+  rows.push([
+    'submit p50 / p99 ms, alone → during 1,000-span exports',
+    ...results.modes.map((m) => {
+      const { submit_alone: a, submit_during_ingest: d } = m.telemetry;
+      return `${a.p50_ms} / ${a.p99_ms} → ${d.p50_ms} / ${d.p99_ms}`;
+    }),
+  ]);
+  rows.push(['spans ingested/s meanwhile', ...results.modes.map((m) => String(m.telemetry.spans_per_second))]);
   rows.push(['end to end tasks/s', ...results.modes.map((m) => String(m.end_to_end.tasks_per_second))]);
   for (const peer of Object.keys(results.peers)) {
     rows.push([

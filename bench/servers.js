@@ -61,7 +61,7 @@ async function post(url, headers, body) {
  * Starts `taskhook serve` on SQLite (synchronous=full) or PostgreSQL (a fresh database) and
  * prepares what the measurements need.
  */
-export async function setupTaskhook({ mode, port, extraEnv = {} }) {
+export async function setupTaskhook({ mode, port, extraEnv = {}, nodeArgs = [] }) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'taskhook-bench-'));
   const databaseUrl = mode === 'postgres' ? await freshPgDatabase(`taskhook_bench_${port}`) : undefined;
   const env = {
@@ -78,7 +78,7 @@ export async function setupTaskhook({ mode, port, extraEnv = {} }) {
   const email = `bench-${Date.now()}@example.test`;
   cliJson(['user', 'create', '--email', email, '--password', 'benchmark-password', '--verified'], env);
   const { key } = cliJson(['key', 'create', '--email', email, '--name', 'bench'], env);
-  const child = spawn(process.execPath, [cli, 'serve'], { env: { ...process.env, ...env }, stdio: 'inherit' });
+  const child = spawn(process.execPath, [...nodeArgs, cli, 'serve'], { env: { ...process.env, ...env }, stdio: 'inherit' });
   const base = `http://127.0.0.1:${port}`;
   try {
     await waitHttp(`${base}/health`);
@@ -94,10 +94,19 @@ export async function setupTaskhook({ mode, port, extraEnv = {} }) {
     name: 'bench',
     message_template: 'Review {{payload.pull_request.title}}',
   });
+  const login = await post(`${base}/auth/login`, { 'content-type': 'application/json' }, {
+    email,
+    password: 'benchmark-password',
+  });
+  const ingest = await fetch(`${base}/auth/generate_ingest_token`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${login.token}` },
+  }).then((r) => r.json());
   return {
     pid: child.pid,
     base,
     env,
+    ingestToken: ingest.token,
     key,
     databaseUrl,
     headers,

@@ -23,6 +23,7 @@ export function soakSvg(samples, { title, warmupSeconds }) {
   const x = (t) => left + ((width - left - right) * t) / tMax;
   const parts = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="12">`,
+    `<title>${esc(title)}</title>`,
     `<rect width="100%" height="100%" fill="white"/>`,
     `<text x="${left}" y="22" font-size="15" font-weight="bold">${esc(title)}</text>`,
   ];

@@ -3,6 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { Config } from './config.js';
+import { type ConnectionLimits, createConnectionLimits } from './http/connection-limits.js';
 import { registerCors } from './http/cors.js';
 import { errorBody, handleError } from './http/error-handler.js';
 import { invalid } from './http/errors.js';
@@ -42,6 +43,8 @@ declare module 'fastify' {
       /** Hands queued tasks of push-runtime agents to their runtime and waits for those runs. */
       dispatch(): Promise<number>;
     };
+    /** Per-user counts of open event streams and waiting requests on this instance (docs/api.md §2.6). */
+    connections: ConnectionLimits;
   }
 }
 
@@ -49,7 +52,11 @@ declare module 'fastify' {
  * Builds the HTTP application: every Fastify option lives here. It never listens; server.ts
  * and the tests call it the same way.
  */
-export async function buildApp(config: Config, runtime: Runtime): Promise<FastifyInstance> {
+export async function buildApp(
+  config: Config,
+  runtime: Runtime,
+  opts: { closeRuntime?: boolean } = {},
+): Promise<FastifyInstance> {
   const rateLimit = createRateLimiter({
     limit: config.rateLimit,
     store: runtime.rateLimitStore,
@@ -83,6 +90,9 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
     }),
     return503OnClosing: true,
   });
+  // Fastify runs onClose hooks last-registered first: registered before any module's, this one
+  // runs after all of them (the modules' final writes, e.g. the trace spans, still have a database).
+  if (opts.closeRuntime) app.addHook('onClose', async () => runtime.close());
 
   registerValidators(app);
   app.removeContentTypeParser(['application/json', 'text/plain']);
@@ -108,6 +118,11 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   // server.close() open forever; idle keep-alive ones Fastify closes itself.
   const silent = new Set<Socket>();
   app.server.on('connection', (socket: Socket) => {
+    // One that arrives while closing (accepted before the listener stops) would never be served.
+    if (closing) {
+      socket.destroy();
+      return;
+    }
     silent.add(socket);
     socket.once('close', () => silent.delete(socket));
   });
@@ -137,13 +152,20 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
   // triggers to agents.onDelete, callbacks to tasks.onStatusChange, telemetry's task tracer to
   // tasks.onChange (the service's own spans, recorded after each commit).
   const providers = createProvidersModule({ config, runtime, box });
-  const agents = createAgentsModule({ runtime, checkRuntime: createRuntimeCheck(providers.service) });
+  const outboundPolicy = { allowPrivate: config.allowPrivateUrls, lookup: runtime.lookup };
+  const agents = createAgentsModule({
+    runtime,
+    box,
+    checkRuntime: createRuntimeCheck(providers.service, outboundPolicy),
+  });
   const telemetry = createTelemetryModule({
     config,
     runtime,
     agentName: (userUuid, agentUuid) => agents.service.get(userUuid, agentUuid).then((agent) => agent.name),
   });
-  const tasks = createTasksModule({ config, runtime, agents });
+  const connections = createConnectionLimits();
+  app.decorate('connections', connections);
+  const tasks = createTasksModule({ config, runtime, agents, connections, credentials: accounts.credentials });
   tasks.onChange(telemetry.tracer.onChange);
   const metrics = createMetricsModule({ config, runtime, tasks });
   const callbacks = createCallbacksModule({
@@ -191,7 +213,14 @@ export async function buildApp(config: Config, runtime: Runtime): Promise<Fastif
     observers: [(call) => telemetry.tracer.enqueue(call.userUuid, [genAiServiceSpan(call)])],
   });
   await app.register(spotlight.routes);
-  const runtimes = createRuntimesModule({ config, runtime, writer: tasks.writer, spotlight: spotlight.service });
+  const runtimes = createRuntimesModule({
+    config,
+    runtime,
+    box,
+    tasks,
+    accounts: accounts.service,
+    spotlight: spotlight.service,
+  });
   await app.register(runtimes.routes);
 
   // Background work on demand, so tests need not wait for its timers.

@@ -1,6 +1,6 @@
 import type { LookupAddress } from 'node:dns';
 import path from 'node:path';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import pino, { type Logger } from 'pino';
 import type { Config } from './config.js';
 import { connectDb, type Db } from './db/connect.js';
@@ -12,7 +12,8 @@ import {
   type RateLimitStore,
 } from './http/rate-limit-stores.js';
 import { resolveSecrets, type ServiceSecrets } from './lib/secrets.js';
-import { type Clock, systemClock } from './lib/time.js';
+import { type Clock, systemClock, systemTimers, type Timers } from './lib/time.js';
+import { createPasswordHasher, type PasswordHasher } from './modules/accounts/passwords.js';
 
 /** Paths of request data that must never reach a log line. */
 export const REDACT = [
@@ -37,7 +38,11 @@ export interface Runtime {
   secrets: ServiceSecrets;
   rateLimitStore: RateLimitStore;
   clock: Clock;
+  /** Repeating timers (stream heartbeats and credential re-checks). */
+  timers: Timers;
   logger: Logger;
+  /** Password hashing, bounded for the whole process. */
+  passwords: PasswordHasher;
   redis: Redis | null;
   /** Name resolution for outbound calls; the system resolver unless a test gives its own. */
   lookup?: ((host: string) => Promise<LookupAddress[]>) | undefined;
@@ -71,6 +76,8 @@ export async function openRuntime(
   opts: {
     logger?: Logger;
     clock?: Clock;
+    timers?: Timers;
+    passwords?: PasswordHasher;
     lookup?: (host: string) => Promise<LookupAddress[]>;
     /** Make a root-handle query inside a transaction throw instead of waiting (tests). */
     checkTransactions?: boolean;
@@ -81,7 +88,10 @@ export async function openRuntime(
   try {
     await migrateToLatest(db);
     const secrets = await resolveSecrets(config, db);
-    const redis = config.redisUrl ? new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 }) : null;
+    // Loaded only when configured: ioredis costs about 24 MB of memory to a server that does not use it.
+    const redis = config.redisUrl
+      ? new (await import('ioredis')).Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 })
+      : null;
     redis?.on('error', (err) => logger.warn({ err }, 'redis error'));
     const rateLimitStore = redis
       ? createRedisStore(redis)
@@ -93,7 +103,9 @@ export async function openRuntime(
       secrets,
       rateLimitStore,
       clock: opts.clock ?? systemClock,
+      timers: opts.timers ?? systemTimers,
       logger,
+      passwords: opts.passwords ?? createPasswordHasher(),
       redis,
       lookup: opts.lookup,
       async close() {

@@ -9,8 +9,7 @@ import { openRuntime } from './runtime.js';
  */
 export async function startServer(config: Config): Promise<FastifyInstance> {
   const runtime = await openRuntime(config);
-  const app = await buildApp(config, runtime);
-  app.addHook('onClose', async () => runtime.close());
+  const app = await buildApp(config, runtime, { closeRuntime: true });
   let closing = false;
   const shutdown = (signal: string) => {
     if (closing) return;

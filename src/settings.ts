@@ -183,7 +183,7 @@ export const SETTINGS = {
     env: 'TASKHOOK_CREDENTIAL_CACHE_MS',
     schema: Type.Integer({ minimum: 0, maximum: 60_000 }),
     default: 1000,
-    doc: 'PostgreSQL mode: how long a verified key or token is remembered. Revocations and password changes reach every instance at once through LISTEN/NOTIFY; this bounds the rare lost notification. 0: no cache.',
+    doc: 'How long a verified key or token is remembered. Revocations and password changes reach every instance at once (PostgreSQL: LISTEN/NOTIFY; SQLite: within 100 ms of any other process writing the file); this bounds the rare lost notification. 0: no cache.',
   }),
   corsOrigins: setting({
     env: 'TASKHOOK_CORS_ORIGINS',

@@ -28,6 +28,13 @@ export interface Db {
    * Absent on SQLite, which has no way to announce a change to another process.
    */
   listen?: (channel: string, handlers: SubscribeHandlers) => Subscription;
+  /**
+   * SQLite only: calls `onChange` (within about `OTHER_WRITERS_POLL_MS`) after another connection
+   * (the CLI, another process on the same file) committed a change, as seen by `PRAGMA
+   * data_version` on the writer connection, which this process's own commits do not move.
+   * Absent for an in-memory database, which no other connection can reach.
+   */
+  watchOtherWriters?: (onChange: () => void) => Subscription;
   /** PostgreSQL only: the pool's connections (open, idle) and the queries waiting for one. */
   poolStats?: () => { total: number; idle: number; waiting: number };
   /** Hears the duration of every query that goes through Kysely, in milliseconds (metrics). */
@@ -82,6 +89,7 @@ function connectSqlite(opts: ConnectOptions): Db {
     dialect: 'sqlite',
     kysely,
     transaction: (fn) => groupCommit.run(fn),
+    ...(opts.sqliteFile === ':memory:' ? {} : { watchOtherWriters: (onChange) => watchDataVersion(native, onChange) }),
     onQuery: timing.onQuery,
     ping: async () => {
       await sql`select 1`.execute(kysely);
@@ -149,6 +157,26 @@ function createWalSync(dbFile: string) {
       if (fd !== undefined) closeSync(fd);
       fd = undefined;
     },
+  };
+}
+
+/** How often an instance on SQLite looks whether another process wrote to its database file. */
+export const OTHER_WRITERS_POLL_MS = 100;
+
+function watchDataVersion(native: SqliteDatabase.Database, onChange: () => void): Subscription {
+  const version = () => native.pragma('data_version', { simple: true }) as number;
+  let last = version();
+  const timer = setInterval(() => {
+    if (!native.open) return;
+    const now = version();
+    if (now !== last) {
+      last = now;
+      onChange();
+    }
+  }, OTHER_WRITERS_POLL_MS);
+  timer.unref();
+  return {
+    close: async () => clearInterval(timer),
   };
 }
 

@@ -175,6 +175,15 @@ export interface CallbacksTable {
   updated_at: string;
 }
 
+/** What a push runtime keeps about a task between runs (deleted when the task finishes). */
+export interface PushRunsTable {
+  task_uuid: string;
+  state: DbJson | null;
+  /** The lease under which an http agent accepted the task (202); null otherwise. */
+  accepted_lease_id: string | null;
+  updated_at: string;
+}
+
 export interface OAuthAttemptsTable {
   state_hash: string;
   provider: string;
@@ -302,6 +311,7 @@ export interface Database {
   triggers: TriggersTable;
   trigger_deliveries: TriggerDeliveriesTable;
   callbacks: CallbacksTable;
+  push_runs: PushRunsTable;
   oauth_attempts: OAuthAttemptsTable;
   oauth_identities: OAuthIdentitiesTable;
   telemetry_spans: TelemetrySpansTable;

@@ -10,6 +10,7 @@ import { migration008 } from './migrations/008-oauth.js';
 import { migration009 } from './migrations/009-model-proxy.js';
 import { migration010 } from './migrations/010-housekeeping.js';
 import { migration011 } from './migrations/011-task-trace.js';
+import { migration012 } from './migrations/012-push-runs.js';
 import { migration013 } from './migrations/013-refused-deliveries.js';
 import type { DialectMigration } from './migrations/types.js';
 
@@ -24,6 +25,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '009-model-proxy': migration009,
   '010-housekeeping': migration010,
   '011-task-trace': migration011,
+  '012-push-runs': migration012,
   '013-refused-deliveries': migration013,
 };
 

@@ -48,7 +48,8 @@ export function handleError(err: FastifyError, request: FastifyRequest, reply: F
     return reply.code(err.status).send({ error: err.message });
   }
   if (err instanceof AppError) {
-    if (err.code === 'RATE_LIMITED' && !reply.hasHeader('retry-after')) reply.header('retry-after', 1);
+    const retryable = err.code === 'RATE_LIMITED' || err.code === 'SERVICE_UNAVAILABLE';
+    if (retryable && !reply.hasHeader('retry-after')) reply.header('retry-after', 1);
     return reply.code(err.status).send(errorBody(request, err.code, err.message, err.details));
   }
   if (err.validation) {

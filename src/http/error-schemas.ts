@@ -41,10 +41,10 @@ const DESCRIPTIONS: Record<number, string> = {
   413: 'Request body larger than TASKHOOK_MAX_BODY_BYTES (PAYLOAD_TOO_LARGE).',
   415: 'Unsupported content type (UNSUPPORTED_MEDIA_TYPE).',
   422: 'Idempotency key reused with a different request (IDEMPOTENCY_KEY_REUSED).',
-  429: 'Rate limit exceeded (RATE_LIMITED); see Retry-After.',
+  429: 'Rate limit exceeded (RATE_LIMITED; see Retry-After), or too many open event streams or waiting claims (LIMIT_EXCEEDED).',
   500: 'Unexpected server error (INTERNAL_ERROR); the request id identifies it in the logs.',
   502: 'An identity provider failed or did not answer (OAUTH_PROVIDER_UNAVAILABLE).',
-  503: 'Service or agent unavailable (SERVICE_UNAVAILABLE, AGENT_UNAVAILABLE).',
+  503: 'Service or agent unavailable (SERVICE_UNAVAILABLE with Retry-After, AGENT_UNAVAILABLE).',
 };
 
 export type ErrorStatus = keyof typeof DESCRIPTIONS;

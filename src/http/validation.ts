@@ -8,6 +8,8 @@ const BASE: Options = {
   useDefaults: true,
   strict: false,
   keywords: ['example'],
+  // Unions tagged by a field (an agent's runtime `type`) report errors of the chosen variant.
+  discriminator: true,
 };
 
 /**

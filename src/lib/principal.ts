@@ -7,6 +7,8 @@ export interface Principal {
   /** The platform key or ingest token used; null for a session JWT. */
   credentialUuid: string | null;
   agentsEnabled: boolean;
+  /** The user's token version when the credential was checked; a password change raises it. */
+  tokenVersion: number;
 }
 
 /** What a route requires: nothing, a user (JWT or platform key), a user session (JWT), or an ingest token. */

@@ -1,5 +1,6 @@
 import type { ClaimedTask, TaskResult } from '../modules/tasks/tasks-schemas.js';
 import { callApi, type HttpOptions, seg, TaskhookError } from './http.js';
+import { withRunContext } from './otel.js';
 
 export type { ClaimedTask, TaskResult };
 
@@ -33,9 +34,10 @@ export interface WorkerContext {
   /** Aborted when the task is cancelled, the lease is lost, or the worker shuts down. */
   signal: AbortSignal;
   /**
-   * The W3C trace context of this run (`00-<trace id>-<run span id>-01`): make it the parent of
-   * the handler's own OpenTelemetry spans (and send it on outgoing calls, e.g. to the model proxy)
-   * and they join the task's trace, under this run.
+   * The W3C trace context of this run (`00-<trace id>-<run span id>-01`). When the worker uses
+   * OpenTelemetry the handler already runs with it as the active context, so its spans join the
+   * task's trace under this run with no code; send it on outgoing calls your instrumentation does
+   * not cover (e.g. to the model proxy).
    */
   traceparent: string;
 }
@@ -82,6 +84,7 @@ export function runWorker(options: WorkerOptions): RunningWorker {
 
   const post = <T>(path: string, body: unknown, signal?: AbortSignal) =>
     callApi<T>(options, 'POST', path, body, { signal }).then((r) => r.body);
+  const complete = batchedCompleter(post, base);
 
   async function runTask(task: ClaimedTask, abort: AbortController) {
     const taskPath = `${base}/task/${seg(task.task_id)}`;
@@ -114,9 +117,9 @@ export function runWorker(options: WorkerOptions): RunningWorker {
       },
     };
     try {
-      const result = await options.handler(task, ctx);
+      const result = await withRunContext(task.traceparent, () => options.handler(task, ctx));
       if (!abort.signal.aborted && !finished) {
-        await post(`${taskPath}/complete`, { lease_id: task.lease_id, result });
+        await complete(task, result);
       }
     } catch (err) {
       if (err instanceof InputRequested || abort.signal.aborted || finished) return;
@@ -231,4 +234,63 @@ export function runWorker(options: WorkerOptions): RunningWorker {
   }
 
   return { stop, done: done.then(() => stopped ?? undefined) };
+}
+
+type Post = <T>(path: string, body: unknown, signal?: AbortSignal) => Promise<T>;
+type BatchResult = { task_id: string; status: 'completed' | 'refused'; error?: { code: string; message: string } };
+
+/** Most tasks one batch complete carries (the server's limit). */
+const MAX_BATCH = 100;
+
+/**
+ * Completes tasks in batches: completions that arrive in the same turn of the event loop go out
+ * together in one `POST /agent/:id/tasks/complete` (one request and one commit for all); a
+ * server without that route (404) gets single completes from then on. Each caller's promise
+ * settles as its own task's single complete would: resolved, or rejected with its refusal.
+ */
+function batchedCompleter(post: Post, base: string) {
+  let pending: Array<{ task: ClaimedTask; result: TaskResult; resolve: () => void; reject: (e: unknown) => void }> = [];
+  let batches = true;
+
+  const single = (task: ClaimedTask, result: TaskResult) =>
+    post(`${base}/task/${seg(task.task_id)}/complete`, { lease_id: task.lease_id, result }).then(() => undefined);
+
+  async function send(batch: typeof pending) {
+    if (!batches || batch.length === 1) {
+      for (const item of batch) single(item.task, item.result).then(item.resolve, item.reject);
+      return;
+    }
+    try {
+      const { results } = await post<{ results: BatchResult[] }>(`${base}/tasks/complete`, {
+        tasks: batch.map(({ task, result }) => ({ task_id: task.task_id, lease_id: task.lease_id, result })),
+      });
+      const byId = new Map(results.map((r) => [r.task_id, r]));
+      for (const item of batch) {
+        const r = byId.get(item.task.task_id);
+        if (r?.status === 'completed') item.resolve();
+        else {
+          const error = r?.error ?? { code: 'INVALID_AGENT_RESPONSE', message: 'missing from the batch answer' };
+          item.reject(new TaskhookError(400, error.code, error.message, { error }));
+        }
+      }
+    } catch (err) {
+      if (err instanceof TaskhookError && err.status === 404 && err.code !== 'NOT_FOUND') {
+        // A server that predates batch completes: the route itself is unknown.
+        batches = false;
+        return send(batch);
+      }
+      for (const item of batch) item.reject(err);
+    }
+  }
+
+  return (task: ClaimedTask, result: TaskResult) =>
+    new Promise<void>((resolve, reject) => {
+      pending.push({ task, result, resolve, reject });
+      if (pending.length > 1) return;
+      setImmediate(() => {
+        const all = pending;
+        pending = [];
+        for (let i = 0; i < all.length; i += MAX_BATCH) void send(all.slice(i, i + MAX_BATCH));
+      });
+    });
 }

@@ -3,9 +3,10 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 import { buildApp } from '../../src/app.js';
 import { type Config, loadConfig, validateConfig } from '../../src/config.js';
 import { createSecretBox } from '../../src/lib/crypto.js';
-import type { Clock } from '../../src/lib/time.js';
+import type { Clock, Timers } from '../../src/lib/time.js';
 import { createAccountsModule } from '../../src/modules/accounts/accounts-module.js';
 import type { AccountsService } from '../../src/modules/accounts/accounts-service.js';
+import type { PasswordHasher } from '../../src/modules/accounts/passwords.js';
 import { createLogger, openRuntime, type Runtime } from '../../src/runtime.js';
 import { type TestDatabase, tempDir } from './databases.js';
 
@@ -31,6 +32,43 @@ export function manualClock(start = Date.now()) {
   } satisfies Clock & Record<string, unknown>;
 }
 
+/**
+ * Repeating timers a test fires by hand: `advance(ms)` runs every callback that comes due, in
+ * order, as if `ms` had passed; `count` is how many are registered (a stream holds one).
+ */
+export function manualTimers() {
+  interface Entry {
+    ms: number;
+    fn: () => void;
+    due: number;
+  }
+  const entries = new Set<Entry>();
+  let now = 0;
+  return {
+    every(ms: number, fn: () => void) {
+      const entry = { ms, fn, due: now + ms };
+      entries.add(entry);
+      return () => {
+        entries.delete(entry);
+      };
+    },
+    advance(ms: number) {
+      const until = now + ms;
+      for (;;) {
+        const next = [...entries].sort((a, b) => a.due - b.due)[0];
+        if (!next || next.due > until) break;
+        now = next.due;
+        next.due += next.ms;
+        next.fn();
+      }
+      now = until;
+    },
+    get count() {
+      return entries.size;
+    },
+  } satisfies Timers & Record<string, unknown>;
+}
+
 /** The config a test app runs with: production defaults plus a temporary data dir. */
 export function testConfig(db: TestDatabase, overrides: Partial<Config> = {}): Config {
   const base = loadConfig({ TASKHOOK_LOG_LEVEL: 'silent', TASKHOOK_SQLITE_SYNCHRONOUS: 'normal' });
@@ -53,7 +91,13 @@ export function testConfig(db: TestDatabase, overrides: Partial<Config> = {}): C
  */
 export async function buildTestApp(
   db: TestDatabase,
-  opts: { config?: Partial<Config>; clock?: Clock; lookup?: (host: string) => Promise<LookupAddress[]> } = {},
+  opts: {
+    config?: Partial<Config>;
+    clock?: Clock;
+    timers?: Timers;
+    passwords?: PasswordHasher;
+    lookup?: (host: string) => Promise<LookupAddress[]>;
+  } = {},
 ): Promise<TestApp> {
   // An app whose clock a test moves must not sweep on its own: on the shared PostgreSQL database
   // its sweeper would expire other files' leases at its future time. Such tests sweep with
@@ -63,11 +107,12 @@ export async function buildTestApp(
   const runtime = await openRuntime(config, {
     logger: createLogger(config),
     clock: opts.clock,
+    timers: opts.timers,
+    passwords: opts.passwords,
     lookup: opts.lookup,
     checkTransactions: true,
   });
-  const app = await buildApp(config, runtime);
-  app.addHook('onClose', async () => runtime.close());
+  const app = await buildApp(config, runtime, { closeRuntime: true });
   await app.ready();
   const box = createSecretBox(runtime.secrets.encryptionKey);
   const accounts = createAccountsModule({ config, runtime, box }).service;

@@ -17,19 +17,23 @@ export interface CapturedRequest {
   headers: IncomingHttpHeaders;
   /** The raw body, exactly the bytes that were signed. */
   body: string;
+  /** When it arrived in full (epoch ms). */
+  receivedAt: number;
 }
 
 /** What a receiver answers to its `index`-th request (0-based); null: nothing, ever (the request hangs). */
 export type Answer = (
   request: CapturedRequest,
   index: number,
-) => { status: number; headers?: Record<string, string> } | null;
+) => { status: number; headers?: Record<string, string>; body?: string } | null;
 
 export interface Receiver {
   /** `http://127.0.0.1:<port>/hook` */
   url: string;
   port: number;
   requests: CapturedRequest[];
+  /** Requests left unanswered whose connection the sender closed. */
+  hungUp: CapturedRequest[];
   close(): Promise<void>;
 }
 
@@ -39,6 +43,7 @@ export interface Receiver {
  */
 export function startReceiver(answer: Answer = () => ({ status: 200 }), port = 0): Promise<Receiver> {
   const requests: CapturedRequest[] = [];
+  const hungUp: CapturedRequest[] = [];
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -48,10 +53,12 @@ export function startReceiver(answer: Answer = () => ({ status: 200 }), port = 0
         path: req.url ?? '',
         headers: req.headers,
         body: Buffer.concat(chunks).toString('utf8'),
+        receivedAt: Date.now(),
       };
       const index = requests.push(captured) - 1;
       const reply = answer(captured, index);
-      if (reply) res.writeHead(reply.status, reply.headers).end();
+      if (reply) res.writeHead(reply.status, reply.headers).end(reply.body);
+      else res.once('close', () => hungUp.push(captured));
     });
   });
   return new Promise((resolve, reject) => {
@@ -62,6 +69,7 @@ export function startReceiver(answer: Answer = () => ({ status: 200 }), port = 0
         url: `http://127.0.0.1:${bound}/hook`,
         port: bound,
         requests,
+        hungUp,
         close: () =>
           new Promise<void>((done) => {
             server.closeAllConnections();

@@ -94,6 +94,42 @@ describe.each(DATABASES)('runWorker on $name', (database) => {
     await within(worker.done, 5000, 'worker.done');
   });
 
+  it('tasks finished together are completed in one batch request', async () => {
+    const { agentId, client, start, waitFor } = await setup({ concurrency: 20 });
+    const ids = await Promise.all(
+      Array.from({ length: 8 }, async (_, i) => (await client.submit(agentId, { message: `t${i}` })).task_id),
+    );
+    // Every handler waits for the same moment, so their completions arrive in one turn of the loop.
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    let started = 0;
+    const calls: string[] = [];
+    const realFetch = globalThis.fetch;
+    globalThis.fetch = (input, init) => {
+      calls.push(`${init?.method ?? 'GET'} ${new URL(String(input)).pathname}`);
+      return realFetch(input, init);
+    };
+    try {
+      const worker = start(
+        async (task) => {
+          started++;
+          if (started === ids.length) release();
+          await gate;
+          return { summary: task.message, findings: [] };
+        },
+        { concurrency: 20 },
+      );
+      for (const id of ids) expect((await waitFor(id)).status).toBe('completed');
+      await worker.stop();
+    } finally {
+      globalThis.fetch = realFetch;
+    }
+    const completes = calls.filter((c) => c.includes('complete'));
+    expect(completes).toEqual([`POST /agent/${agentId}/tasks/complete`]);
+  });
+
   it('flushed progress is visible through GET while the handler runs', async () => {
     const { agentId, client, start, waitFor } = await setup();
     const { task_id } = await client.submit(agentId, { message: 'review' });

@@ -35,7 +35,14 @@ export function createAuthenticator(deps: {
 
   function principal(user: UserRow, via: Principal['via'], credentialUuid: string | null): Principal {
     if (!user.emailVerified) throw new AuthError(403, AUTH_MESSAGES.unverified);
-    return { userUuid: user.uuid, email: user.email, via, credentialUuid, agentsEnabled: user.agentsEnabled };
+    return {
+      userUuid: user.uuid,
+      email: user.email,
+      via,
+      credentialUuid,
+      agentsEnabled: user.agentsEnabled,
+      tokenVersion: user.tokenVersion,
+    };
   }
 
   // Awaited (at most once a minute per credential) so last_used_at is exact when the response

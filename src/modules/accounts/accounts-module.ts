@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
+import { AuthError } from '../../http/errors.js';
 import type { SecretBox } from '../../lib/crypto.js';
+import type { Principal } from '../../lib/principal.js';
 import type { Runtime } from '../../runtime.js';
 import { createAuthenticator } from './accounts-auth.js';
 import { accountsRepo } from './accounts-repo.js';
@@ -26,6 +28,7 @@ export function createAccountsModule(deps: { config: Config; runtime: Runtime; b
     box: deps.box,
     clock: runtime.clock,
     publicUrl: config.publicUrl,
+    passwords: runtime.passwords,
     mailer: createMailer({ smtpUrl: config.smtpUrl, from: config.smtpFrom, log: runtime.logger }),
     onCredentialsChanged: (userUuid) => cache.invalidateUser(userUuid),
   });
@@ -37,6 +40,18 @@ export function createAccountsModule(deps: { config: Config; runtime: Runtime; b
     log: runtime.logger,
     cache,
   });
+  const credentials: CredentialCheck = {
+    async stillValid(headers, was) {
+      try {
+        const now = await authenticate(headers, 'user');
+        return now.userUuid === was.userUuid && now.tokenVersion === was.tokenVersion && now.agentsEnabled;
+      } catch (err) {
+        if (err instanceof AuthError) return false;
+        throw err;
+      }
+    },
+    onChange: (listener) => cache.onInvalidate(listener),
+  };
   const routes = accountsRoutes(service);
   async function withCacheListener(app: FastifyInstance) {
     if (config.credentialCacheMs > 0) {
@@ -45,5 +60,17 @@ export function createAccountsModule(deps: { config: Config; runtime: Runtime; b
     }
     await routes(app);
   }
-  return { service, authenticate, routes: withCacheListener };
+  return { service, authenticate, credentials, routes: withCacheListener };
+}
+
+/** For connections that outlive their request (event streams): is the credential they opened with still good? */
+export interface CredentialCheck {
+  /**
+   * False once the request's credential is revoked or expired, the user's password changed since
+   * `was` was authenticated, or the account lost the agents feature.
+   * @throws only for trouble other than the credential (e.g. the database is unreachable).
+   */
+  stillValid(headers: Record<string, string | string[] | undefined>, was: Principal): Promise<boolean>;
+  /** Hears each user whose credentials may have changed, as soon as this instance learns of it. */
+  onChange(listener: (userUuid: string) => void): () => void;
 }

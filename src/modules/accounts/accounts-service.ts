@@ -16,7 +16,7 @@ import {
 import type { AccountsRepo, CredentialRow, CredentialTable, UserRow } from './accounts-repo.js';
 import type { SessionTokens } from './accounts-tokens.js';
 import type { Mailer } from './mailer.js';
-import { checkPassword, hashPassword } from './passwords.js';
+import type { PasswordHasher } from './passwords.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -33,6 +33,8 @@ export interface AccountsDeps {
   box: SecretBox;
   clock: Clock;
   publicUrl: string;
+  /** Bounded argon2 hashing, shared by every use in the process. */
+  passwords: Pick<PasswordHasher, 'hash' | 'check'>;
   /** Called after a commit that may void the user's credentials (this instance's cache). */
   onCredentialsChanged?: (userUuid: string) => void;
 }
@@ -78,7 +80,7 @@ export function createAccountsService(deps: AccountsDeps) {
     const user: UserRow = {
       uuid: newId(),
       email: normalizeEmail(input.email),
-      passwordHash: input.password === null ? null : await hashPassword(input.password),
+      passwordHash: input.password === null ? null : await deps.passwords.hash(input.password),
       emailVerified: input.verified,
       agentsEnabled: input.agentsEnabled,
       tokenVersion: 0,
@@ -172,7 +174,7 @@ export function createAccountsService(deps: AccountsDeps) {
     async login(email: string, password: string): Promise<{ token: string; user: PublicUser }> {
       const user = await repo.findUserByEmail(db.kysely, normalizeEmail(email));
       // An account without a password spends the same time as a wrong one and fails the same way.
-      const ok = await checkPassword(user?.passwordHash ?? undefined, password);
+      const ok = await deps.passwords.check(user?.passwordHash ?? undefined, password);
       if (!user || !ok) throw new AuthError(401, AUTH_MESSAGES.badLogin);
       if (!user.emailVerified) throw new AuthError(403, AUTH_MESSAGES.unverified);
       return session(user);
@@ -189,11 +191,11 @@ export function createAccountsService(deps: AccountsDeps) {
       if (current === undefined && user.passwordHash !== null) {
         throw invalid('current_password', 'is required', 'Invalid request: current_password is required');
       }
-      if (current !== undefined && !(await checkPassword(user.passwordHash ?? undefined, current))) {
+      if (current !== undefined && !(await deps.passwords.check(user.passwordHash ?? undefined, current))) {
         throw invalid('current_password', 'is incorrect', 'The current password is incorrect');
       }
       requirePassword('new_password', next);
-      const passwordHash = await hashPassword(next);
+      const passwordHash = await deps.passwords.hash(next);
       await db.transaction((trx) => repo.updateUser(trx, userUuid, { passwordHash, bumpTokenVersion: true }, now()));
       changed(userUuid);
     },
@@ -201,7 +203,7 @@ export function createAccountsService(deps: AccountsDeps) {
     async setPasswordByEmail(email: string, password: string): Promise<PublicUser> {
       requirePassword('password', password);
       const user = await userByEmail(email);
-      const passwordHash = await hashPassword(password);
+      const passwordHash = await deps.passwords.hash(password);
       await db.transaction((trx) => repo.updateUser(trx, user.uuid, { passwordHash, bumpTokenVersion: true }, now()));
       changed(user.uuid);
       return { uuid: user.uuid, email: user.email };

@@ -1,4 +1,4 @@
-import nodemailer from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 
 export interface Mailer {
   sendVerification(to: string, link: string): Promise<void>;
@@ -20,10 +20,13 @@ export function createMailer(opts: { smtpUrl?: string | undefined; from: string;
       },
     };
   }
-  const transport = nodemailer.createTransport(opts.smtpUrl);
+  const smtpUrl = opts.smtpUrl;
+  // Loaded on first use: a server without SMTP never pays for the library (about 12 MB).
+  let transport: Promise<Transporter> | null = null;
   return {
     async sendVerification(to, link) {
-      await transport.sendMail({
+      transport ??= import('nodemailer').then((m) => m.default.createTransport(smtpUrl));
+      await (await transport).sendMail({
         from: opts.from,
         to,
         subject: 'Verify your taskhook account',

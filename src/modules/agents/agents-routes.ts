@@ -29,7 +29,8 @@ export function agentsRoutes(service: AgentsService) {
         schema: {
           tags,
           summary: 'Create an agent',
-          description: 'New agents are active, with the worker runtime unless another is given.',
+          description:
+            'New agents are active, with the worker runtime unless another is given: openai (a model), http (an endpoint each task is POSTed to, signed like callbacks) or a2a (a remote A2A agent). A bad runtime field is a 400 naming its path (runtime.model, runtime.headers.Host); runtime header values are stored encrypted and always shown as "********".',
           body: CreateAgentBody,
           response: { 201: AgentSchema },
         },
@@ -73,7 +74,7 @@ export function agentsRoutes(service: AgentsService) {
           tags,
           summary: 'Change an agent',
           description:
-            'Any of name, description, status (active, paused, stopped), runtime, concurrency, default_timeout_seconds. Paused and stopped agents refuse new tasks with 503.',
+            'Any of name, description, status (active, paused, stopped), runtime, concurrency, default_timeout_seconds. Paused and stopped agents refuse new tasks with 503. The runtime is replaced whole; a runtime header whose value is "********" keeps the value stored under that name.',
           params: AgentParams,
           body: PatchAgentBody,
           response: { 200: AgentSchema, ...notFound },

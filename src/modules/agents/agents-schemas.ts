@@ -30,17 +30,91 @@ export const OpenAiRuntimeSchema = StrictObject(
   { title: 'OpenAiRuntime' },
 );
 
-/** How an agent carries out tasks: pulled by external workers, or pushed by the service to a model. */
-export const RuntimeSchema = Type.Union(
-  [
-    StrictObject(
-      { type: Type.Literal('worker', { description: 'External workers pull tasks (POST /agent/:id/tasks/claim).' }) },
-      { title: 'WorkerRuntime' },
+/** Header names refused in a runtime's `headers`: the service sets these itself. */
+export const FORBIDDEN_HEADER_NAMES = [
+  'host',
+  'content-length',
+  'content-type',
+  'connection',
+  'transfer-encoding',
+  'a2a-version',
+] as const;
+
+const anyCase = (word: string) => [...word].map((c) => (/[a-z]/.test(c) ? `[${c}${c.toUpperCase()}]` : c)).join('');
+/** An RFC 9110 token, other than the forbidden names and any `webhook-*` name (in any case). */
+export const HEADER_NAME_PATTERN = `^(?!(?:${FORBIDDEN_HEADER_NAMES.map(anyCase).join('|')})$)(?!${anyCase('webhook-')})[!#$%&'*+.^_\`|~0-9A-Za-z-]+$`;
+export const MAX_RUNTIME_HEADERS = 20;
+/** What every response shows instead of a header value; sent back on PATCH it keeps the stored value. */
+export const HEADER_MASK = '********';
+
+const RuntimeHeaders = Type.Record(Type.String({ pattern: HEADER_NAME_PATTERN }), Type.String({ maxLength: 4096 }), {
+  additionalProperties: false,
+  maxProperties: MAX_RUNTIME_HEADERS,
+  description:
+    'Sent with every request to the agent (e.g. its credential). At most 20; names are RFC 9110 tokens other than host, content-length, content-type, connection, transfer-encoding, a2a-version and webhook-*; values up to 4,096 characters. Stored encrypted and shown as "********"; "********" on PATCH keeps the stored value.',
+});
+const urlLimits = { minLength: 1, maxLength: 2048 };
+const RuntimeUrl = Type.String({
+  ...urlLimits,
+  description: 'Absolute http(s) URL without credentials, query or fragment; private addresses are refused.',
+});
+
+/** An agent that is an HTTP endpoint: the service POSTs each task to it, signed like callbacks. */
+export const HttpRuntimeSchema = StrictObject(
+  {
+    type: Type.Literal('http', { description: 'The service POSTs each task to url (a task.run webhook).' }),
+    url: RuntimeUrl,
+    headers: Type.Optional(RuntimeHeaders),
+    timeout_seconds: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 300, description: 'Time allowed for the answer; default 30.' }),
     ),
-    OpenAiRuntimeSchema,
-  ],
-  { description: 'How the agent carries out tasks; default {"type": "worker"}.' },
+    lease_seconds: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 600,
+        description: 'The lease the agent holds after answering 202 (progress extends it by as much); default 60.',
+      }),
+    ),
+  },
+  { title: 'HttpRuntime' },
 );
+export type HttpRuntime = Static<typeof HttpRuntimeSchema>;
+
+/** An agent that is a remote A2A agent: the service is its A2A client. */
+export const A2aRuntimeSchema = StrictObject(
+  {
+    type: Type.Literal('a2a', { description: 'The service drives a remote A2A 1.0 agent.' }),
+    agent_card_url: Type.String({ ...urlLimits, description: "The remote agent card's full URL." }),
+    headers: Type.Optional(RuntimeHeaders),
+  },
+  { title: 'A2aRuntime' },
+);
+export type A2aRuntime = Static<typeof A2aRuntimeSchema>;
+
+const WorkerRuntimeSchema = StrictObject(
+  { type: Type.Literal('worker', { description: 'External workers pull tasks (POST /agent/:id/tasks/claim).' }) },
+  { title: 'WorkerRuntime' },
+);
+const RUNTIME_VARIANTS = [WorkerRuntimeSchema, OpenAiRuntimeSchema, HttpRuntimeSchema, A2aRuntimeSchema] as const;
+const RUNTIME_DESCRIPTION =
+  'How the agent carries out tasks: pulled by workers (default {"type": "worker"}), or pushed by the service to a model (openai), an HTTP endpoint (http) or a remote A2A agent (a2a).';
+
+/** An agent's runtime as answered (header values masked). */
+export const RuntimeSchema = Type.Union([...RUNTIME_VARIANTS], { description: RUNTIME_DESCRIPTION });
+
+/**
+ * The runtime in request bodies: a `oneOf` with a discriminator on `type`, so a bad field is
+ * reported against the variant the client chose (`runtime.model`) and an unknown type against
+ * `runtime`. Only request validation knows the discriminator; responses use the plain union.
+ */
+export const RuntimeInputSchema = Type.Unsafe<Static<typeof RuntimeSchema>>({
+  // Ajv's discriminator checks neither: anything but an object with a type would pass.
+  type: 'object',
+  required: ['type'],
+  oneOf: RUNTIME_VARIANTS,
+  discriminator: { propertyName: 'type' },
+  description: RUNTIME_DESCRIPTION,
+});
 export type Runtime = Static<typeof RuntimeSchema>;
 
 const Name = Type.String({ minLength: 1, maxLength: 255 });
@@ -73,7 +147,7 @@ export type Agent = Static<typeof AgentSchema>;
 export const CreateAgentBody = StrictObject({
   name: Name,
   description: Type.Optional(Description),
-  runtime: Type.Optional(RuntimeSchema),
+  runtime: Type.Optional(RuntimeInputSchema),
   concurrency: Type.Optional(Concurrency),
   default_timeout_seconds: Type.Optional(DefaultTimeout),
 });
@@ -83,7 +157,7 @@ export const PatchAgentBody = StrictObject({
   name: Type.Optional(Name),
   description: Type.Optional(Description),
   status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('paused'), Type.Literal('stopped')])),
-  runtime: Type.Optional(RuntimeSchema),
+  runtime: Type.Optional(RuntimeInputSchema),
   concurrency: Type.Optional(Concurrency),
   default_timeout_seconds: Type.Optional(DefaultTimeout),
 });

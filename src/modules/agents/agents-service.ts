@@ -1,9 +1,11 @@
 import type { Db, Executor } from '../../db/connect.js';
 import { notFound } from '../../http/errors.js';
+import type { SecretBox } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';
 import { type Clock, iso } from '../../lib/time.js';
 import type { AgentRow, AgentsRepo } from './agents-repo.js';
 import type { Agent, CreateAgentInput, PatchAgentInput, Runtime } from './agents-schemas.js';
+import { maskRuntimeHeaders, sealRuntimeHeaders } from './runtime-headers.js';
 
 export const DEFAULT_CONCURRENCY = 10;
 export const DEFAULT_TIMEOUT_SECONDS = 3600;
@@ -14,8 +16,9 @@ export const DEFAULT_TIMEOUT_SECONDS = 3600;
  */
 export type AgentDeleteListener = (trx: Executor, agentUuid: string, now: string) => Promise<void>;
 
+/** The agent as answered: runtime header values masked (they are secrets). */
 function view({ userUuid: _owner, ...agent }: AgentRow): Agent {
-  return agent;
+  return { ...agent, runtime: maskRuntimeHeaders(agent.runtime) };
 }
 
 /** Agent management. Another user's agent is indistinguishable from a missing one. */
@@ -31,6 +34,8 @@ export function createAgentsService(deps: {
   clock: Clock;
   onDelete: AgentDeleteListener;
   checkRuntime: RuntimeCheck;
+  /** Seals runtime header values at rest. */
+  box: SecretBox;
 }) {
   const { db, repo } = deps;
   const now = () => iso(deps.clock.now());
@@ -57,7 +62,7 @@ export function createAgentsService(deps: {
         name: input.name,
         description: input.description ?? null,
         status: 'active',
-        runtime: input.runtime ?? { type: 'worker' },
+        runtime: input.runtime ? sealRuntimeHeaders(input.runtime, null, deps.box) : { type: 'worker' },
         concurrency: input.concurrency ?? DEFAULT_CONCURRENCY,
         default_timeout_seconds: input.default_timeout_seconds ?? DEFAULT_TIMEOUT_SECONDS,
         created_at: at,
@@ -83,6 +88,8 @@ export function createAgentsService(deps: {
         const next: AgentRow = {
           ...current,
           ...Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)),
+          // PATCH replaces the whole runtime; a masked header value keeps the one stored.
+          runtime: input.runtime ? sealRuntimeHeaders(input.runtime, current.runtime, deps.box) : current.runtime,
           updated_at: now(),
         };
         await repo.update(trx, next);

@@ -5,11 +5,13 @@ import { isPrivateAddress } from '../../lib/outbound.js';
 import { type Clock, iso } from '../../lib/time.js';
 import { callbackSpan, type ServiceSpan, type TaskTrace } from '../telemetry/service-spans-fns.js';
 import { deriveSpanId, formatTraceparent } from '../telemetry/trace-context-fns.js';
-import { classify, nextDelaySeconds, retryAfterSeconds, signatureHeader } from './callbacks-fns.js';
+import { classify, nextDelaySeconds, pickFair, retryAfterSeconds, signatureHeader } from './callbacks-fns.js';
 import type { Attempt, CallbackRow, CallbacksRepo } from './callbacks-repo.js';
 
 const POLL_MS = 500;
 const BATCH = 32;
+/** Looks at the due deliveries per pump: each look after the first skips at least one more full account. */
+const MAX_LOOKS = 8;
 
 interface Log {
   warn(obj: object, msg: string): void;
@@ -22,9 +24,11 @@ export interface CallbackTracing {
 }
 
 /**
- * Sends due callbacks with bounded concurrency. Each delivery is leased before it is sent, so
- * instances sharing a database never send the same attempt twice; a sender that dies leaves its
- * lease to expire and the delivery is sent again, with the same webhook-id.
+ * Sends due callbacks with bounded concurrency: at most `concurrency` attempts in flight, and at
+ * most `perAccount` of them for one account, so one account's slow or hanging receivers hold only
+ * its own slots while every other account's callbacks go out. Each delivery is leased before it
+ * is sent, so instances sharing a database never send the same attempt twice; a sender that dies
+ * leaves its lease to expire and the delivery is sent again, with the same webhook-id.
  */
 export function createDispatcher(deps: {
   db: Db;
@@ -35,6 +39,8 @@ export function createDispatcher(deps: {
   schedule: number[];
   timeoutMs: number;
   concurrency: number;
+  /** Attempts of one account in flight at once (on this instance). */
+  perAccount: number;
   clock: Clock;
   log: Log;
   /** The service's own spans: each attempt is a span of its task's trace, announced in `traceparent`. */
@@ -45,6 +51,7 @@ export function createDispatcher(deps: {
   const { db, repo } = deps;
   const leaseMs = deps.timeoutMs + 5000;
   let inFlight = 0;
+  const inFlightByUser = new Map<string, number>();
   let timer: NodeJS.Timeout | undefined;
   let stopped = true;
   let pumping: Promise<void> | null = null;
@@ -149,27 +156,62 @@ export function createDispatcher(deps: {
     deps.onAttempt?.(status === 'delivered' ? 'delivered' : status === 'pending' ? 'retrying' : 'gave_up');
   }
 
+  /**
+   * Leases up to `room` due deliveries within the per-account bound, oldest first. An account
+   * with no slot left is skipped in the next look, so its backlog cannot hide others' deliveries.
+   */
+  function claimFair(room: number): Promise<CallbackRow[]> {
+    const nowMs = deps.clock.now();
+    return db.transaction(async (trx) => {
+      const held = new Map(inFlightByUser);
+      const skip = new Set([...held].filter(([, n]) => n >= deps.perAccount).map(([user]) => user));
+      const chosen: CallbackRow[] = [];
+      for (let look = 0; look < MAX_LOOKS && chosen.length < room; look++) {
+        const want = Math.min(room - chosen.length, BATCH);
+        const due = await repo.lockDue(trx, iso(nowMs), want, [...skip]);
+        const { take, full } = pickFair(due, held, deps.perAccount, want);
+        await repo.lease(
+          trx,
+          take.map((r) => r.uuid),
+          iso(nowMs + leaseMs),
+        );
+        for (const row of take) {
+          chosen.push({ ...row, leaseUntil: iso(nowMs + leaseMs) });
+          held.set(row.userUuid, (held.get(row.userUuid) ?? 0) + 1);
+        }
+        for (const user of full) skip.add(user);
+        if (due.length < want || take.length === 0) break;
+      }
+      return chosen;
+    });
+  }
+
+  function count(userUuid: string, delta: number) {
+    const n = (inFlightByUser.get(userUuid) ?? 0) + delta;
+    if (n > 0) inFlightByUser.set(userUuid, n);
+    else inFlightByUser.delete(userUuid);
+  }
+
   async function pump() {
     do {
       again = false;
-      const room = deps.concurrency - inFlight;
+      const room = Math.min(deps.concurrency - inFlight, BATCH);
       if (room <= 0 || stopped) return;
-      const nowMs = deps.clock.now();
-      const due = await db.transaction((trx) =>
-        repo.claimDue(trx, iso(nowMs), iso(nowMs + leaseMs), Math.min(room, BATCH)),
-      );
+      const due = await claimFair(room);
       for (const row of due) {
         inFlight++;
+        count(row.userUuid, 1);
         const p: Promise<void> = deliver(row)
           .catch((err) => deps.log.warn({ err, callback: row.uuid }, 'callback delivery failed to record'))
           .finally(() => {
             inFlight--;
+            count(row.userUuid, -1);
             sending.delete(p);
             nudge();
           });
         sending.add(p);
       }
-      if (due.length === Math.min(room, BATCH)) again = true;
+      if (due.length === room) again = true;
     } while (again);
   }
 

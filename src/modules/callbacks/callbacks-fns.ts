@@ -50,3 +50,31 @@ export function classify(statusCode: number | null): 'delivered' | 'gone' | 'ret
 }
 
 export const ANNOUNCED_STATUSES = new Set(['awaiting_input', 'completed', 'failed', 'cancelled']);
+
+/**
+ * Which of the due deliveries (oldest first) to send now: at most `room` in all and at most
+ * `perUser` in flight per account, counting `held` (the account's attempts already in flight).
+ * `full` names the accounts that have no slot left, so the next look can skip their deliveries.
+ */
+export function pickFair<T extends { userUuid: string }>(
+  due: readonly T[],
+  held: ReadonlyMap<string, number>,
+  perUser: number,
+  room: number,
+): { take: T[]; full: string[] } {
+  const counts = new Map(held);
+  const take: T[] = [];
+  const full = new Set<string>();
+  for (const row of due) {
+    if (take.length >= room) break;
+    const count = counts.get(row.userUuid) ?? 0;
+    if (count >= perUser) {
+      full.add(row.userUuid);
+      continue;
+    }
+    take.push(row);
+    counts.set(row.userUuid, count + 1);
+    if (count + 1 >= perUser) full.add(row.userUuid);
+  }
+  return { take, full: [...full] };
+}

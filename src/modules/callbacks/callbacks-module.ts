@@ -38,6 +38,7 @@ export function createCallbacksModule(deps: {
     schedule: config.callbackRetrySchedule,
     timeoutMs: config.callbackTimeoutMs,
     concurrency: 16,
+    perAccount: 4,
     clock: runtime.clock,
     log: runtime.logger,
     onAttempt: deps.onAttempt,

@@ -102,28 +102,35 @@ export const callbacksRepo = {
    * leased by another sender (PostgreSQL skips rows another instance is claiming right now).
    */
   async claimDue(ex: Executor, now: string, leaseUntil: string, limit: number): Promise<CallbackRow[]> {
-    const due = ex
+    const rows = await callbacksRepo.lockDue(ex, now, limit, []);
+    await callbacksRepo.lease(
+      ex,
+      rows.map((r) => r.uuid),
+      leaseUntil,
+    );
+    return rows.map((r) => ({ ...r, leaseUntil }));
+  },
+
+  /**
+   * Locks up to `limit` due deliveries, oldest first, leaving out those of `skipUsers` (PostgreSQL
+   * skips rows another sender holds). Lease the ones to send with `lease` in the same transaction.
+   */
+  async lockDue(ex: Executor, now: string, limit: number, skipUsers: readonly string[]): Promise<CallbackRow[]> {
+    let due = ex
       .selectFrom('callbacks')
       .selectAll()
       .where(sql<boolean>`status = 'pending'`)
       .where('next_attempt_at', '<=', now)
-      .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
-      .orderBy('next_attempt_at')
-      .limit(limit);
-    const rows = await guard(lockRows(ex, due, { skipLocked: true }).execute());
-    if (rows.length === 0) return [];
-    await guard(
-      ex
-        .updateTable('callbacks')
-        .set({ lease_until: leaseUntil })
-        .where(
-          'uuid',
-          'in',
-          rows.map((r) => r.uuid),
-        )
-        .execute(),
-    );
-    return rows.map((r) => toRow({ ...r, lease_until: leaseUntil }));
+      .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]));
+    if (skipUsers.length > 0) due = due.where('user_uuid', 'not in', skipUsers);
+    const rows = await guard(lockRows(ex, due.orderBy('next_attempt_at').limit(limit), { skipLocked: true }).execute());
+    return rows.map(toRow);
+  },
+
+  /** Leases the deliveries to this sender until `leaseUntil`. */
+  async lease(ex: Executor, uuids: readonly string[], leaseUntil: string): Promise<void> {
+    if (uuids.length === 0) return;
+    await guard(ex.updateTable('callbacks').set({ lease_until: leaseUntil }).where('uuid', 'in', uuids).execute());
   },
 
   /** Stores an attempt's outcome and releases the lease. */

@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import type { PushOutcome, PushRuntime } from '../runtimes/push-runtime.js';
 import { ProxyError } from '../spotlight/spotlight-fns.js';
 import type { SpotlightService } from '../spotlight/spotlight-service.js';
 import {
@@ -94,3 +95,23 @@ export function createModelRuntime(deps: { spotlight: Pick<SpotlightService, 'ch
 }
 
 export type ModelRuntime = ReturnType<typeof createModelRuntime>;
+
+/**
+ * The model runtime as a push runtime: the conversation of the claimed task goes to the model;
+ * its failures carry PROVIDER_ERROR.
+ */
+export function modelPushRuntime(model: ModelRuntime): PushRuntime<OpenAiRuntime> {
+  return {
+    async run({ task, runtime, signal }): Promise<PushOutcome> {
+      const { callId: _call, ...outcome } = await model.run({
+        userUuid: task.userUuid,
+        agentUuid: task.agentUuid,
+        taskUuid: task.uuid,
+        runtime,
+        conversation: task.messages.map(({ role, content }) => ({ role, content })),
+        signal,
+      });
+      return outcome.kind === 'failed' ? { ...outcome, code: 'PROVIDER_ERROR' } : outcome;
+    },
+  };
+}

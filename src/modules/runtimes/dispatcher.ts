@@ -4,35 +4,49 @@ import { AppError } from '../../http/errors.js';
 import { newId } from '../../lib/ids.js';
 import { type Clock, iso } from '../../lib/time.js';
 import type { AgentsRepo } from '../agents/agents-repo.js';
-import type { OpenAiRuntime } from '../model-runtime/model-runtime-fns.js';
+import type { Runtime } from '../agents/agents-schemas.js';
+import type { Notifier } from '../tasks/notifier.js';
 import type { TaskRecord, TasksRepo } from '../tasks/tasks-repo.js';
 import type { TaskWriter } from '../tasks/tasks-writer.js';
 import { transition } from '../tasks/transition-fns.js';
 import { runtimesRepo, type WaitingAgent } from './runtimes-repo.js';
-import type { TaskRunner } from './task-runner.js';
+import { ABORT, type TaskRunner } from './task-runner.js';
 
 /** The internal lease of a task the service runs; renewed every third of it while the call runs. */
 export const PUSH_LEASE_SECONDS = 60;
 const AGENTS_PER_PASS = 500;
-/** The abort reason at shutdown: the runner hands such a task back (attempt unchanged). */
-export const SHUTDOWN = 'shutdown';
+
+/**
+ * The lease a run holds: an http agent's `lease_seconds` (also the lease after its 202, so a
+ * crashed instance's push comes back as soon as an abandoned 202 would), else the default.
+ */
+export function leaseSecondsOf(runtime: Runtime): number {
+  return runtime.type === 'http' ? (runtime.lease_seconds ?? PUSH_LEASE_SECONDS) : PUSH_LEASE_SECONDS;
+}
 
 interface Log {
   warn(obj: object, msg: string): void;
 }
 
 /**
- * Hands queued tasks of push-runtime agents (today: `openai`) to their runtime: by priority then
- * age, while fewer than the agent's `concurrency` are held. Claims go through the task lifecycle's
- * claim transition under row locks, as a worker's do, so each task runs once across instances.
- * Woken by task changes in this process, and by polling for work other instances queued.
+ * Hands queued tasks of push-runtime agents (those `isPush` names: openai, http, a2a) to their
+ * runtime: by priority then age, while fewer than the agent's `concurrency` are held. Claims go
+ * through the task lifecycle's claim transition under row locks, as a worker's do, so each task
+ * runs once across instances. Woken by task changes in this process, and by polling for work
+ * other instances queued. A run in flight is aborted when its task is cancelled or times out,
+ * on this instance or another (the notifier carries the change).
  */
 export function createDispatcher(deps: {
   db: Db;
   tasksRepo: Pick<TasksRepo, 'countHeld'>;
   agentsRepo: Pick<AgentsRepo, 'findForClaim'>;
   writer: TaskWriter;
+  notifier: Pick<Notifier, 'subscribe'>;
   runner: TaskRunner;
+  /** Whether the service runs tasks of this runtime type itself. */
+  isPush: (type: Runtime['type']) => boolean;
+  /** The runtime as the runner uses it (header values in clear). */
+  openRuntime: (runtime: Runtime) => Runtime;
   clock: Clock;
   intervalMs: number;
   log: Log;
@@ -44,42 +58,59 @@ export function createDispatcher(deps: {
   let pass: Promise<Array<Promise<void>>> | null = null;
   let again = false;
   // Which agents are pushed to, as last seen: task changes of known worker agents wake nothing.
-  const isPush = new Map<string, boolean>();
+  const pushAgents = new Map<string, boolean>();
 
   /** Claims what the agent may run now, in one transaction. */
-  async function claimFor(agent: WaitingAgent): Promise<Array<{ task: TaskRecord; runtime: OpenAiRuntime }>> {
+  async function claimFor(agent: WaitingAgent): Promise<Array<{ task: TaskRecord; runtime: Runtime }>> {
     const nowMs = deps.clock.now();
-    return db.transaction(async (trx) => {
+    const claimed = await db.transaction(async (trx) => {
       const row = await deps.agentsRepo.findForClaim(trx, agent.uuid);
-      if (row?.status !== 'active' || row.runtime.type !== 'openai') return [];
+      if (row?.status !== 'active' || !deps.isPush(row.runtime.type)) return [];
       const runtime = row.runtime;
       const free = row.concurrency - (await deps.tasksRepo.countHeld(trx, agent.uuid));
       if (free <= 0) return [];
-      const out: Array<{ task: TaskRecord; runtime: OpenAiRuntime }> = [];
+      const out: Array<{ task: TaskRecord; runtime: Runtime }> = [];
       for (const task of await runtimesRepo.lockDispatchable(trx, agent.uuid, free, iso(nowMs))) {
-        const claim = { leaseId: newId(), leaseSeconds: PUSH_LEASE_SECONDS, workerId: `runtime:${runtime.type}` };
+        const leaseSeconds = leaseSecondsOf(runtime);
+        const claim = { leaseId: newId(), leaseSeconds, workerId: `runtime:${runtime.type}` };
         const decided = transition(task, { op: 'claim', ...claim }, nowMs);
         if (decided instanceof AppError) throw decided;
         if (decided) out.push({ task: (await writer.save(trx, task, decided)).task, runtime });
       }
       return out;
     });
+    return claimed.map(({ task, runtime }) => ({ task, runtime: deps.openRuntime(runtime) }));
   }
 
-  function start(task: TaskRecord, runtime: OpenAiRuntime): Promise<void> {
+  /** Aborts the run of a task that changed elsewhere (another instance) once it is no longer ours. */
+  async function recheck(task: TaskRecord, controller: AbortController) {
+    if (controller.signal.aborted) return;
+    const now = await runtimesRepo.statusOf(db.kysely, task.uuid);
+    if (now?.status === 'cancelled' || now?.status === 'failed') controller.abort(ABORT.stopped);
+    else if (now?.status !== 'running' || now.lease_id !== task.leaseId) controller.abort(ABORT.lost);
+  }
+
+  function start(task: TaskRecord, runtime: Runtime): Promise<void> {
     const controller = new AbortController();
     inFlight.set(task.uuid, controller);
-    return deps.runner.run(task, runtime, controller).finally(() => inFlight.delete(task.uuid));
+    const unsubscribe = deps.notifier.subscribe('task', task.uuid, () => {
+      recheck(task, controller).catch((err) => deps.log.warn({ err, task: task.uuid }, 'push run recheck failed'));
+    });
+    return deps.runner.run(task, runtime, controller).finally(() => {
+      unsubscribe();
+      inFlight.delete(task.uuid);
+    });
   }
 
   /** One look for work; returns the runs it started (a held slot may free up meanwhile). */
   async function lookOnce(): Promise<Array<Promise<void>>> {
     const runs: Array<Promise<void>> = [];
     const agents = await runtimesRepo.agentsWithWork(db.kysely, db.dialect, AGENTS_PER_PASS);
-    if (isPush.size > 10_000) isPush.clear();
+    if (pushAgents.size > 10_000) pushAgents.clear();
     for (const agent of agents) {
-      isPush.set(agent.uuid, agent.runtime.type === 'openai');
-      if (agent.runtime.type !== 'openai') continue;
+      const push = deps.isPush(agent.runtime.type);
+      pushAgents.set(agent.uuid, push);
+      if (!push) continue;
       for (const { task, runtime } of await claimFor(agent)) runs.push(start(task, runtime));
     }
     return runs;
@@ -112,10 +143,10 @@ export function createDispatcher(deps: {
 
   // Wake-ups: a task became claimable (submitted, answered, retried); cancel or timeout aborts its call.
   writer.onChange((event) => {
-    if (event.task.ready && isPush.get(event.task.agentUuid) !== false) afterCommit(event.trx, schedule);
+    if (event.task.ready && pushAgents.get(event.task.agentUuid) !== false) afterCommit(event.trx, schedule);
     if (event.task.status === 'cancelled' || event.task.status === 'failed') {
       const uuid = event.task.uuid;
-      afterCommit(event.trx, () => inFlight.get(uuid)?.abort());
+      afterCommit(event.trx, () => inFlight.get(uuid)?.abort(ABORT.stopped));
     }
   });
 
@@ -140,7 +171,7 @@ export function createDispatcher(deps: {
     async stop() {
       stopped = true;
       clearInterval(timer);
-      for (const controller of inFlight.values()) controller.abort(SHUTDOWN);
+      for (const controller of inFlight.values()) controller.abort(ABORT.shutdown);
       await pass;
     },
   };

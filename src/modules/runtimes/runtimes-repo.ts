@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import { withDbErrors as guard } from '../../db/errors.js';
-import { fromDbJson } from '../../db/json.js';
+import { fromDbJson, toDbJson } from '../../db/json.js';
 import { lockRows } from '../../db/transactions.js';
 import type { Runtime } from '../agents/agents-schemas.js';
 import { type TaskRecord, toRecord } from '../tasks/tasks-repo.js';
@@ -13,7 +13,16 @@ export interface WaitingAgent {
   runtime: Runtime;
 }
 
-/** The dispatcher's reads: which agents have work, and the tasks it may hand out now. */
+/** What a push runtime keeps about a task between runs. */
+export interface PushRunRow {
+  state: Record<string, unknown> | null;
+  acceptedLeaseId: string | null;
+}
+
+/**
+ * The dispatcher's reads (which agents have work, the tasks it may hand out now) and the push
+ * runs table (state kept between runs, the lease an http agent accepted).
+ */
 export const runtimesRepo = {
   /** Active push-runtime agents with at least one claimable task (found through the tasks' `ready` index). */
   async agentsWithWork(ex: Executor, dialect: 'sqlite' | 'postgres', limit: number): Promise<WaitingAgent[]> {
@@ -58,5 +67,60 @@ export const runtimesRepo = {
       .limit(limit);
     const rows = await guard(lockRows(trx, query, { skipLocked: true }).execute());
     return rows.map(toRecord);
+  },
+
+  /** The push run row of a task, or null. */
+  async findRun(ex: Executor, taskUuid: string): Promise<PushRunRow | null> {
+    const row = await guard(
+      ex
+        .selectFrom('push_runs')
+        .select(['state', 'accepted_lease_id'])
+        .where('task_uuid', '=', taskUuid)
+        .executeTakeFirst(),
+    );
+    if (!row) return null;
+    const state = row.state === null ? null : fromDbJson<Record<string, unknown> | null>(row.state);
+    return { state, acceptedLeaseId: row.accepted_lease_id };
+  },
+
+  /** Stores a runtime's state for the task (creating its row). */
+  saveState(ex: Executor, taskUuid: string, state: Record<string, unknown> | null, now: string) {
+    const value = state === null ? null : toDbJson(state);
+    return guard(
+      ex
+        .insertInto('push_runs')
+        .values({ task_uuid: taskUuid, state: value, accepted_lease_id: null, updated_at: now })
+        .onConflict((oc) => oc.column('task_uuid').doUpdateSet({ state: value, updated_at: now }))
+        .execute(),
+    );
+  },
+
+  /** Records that the agent accepted the task under `leaseId` (http 202). */
+  markAccepted(ex: Executor, taskUuid: string, leaseId: string, now: string) {
+    return guard(
+      ex
+        .insertInto('push_runs')
+        .values({ task_uuid: taskUuid, state: null, accepted_lease_id: leaseId, updated_at: now })
+        .onConflict((oc) => oc.column('task_uuid').doUpdateSet({ accepted_lease_id: leaseId, updated_at: now }))
+        .execute(),
+    );
+  },
+
+  /** Deletes the task's push run row; the row as it was, or null. */
+  async takeRun(ex: Executor, taskUuid: string): Promise<PushRunRow | null> {
+    const row = await runtimesRepo.findRun(ex, taskUuid);
+    if (row) await guard(ex.deleteFrom('push_runs').where('task_uuid', '=', taskUuid).execute());
+    return row;
+  },
+
+  /** A task's status and lease id, or undefined when it is gone (a cheap look for the dispatcher). */
+  statusOf(ex: Executor, taskUuid: string) {
+    return guard(ex.selectFrom('tasks').select(['status', 'lease_id']).where('uuid', '=', taskUuid).executeTakeFirst());
+  },
+
+  /** An agent's runtime as stored (deleted agents included), or undefined. */
+  async runtimeOf(ex: Executor, agentUuid: string): Promise<Runtime | undefined> {
+    const row = await guard(ex.selectFrom('agents').select('runtime').where('uuid', '=', agentUuid).executeTakeFirst());
+    return row && fromDbJson<Runtime>(row.runtime);
   },
 };

@@ -1,98 +1,163 @@
-import type { Db } from '../../db/connect.js';
+import type { Db, Executor } from '../../db/connect.js';
 import { AppError } from '../../http/errors.js';
-import type { Clock } from '../../lib/time.js';
-import type { ModelRuntime, RunOutcome } from '../model-runtime/model-runtime.js';
-import type { OpenAiRuntime } from '../model-runtime/model-runtime-fns.js';
+import { type Clock, iso } from '../../lib/time.js';
+import type { Runtime } from '../agents/agents-schemas.js';
 import { MAX_ATTEMPTS } from '../tasks/tasks-fns.js';
 import type { TaskRecord, TasksRepo } from '../tasks/tasks-repo.js';
 import type { TaskRef } from '../tasks/tasks-service.js';
+import { claimItemOf } from '../tasks/tasks-view.js';
 import type { TaskWriter } from '../tasks/tasks-writer.js';
 import { type TaskInput, transition } from '../tasks/transition-fns.js';
+import type { PushOutcome, PushRuntime } from './push-runtime.js';
+import { runtimesRepo } from './runtimes-repo.js';
 
 /** Backoff of a retryable failure: 1 s × 2^(attempt − 1), or the upstream's Retry-After if longer; at most 60 s. */
 export function retryDelayMs(attempt: number, retryAfterMs: number | null): number {
   return Math.min(60_000, Math.max(1000 * 2 ** (attempt - 1), retryAfterMs ?? 0));
 }
 
+/** Why a run's signal was aborted. */
+export const ABORT = {
+  /** The service is shutting down: the task goes back to the queue, attempt unchanged. */
+  shutdown: 'shutdown',
+  /** The task was cancelled or timed out: the remote is told (`cancelled`). */
+  stopped: 'stopped',
+  /** The lease is no longer ours (it ran out and another run took over): nothing to apply or tell. */
+  lost: 'lost',
+} as const;
+
+/** Push runtimes by runtime `type`. */
+export type PushRuntimes = Partial<Record<Runtime['type'], PushRuntime<never>>>;
+
 interface Log {
   warn(obj: object, msg: string): void;
 }
 
+/** What a runtime saved about a task in earlier runs. */
+type State = Record<string, unknown> | null;
+
 /**
  * Runs one claimed task of a push runtime and reports the outcome through the task lifecycle
- * under the task's lease, exactly as a worker would: complete, ask for input, or fail (queued again
- * after a backoff while attempts remain). The lease is renewed while the call runs; a renewal that
- * finds the task cancelled or no longer ours aborts the call.
+ * under the task's lease, exactly as a worker would: complete, ask for input, fail (queued again
+ * after a backoff while attempts remain), cancel, or keep holding it (an http agent's 202). The
+ * lease is renewed while the run lasts; a renewal that finds the task no longer ours aborts it.
  */
 export function createTaskRunner(deps: {
   db: Db;
   repo: Pick<TasksRepo, 'lockTask'>;
   writer: TaskWriter;
   clock: Clock;
-  model: ModelRuntime;
+  runtimes: PushRuntimes;
   log: Log;
   /** Called with the delay after which a retried task may run again. */
   onRetry: (delayMs: number) => void;
 }) {
   const { db, repo, writer } = deps;
 
-  /** Applies `input` to the task under a row lock; the task as it is afterwards. */
-  function report(ref: TaskRef, input: TaskInput): Promise<TaskRecord> {
+  /**
+   * Applies `input` to the task under a row lock (then `after`, in the same transaction, if it
+   * changed); the task as it is afterwards, or the refusal.
+   */
+  function report(ref: TaskRef, input: TaskInput, after?: (trx: Executor) => Promise<unknown>) {
     const nowMs = deps.clock.now();
-    return db.transaction(async (trx) => {
+    return db.transaction(async (trx): Promise<TaskRecord | AppError> => {
       const current = await repo.lockTask(trx, ref);
-      if (!current) throw new AppError('NOT_FOUND', 'Task not found');
+      if (!current) return new AppError('NOT_FOUND', 'Task not found');
       const decided = transition(current, input, nowMs);
-      if (decided instanceof AppError) throw decided;
-      return decided ? (await writer.save(trx, current, decided)).task : current;
+      if (decided instanceof AppError) return decided;
+      if (!decided) return current;
+      const saved = (await writer.save(trx, current, decided)).task;
+      await after?.(trx);
+      return saved;
     });
   }
 
-  /** A report the task may no longer accept (cancelled, timed out, lease lost): nothing to do then. */
-  async function settle(ref: TaskRef, input: TaskInput): Promise<void> {
+  /** Tells the remote a task it held was cancelled or timed out; its trouble is only logged. */
+  async function tell(push: PushRuntime<never>, args: { task: TaskRecord; runtime: Runtime; state: State }) {
     try {
-      await report(ref, input);
+      await push.cancelled?.(args as never);
     } catch (err) {
-      if (!(err instanceof AppError)) throw err;
+      deps.log.warn({ err, task: args.task.uuid }, 'telling a push runtime about a cancel failed');
     }
   }
 
-  async function apply(ref: TaskRef, task: TaskRecord, outcome: RunOutcome, signal: AbortSignal): Promise<void> {
+  async function apply(
+    task: TaskRecord,
+    runtime: Runtime,
+    push: PushRuntime<never>,
+    outcome: PushOutcome,
+    signal: AbortSignal,
+    state: State,
+  ): Promise<void> {
+    const ref = { userUuid: task.userUuid, agentUuid: task.agentUuid, taskUuid: task.uuid };
     const leaseId = task.leaseId as string;
     switch (outcome.kind) {
       case 'aborted':
-        // Cancelled or timed out: already settled. At shutdown: back to the queue for another instance.
-        if (signal.reason === 'shutdown') await settle(ref, { op: 'release', leaseId });
+        if (signal.reason === ABORT.shutdown) await report(ref, { op: 'release', leaseId });
+        else if (signal.reason === ABORT.stopped) await tell(push, { task, runtime, state });
         return;
       case 'completed':
-        return settle(ref, { op: 'complete', leaseId, result: outcome.result });
+        await report(ref, { op: 'complete', leaseId, result: outcome.result });
+        return;
       case 'input_request':
-        return settle(ref, { op: 'input_request', leaseId, message: outcome.message });
+        await report(ref, { op: 'input_request', leaseId, message: outcome.message });
+        return;
+      case 'cancelled': {
+        // The remote ended it: cancel only what this run still holds.
+        const held = await report(ref, { op: 'renew', leaseId });
+        if (!(held instanceof AppError) && held.status === 'running') await report(ref, { op: 'cancel' });
+        return;
+      }
+      case 'accepted': {
+        const now = iso(deps.clock.now());
+        const held = await report(ref, { op: 'renew', leaseId, leaseSeconds: outcome.leaseSeconds }, (trx) =>
+          runtimesRepo.markAccepted(trx, task.uuid, leaseId, now),
+        );
+        // Cancelled (or timed out) before the answer came: the agent took it on, so tell it.
+        if (!(held instanceof AppError) && held.status === 'cancelled') await tell(push, { task, runtime, state });
+        return;
+      }
       case 'failed': {
         const delayMs = retryDelayMs(task.attempt, outcome.retryAfterMs);
-        const error = { code: 'PROVIDER_ERROR', message: outcome.message };
+        const error = { code: outcome.code, message: outcome.message };
         const retryAtMs = deps.clock.now() + delayMs;
-        await settle(ref, { op: 'fail', leaseId, error, retryable: outcome.retryable, retryAtMs });
+        await report(ref, { op: 'fail', leaseId, error, retryable: outcome.retryable, retryAtMs });
         if (outcome.retryable && task.attempt < MAX_ATTEMPTS) deps.onRetry(delayMs);
       }
     }
   }
 
   return {
-    /** Runs the task to its outcome; `controller` is aborted by cancel or timeout. */
-    async run(task: TaskRecord, runtime: OpenAiRuntime, controller: AbortController): Promise<void> {
+    /** Runs the task to its outcome; `controller` is aborted (with an ABORT reason) by cancel, timeout or shutdown. */
+    async run(task: TaskRecord, runtime: Runtime, controller: AbortController): Promise<void> {
+      const push = deps.runtimes[runtime.type];
+      if (!push) return;
       const ref = { userUuid: task.userUuid, agentUuid: task.agentUuid, taskUuid: task.uuid };
       const leaseId = task.leaseId as string;
       const renewMs = ((task.leaseSeconds ?? 60) * 1000) / 3;
       const renewal = setInterval(() => {
         report(ref, { op: 'renew', leaseId })
-          .then((now) => now.status !== 'running' && controller.abort())
-          .catch(() => controller.abort());
+          .then((now) => {
+            if (now instanceof AppError) controller.abort(ABORT.lost);
+            else if (now.status !== 'running') controller.abort(ABORT.stopped);
+          })
+          .catch(() => controller.abort(ABORT.lost));
       }, renewMs);
       try {
-        const conversation = task.messages.map(({ role, content }) => ({ role, content }));
-        const outcome = await deps.model.run({ ...ref, runtime, conversation, signal: controller.signal });
-        await apply(ref, task, outcome, controller.signal);
+        let state = (await runtimesRepo.findRun(db.kysely, task.uuid))?.state ?? null;
+        const outcome = await push.run({
+          task,
+          runtime: runtime as never,
+          signal: controller.signal,
+          traceparent: claimItemOf(task).traceparent,
+          state,
+          saveState: async (next) => {
+            const now = iso(deps.clock.now());
+            await db.transaction((trx) => runtimesRepo.saveState(trx, task.uuid, next, now));
+            state = next;
+          },
+        });
+        await apply(task, runtime, push, outcome, controller.signal, state);
       } catch (err) {
         // Our own trouble (e.g. the database went away): the lease runs out and the task comes back.
         deps.log.warn({ err, task: task.uuid }, 'running a task of a push runtime failed');

@@ -1,14 +1,18 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import type { ConnectionLimits } from '../../http/connection-limits.js';
 import { errorResponses } from '../../http/error-schemas.js';
-import { taskRefOf } from '../../http/guard.js';
+import { principalOf, taskRefOf } from '../../http/guard.js';
+import type { Timers } from '../../lib/time.js';
+import type { CredentialCheck } from '../accounts/accounts-module.js';
 import type { Notifier } from './notifier.js';
 import { FINAL_STATUSES, type TaskStatus } from './tasks-fns.js';
 import { TaskParams } from './tasks-schemas.js';
 import { EVENTS_PAGE, type TasksService } from './tasks-service.js';
 
-const HEARTBEAT_MS = 15_000;
+/** A comment line goes out this often on every stream, and the stream's credential is checked again. */
+export const HEARTBEAT_MS = 15_000;
 
 const EventHeaders = Type.Object({
   'last-event-id': Type.Optional(
@@ -19,9 +23,18 @@ const EventHeaders = Type.Object({
 /**
  * GET /agent/:id/task/:taskId/events: a text/event-stream of `event: task` messages whose data
  * is the task body and whose id increases with every change. The current task comes first
- * (unless resuming with Last-Event-ID), the stream ends after a final state.
+ * (unless resuming with Last-Event-ID), the stream ends after a final state. Every HEARTBEAT_MS a
+ * comment line goes out and the credential is checked again (and at once when this instance hears
+ * the user's credentials changed): a revoked credential, a changed password or a lost agents
+ * feature ends the stream. Each open stream holds one of its user's stream slots.
  */
-export function eventsRoutes(deps: { service: TasksService; notifier: Notifier }) {
+export function eventsRoutes(deps: {
+  service: TasksService;
+  notifier: Notifier;
+  connections: ConnectionLimits;
+  credentials: CredentialCheck;
+  timers: Timers;
+}) {
   const open = new Set<() => void>();
 
   return async function routes(base: FastifyInstance) {
@@ -38,7 +51,7 @@ export function eventsRoutes(deps: { service: TasksService; notifier: Notifier }
           tags: ['tasks'],
           summary: 'Stream task events (SSE)',
           description:
-            'Server-sent events: `event: task`, `id: <sequence>`, `data: <the GET body>`; the current task first, then one event per state, progress or message change; with Last-Event-ID only later events. The stream ends after completed, failed or cancelled. A comment line is sent every 15 s to keep the connection open.',
+            'Server-sent events: `event: task`, `id: <sequence>`, `data: <the GET body>`; the current task first, then one event per state, progress or message change; with Last-Event-ID only later events. The stream ends after completed, failed or cancelled, and within 15 s of its credential being revoked or the password being changed. A comment line is sent every 15 s. At most 50 open streams per user (429 LIMIT_EXCEEDED).',
           params: TaskParams,
           headers: EventHeaders,
           response: {
@@ -52,6 +65,7 @@ export function eventsRoutes(deps: { service: TasksService; notifier: Notifier }
       },
       async (request, reply) => {
         const ref = taskRefOf(request);
+        const principal = principalOf(request);
         const resumeFrom = request.headers['last-event-id'];
         let wake: (() => void) | null = null;
         let signalled = false;
@@ -60,8 +74,10 @@ export function eventsRoutes(deps: { service: TasksService; notifier: Notifier }
           wake?.();
         });
         let first: Awaited<ReturnType<TasksService['snapshot']>>;
+        let releaseSlot: () => void;
         try {
           first = await deps.service.snapshot(ref);
+          releaseSlot = deps.connections.acquire(principal.userUuid, 'stream');
         } catch (err) {
           unsubscribe();
           throw err;
@@ -79,22 +95,54 @@ export function eventsRoutes(deps: { service: TasksService; notifier: Notifier }
         // Send the headers now: a resumed stream may have nothing to write for a while.
         raw.flushHeaders();
         let closed = false;
+        let checking = false;
+        let checkAgain = false;
         const end = () => {
           if (closed) return;
           closed = true;
           unsubscribe();
+          stopTicks();
+          stopListening();
+          releaseSlot();
           open.delete(end);
           wake?.();
           raw.end();
         };
+        // Ends the stream once its credential no longer holds; a failed check (database trouble)
+        // leaves it open until the next one. A check asked for during another runs after it, since
+        // the one running may have read the credential before the change.
+        const recheck = () => {
+          if (closed) return;
+          if (checking) {
+            checkAgain = true;
+            return;
+          }
+          checking = true;
+          checkAgain = false;
+          deps.credentials
+            .stillValid(request.headers, principal)
+            .then((valid) => {
+              if (!valid) end();
+            })
+            .catch((err) => request.log.warn({ err }, 'event stream credential check failed'))
+            .finally(() => {
+              checking = false;
+              if (checkAgain) recheck();
+            });
+        };
+        const stopTicks = deps.timers.every(HEARTBEAT_MS, () => {
+          if (closed) return;
+          raw.write(': keep-alive\n\n');
+          recheck();
+        });
+        const stopListening = deps.credentials.onChange((userUuid) => {
+          if (userUuid === principal.userUuid) recheck();
+        });
         open.add(end);
         raw.on('close', end);
 
-        let lastWrite = performance.now();
-        const send = (seq: number, data: unknown) => {
-          lastWrite = performance.now();
+        const send = (seq: number, data: unknown) =>
           raw.write(`id: ${seq}\nevent: task\ndata: ${JSON.stringify(data)}\n\n`);
-        };
         const isFinal = (data: unknown) => FINAL_STATUSES.has((data as { status: TaskStatus }).status);
 
         try {
@@ -119,19 +167,18 @@ export function eventsRoutes(deps: { service: TasksService; notifier: Notifier }
               if (isFinal(event.data)) return end();
             }
             // A full page: more may be stored already.
-            if (signalled || page.length === EVENTS_PAGE) continue;
+            if (signalled || closed || page.length === EVENTS_PAGE) continue;
             await new Promise<void>((resolve) => {
-              const timer = setTimeout(resolve, Math.min(HEARTBEAT_MS, deps.notifier.fallbackPollMs));
+              // Without cross-instance notifications (fallbackPollMs infinite) only a wake-up comes.
+              const poll = Number.isFinite(deps.notifier.fallbackPollMs)
+                ? setTimeout(resolve, deps.notifier.fallbackPollMs)
+                : undefined;
               wake = () => {
-                clearTimeout(timer);
+                clearTimeout(poll);
                 resolve();
               };
             });
             wake = null;
-            if (!closed && performance.now() - lastWrite >= HEARTBEAT_MS) {
-              lastWrite = performance.now();
-              raw.write(': keep-alive\n\n');
-            }
           }
         } catch (err) {
           request.log.warn({ err }, 'event stream failed');

@@ -32,8 +32,24 @@ export function createNotifier(opts: { databaseUrl?: string | undefined; log: Lo
   let client: pg.Client | null = null;
   let closed = false;
   let retry: NodeJS.Timeout | undefined;
-  // One query at a time on the LISTEN client: pg deprecates overlapping queries on one client.
-  let sending: Promise<unknown> = Promise.resolve();
+  // One query at a time on the LISTEN client (pg deprecates overlapping queries on one client);
+  // what is published meanwhile goes out together in the next one, each key once.
+  let pending = new Set<string>();
+  let sending = false;
+
+  function flush() {
+    const c = client;
+    if (sending || pending.size === 0 || !c) return;
+    const keys = [...pending];
+    pending = new Set();
+    sending = true;
+    c.query('select pg_notify($1, k) from unnest($2::text[]) as k', [PG_CHANNEL, keys])
+      .catch(() => undefined)
+      .finally(() => {
+        sending = false;
+        flush();
+      });
+  }
 
   async function connect(url: string) {
     // Named, so an operator (and the fault tests) can tell it in pg_stat_activity.
@@ -73,9 +89,9 @@ export function createNotifier(opts: { databaseUrl?: string | undefined; log: Lo
     publish(channel, id) {
       const key = `${channel}:${id}`;
       emit(key);
-      const c = client;
-      if (c)
-        sending = sending.then(() => c.query('select pg_notify($1, $2)', [PG_CHANNEL, key])).catch(() => undefined);
+      if (!client) return;
+      pending.add(key);
+      flush();
     },
     subscribe(channel, id, listener) {
       const key = `${channel}:${id}`;

@@ -1,8 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
+import type { ConnectionLimits } from '../../http/connection-limits.js';
 import { invalid } from '../../http/errors.js';
 import { checkOutboundUrl, OutboundUrlError } from '../../lib/outbound.js';
 import type { Runtime } from '../../runtime.js';
+import type { CredentialCheck } from '../accounts/accounts-module.js';
 import type { AgentsModule } from '../agents/agents-module.js';
 import { agentsRepo } from '../agents/agents-repo.js';
 import { createEstimator } from './estimator.js';
@@ -26,6 +28,10 @@ export function createTasksModule(deps: {
   config: Config;
   runtime: Runtime;
   agents: Pick<AgentsModule, 'service' | 'onDelete'>;
+  /** Per-user counts of open streams and waiting claims. */
+  connections: ConnectionLimits;
+  /** Re-checks the credential a stream was opened with. */
+  credentials: CredentialCheck;
 }) {
   const { runtime, config } = deps;
   const db = runtime.db;
@@ -58,6 +64,7 @@ export function createTasksModule(deps: {
     agents: deps.agents.service,
     writer,
     notifier,
+    connections: deps.connections,
     clock: runtime.clock,
   });
   const sweeper = createSweeper({
@@ -81,7 +88,15 @@ export function createTasksModule(deps: {
     });
     await app.register(tasksRoutes(service));
     await app.register(workerRoutes(worker));
-    await app.register(eventsRoutes({ service, notifier }));
+    await app.register(
+      eventsRoutes({
+        service,
+        notifier,
+        connections: deps.connections,
+        credentials: deps.credentials,
+        timers: runtime.timers,
+      }),
+    );
   }
 
   return {

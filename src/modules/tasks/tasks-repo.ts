@@ -38,6 +38,24 @@ export const tasksRepo = {
     return guard(insertTaskRow(ex, ...TASK_COLUMNS.map((c) => columns[c] ?? null)));
   },
 
+  /** Inserts new tasks in one statement (one row: the prepared insert). */
+  async insertTasks(ex: Executor, tasks: TaskRecord[]): Promise<void> {
+    if (tasks.length === 1) {
+      await tasksRepo.insertTask(ex, tasks[0] as TaskRecord);
+      return;
+    }
+    const rows = tasks.map((task) => {
+      const columns = toColumns(task);
+      return Object.fromEntries(TASK_COLUMNS.map((c) => [c, columns[c] ?? null]));
+    });
+    await guard(
+      ex
+        .insertInto('tasks')
+        .values(rows as never)
+        .execute(),
+    );
+  },
+
   /** Writes the changed fields. */
   updateTask(ex: Executor, uuid: string, changes: Partial<TaskRecord>) {
     return guard(

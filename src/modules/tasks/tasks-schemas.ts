@@ -176,6 +176,31 @@ export const ProgressReply = Type.Object({
 export const LeaseBody = StrictObject({ lease_id: LeaseId });
 export const InputRequestBody = StrictObject({ lease_id: LeaseId, message: MessageText });
 export const CompleteBody = StrictObject({ lease_id: LeaseId, result: ResultSchema });
+/** Most tasks one batch complete reports. */
+export const MAX_BATCH_COMPLETE = 100;
+export const CompleteBatchBody = StrictObject({
+  tasks: Type.Array(StrictObject({ task_id: UuidSchema, lease_id: LeaseId, result: ResultSchema }), {
+    minItems: 1,
+    maxItems: MAX_BATCH_COMPLETE,
+    description: 'Tasks of this agent to complete, each at most once.',
+  }),
+});
+export type CompleteBatchItem = Static<typeof CompleteBatchBody>['tasks'][number];
+export const CompleteBatchReply = Type.Object({
+  results: Type.Array(
+    Type.Object({
+      task_id: UuidSchema,
+      status: Type.Union([Type.Literal('completed'), Type.Literal('refused')]),
+      error: Type.Optional(
+        Type.Object({
+          code: Type.String({ description: 'NOT_FOUND or TASK_NOT_RUNNING, as the single complete would answer.' }),
+          message: Type.String(),
+        }),
+      ),
+    }),
+    { description: 'One entry per task, in the order sent.' },
+  ),
+});
 export const FailBody = StrictObject({
   lease_id: LeaseId,
   error: StrictObject({

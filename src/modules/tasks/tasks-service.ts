@@ -7,6 +7,7 @@ import type { AgentRow } from '../agents/agents-repo.js';
 import type { AgentsService } from '../agents/agents-service.js';
 import type { createEstimator } from './estimator.js';
 import type { IdempotencyRecord, idempotencyRepo } from './idempotency-repo.js';
+import { createInsertBatcher } from './insert-batcher.js';
 import { fromStoredEvent, needsConversation } from './task-events-fns.js';
 import { requestHash, type TaskStatus } from './tasks-fns.js';
 import type { TaskRecord, TasksRepo } from './tasks-repo.js';
@@ -46,6 +47,7 @@ export function createTasksService(deps: {
   checkWebhookUrl: (url: string) => Promise<void>;
 }) {
   const { db, repo, writer } = deps;
+  const batcher = createInsertBatcher({ db, writer });
 
   function urls(agentUuid: string, taskUuid: string) {
     const poll = `${deps.publicUrl}/agent/${agentUuid}/task/${taskUuid}`;
@@ -210,9 +212,15 @@ export function createTasksService(deps: {
             expiresAt: iso(nowMs + DAY_MS),
           }
         : null;
+      // Without an Idempotency-Key the insert is the whole write: it joins the submits of this
+      // turn of the event loop in one transaction (see insert-batcher.ts).
+      if (!key) {
+        await batcher.insert(task);
+        return { response, replayed: false };
+      }
       try {
         await db.transaction(async (trx) => {
-          if (key) await deps.idempotency.claim(trx, key);
+          await deps.idempotency.claim(trx, key);
           await writer.insert(trx, task);
         });
       } catch (err) {

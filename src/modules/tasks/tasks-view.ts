@@ -1,5 +1,7 @@
+import { runSpanIdOf, taskTraceOf } from '../telemetry/service-spans-fns.js';
+import { formatTraceparent } from '../telemetry/trace-context-fns.js';
 import type { TaskRecord } from './tasks-repo.js';
-import type { TaskView } from './tasks-schemas.js';
+import type { ClaimedTask, TaskView } from './tasks-schemas.js';
 
 const NO_PROGRESS = { current_step: '', steps_completed: 0, total_steps: 0 };
 
@@ -40,4 +42,24 @@ export function taskView(task: TaskRecord): TaskView {
       break;
   }
   return view;
+}
+
+/**
+ * What the holder of a claimed task is given (a worker's claim, an http agent's task.run): the
+ * conversation, the lease, and the run's trace context (its span is named by the lease).
+ * The task must be held (`leaseId`, `leaseExpiresAt` and `timeoutAt` set).
+ */
+export function claimItemOf(task: TaskRecord): ClaimedTask {
+  return {
+    task_id: task.uuid,
+    lease_id: task.leaseId as string,
+    message: task.message,
+    messages: task.messages,
+    priority: task.priority,
+    metadata: task.metadata,
+    attempt: task.attempt,
+    lease_expires_at: task.leaseExpiresAt as string,
+    timeout_at: task.timeoutAt as string,
+    traceparent: formatTraceparent(taskTraceOf(task).traceId, runSpanIdOf(task.leaseId as string)),
+  };
 }

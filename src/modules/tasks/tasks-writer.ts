@@ -53,6 +53,15 @@ export function createTaskWriter(deps: { repo: TasksRepo; notifier: Notifier }) 
       afterCommit(trx, () => wake(null, task, true));
     },
 
+    /** Inserts new tasks in one statement; as `insert` for each. */
+    async insertMany(trx: Executor, tasks: TaskRecord[]): Promise<void> {
+      await repo.insertTasks(trx, tasks);
+      for (const task of tasks) {
+        await tell({ trx, operation: 'submit', before: null, task, view: taskView(task) });
+        afterCommit(trx, () => wake(null, task, true));
+      }
+    },
+
     /** Saves a change `transition` made to `before` (read under a row lock in `trx`). */
     async save(trx: Executor, before: TaskRecord, change: Change): Promise<{ task: TaskRecord; view: TaskView }> {
       const { changes, next, event } = change;

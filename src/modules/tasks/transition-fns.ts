@@ -23,7 +23,8 @@ export type TaskInput =
       /** A retry is not handed out before this time (epoch ms; push runtimes' backoff). */
       retryAtMs?: number;
     }
-  | { op: 'renew'; leaseId: string }
+  /** The service's own heartbeat; `leaseSeconds` changes the lease's length from now on (an http agent's 202). */
+  | { op: 'renew'; leaseId: string; leaseSeconds?: number }
   | { op: 'release'; leaseId: string }
   | { op: 'sweep' };
 
@@ -115,7 +116,7 @@ export function transition(task: TaskRecord, input: TaskInput, nowMs: number): C
     case 'progress':
       return progress(task, input.leaseId, input.progress, nowMs);
     case 'renew':
-      return renew(task, input.leaseId, nowMs);
+      return renew(task, input.leaseId, nowMs, input.leaseSeconds);
     case 'sweep':
       return sweep(task, nowMs);
     default:
@@ -200,14 +201,15 @@ function progress(task: TaskRecord, leaseId: string, value: Progress, nowMs: num
  * The service's own heartbeat while it runs a task (push runtimes): extends the lease, nothing a
  * reader sees changes. A cancelled task answers without a change, so the runner learns it must stop.
  */
-function renew(task: TaskRecord, leaseId: string, nowMs: number): Change | AppError | null {
+function renew(task: TaskRecord, leaseId: string, nowMs: number, seconds?: number): Change | AppError | null {
   const outcome = outcomeOf(task.status, 'progress');
   if ('error' in outcome) return refusal(outcome.error);
   if (task.leaseId !== leaseId) return refusal('TASK_NOT_RUNNING');
   if (task.status === 'cancelled') return null;
   if (!task.leaseExpiresAt) return refusal('TASK_NOT_RUNNING');
-  const leaseExpiresAt = iso(nowMs + (task.leaseSeconds ?? DEFAULT_LEASE_SECONDS) * 1000);
-  return { operation: 'progress', changes: { leaseExpiresAt }, next: { ...task, leaseExpiresAt }, event: false };
+  const leaseSeconds = seconds ?? task.leaseSeconds ?? DEFAULT_LEASE_SECONDS;
+  const changes = { leaseExpiresAt: iso(nowMs + leaseSeconds * 1000), leaseSeconds };
+  return { operation: 'progress', changes, next: { ...task, ...changes }, event: false };
 }
 
 /** The sweeper's rules for a running task: an expired lease first, then the timeout. */

@@ -6,6 +6,8 @@ import {
   AgentIdParams,
   ClaimBody,
   ClaimReply,
+  CompleteBatchBody,
+  CompleteBatchReply,
   CompleteBody,
   FailBody,
   InputRequestBody,
@@ -101,6 +103,25 @@ export function workerRoutes(service: WorkerService) {
         },
       },
       async (request) => service.complete(taskRefOf(request), request.body.lease_id, request.body.result),
+    );
+
+    app.post(
+      '/agent/:id/tasks/complete',
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'Complete many tasks',
+          description:
+            'Completes up to 100 tasks of the agent in one request and one commit, for workers that finish many tasks at once. Each task is judged as the single complete judges it: an unknown task or a lease that is not current is refused in its own entry (with the code the single complete would answer) and changes nothing, without stopping the others. A task listed twice is 400.',
+          params: AgentIdParams,
+          body: CompleteBatchBody,
+          response: { 200: CompleteBatchReply, ...reportErrors },
+        },
+      },
+      async (request) => ({
+        results: await service.completeMany(principalOf(request).userUuid, request.params.id, request.body.tasks),
+      }),
     );
 
     app.post(

@@ -1,16 +1,15 @@
 import type { Db } from '../../db/connect.js';
+import type { ConnectionLimits } from '../../http/connection-limits.js';
 import { AppError, invalid } from '../../http/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { Clock } from '../../lib/time.js';
 import type { AgentsRepo } from '../agents/agents-repo.js';
 import type { AgentsService } from '../agents/agents-service.js';
-import { runSpanIdOf, taskTraceOf } from '../telemetry/service-spans-fns.js';
-import { formatTraceparent } from '../telemetry/trace-context-fns.js';
 import { type Notifier, waitFor } from './notifier.js';
 import type { TaskRecord, TasksRepo } from './tasks-repo.js';
-import type { ClaimedTask, ClaimInput, Progress, TaskResult, TaskView } from './tasks-schemas.js';
+import type { ClaimedTask, ClaimInput, CompleteBatchItem, Progress, TaskResult, TaskView } from './tasks-schemas.js';
 import type { TaskRef } from './tasks-service.js';
-import { taskView } from './tasks-view.js';
+import { claimItemOf, taskView } from './tasks-view.js';
 import type { TaskWriter } from './tasks-writer.js';
 import { DEFAULT_LEASE_SECONDS, type TaskInput, transition } from './transition-fns.js';
 
@@ -24,6 +23,8 @@ export function createWorkerService(deps: {
   agents: Pick<AgentsService, 'requireOwned'>;
   writer: TaskWriter;
   notifier: Notifier;
+  /** A claim that may wait holds one of its user's wait slots while it runs. */
+  connections: Pick<ConnectionLimits, 'acquire'>;
   clock: Clock;
 }) {
   const { db, repo, writer } = deps;
@@ -46,18 +47,7 @@ export function createWorkerService(deps: {
       }
       return out;
     });
-    return claimed.map(({ task, view }) => ({
-      task_id: task.uuid,
-      lease_id: task.leaseId as string,
-      message: task.message,
-      messages: view.messages,
-      priority: task.priority,
-      metadata: task.metadata,
-      attempt: task.attempt,
-      lease_expires_at: task.leaseExpiresAt as string,
-      timeout_at: task.timeoutAt as string,
-      traceparent: formatTraceparent(taskTraceOf(task).traceId, runSpanIdOf(task.leaseId as string)),
-    }));
+    return claimed.map(({ task }) => claimItemOf(task));
   }
 
   /**
@@ -84,37 +74,54 @@ export function createWorkerService(deps: {
   /** Hands the task back unfinished: queued again, attempt unchanged. */
   const release = async (ref: TaskRef, leaseId: string) => (await report(ref, { op: 'release', leaseId })).view;
 
+  async function claimOrWait(
+    userUuid: string,
+    agentUuid: string,
+    input: ClaimInput,
+    deadline: number,
+    signal?: AbortSignal,
+  ): Promise<ClaimedTask[]> {
+    for (;;) {
+      if (signal?.aborted) return [];
+      // Subscribe before looking, so work that lands between the look and the wait is not missed.
+      let woken = false;
+      const unsubscribe = deps.notifier.subscribe('work', agentUuid, () => {
+        woken = true;
+      });
+      try {
+        const tasks = await tryClaim(agentUuid, input);
+        if (signal?.aborted && tasks.length > 0) {
+          // The worker is gone: hand the tasks straight back rather than let their leases run out.
+          await releaseAll(userUuid, agentUuid, tasks);
+          return [];
+        }
+        const left = deadline - performance.now();
+        if (tasks.length > 0 || left <= 0 || closing) return tasks;
+        if (!woken) await waitFor(deps.notifier, 'work', agentUuid, left, signal);
+      } finally {
+        unsubscribe();
+      }
+    }
+  }
+
   return {
     /**
      * Claims up to `max_tasks` tasks in priority-then-age order within the agent's concurrency;
      * with `wait_seconds`, waits until work arrives (answering the moment it does) or time runs out.
+     * @throws AppError NOT_FOUND, INVALID_REQUEST (a push runtime), or 429 LIMIT_EXCEEDED when
+     * the user already has the most waiting claims allowed.
      */
     async claim(userUuid: string, agentUuid: string, input: ClaimInput, signal?: AbortSignal): Promise<ClaimedTask[]> {
       const agent = await deps.agents.requireOwned(userUuid, agentUuid);
       // The service itself hands tasks of push runtimes (e.g. a model) to them: no worker may take one.
       if (agent.runtime.type !== 'worker')
         throw invalid('runtime', `This agent's runtime is ${agent.runtime.type}: the service runs its tasks`);
-      const deadline = performance.now() + (input.wait_seconds ?? 0) * 1000;
-      for (;;) {
-        if (signal?.aborted) return [];
-        // Subscribe before looking, so work that lands between the look and the wait is not missed.
-        let woken = false;
-        const unsubscribe = deps.notifier.subscribe('work', agentUuid, () => {
-          woken = true;
-        });
-        try {
-          const tasks = await tryClaim(agentUuid, input);
-          if (signal?.aborted && tasks.length > 0) {
-            // The worker is gone: hand the tasks straight back rather than let their leases run out.
-            await releaseAll(userUuid, agentUuid, tasks);
-            return [];
-          }
-          const left = deadline - performance.now();
-          if (tasks.length > 0 || left <= 0 || closing) return tasks;
-          if (!woken) await waitFor(deps.notifier, 'work', agentUuid, left, signal);
-        } finally {
-          unsubscribe();
-        }
+      const waitSeconds = input.wait_seconds ?? 0;
+      const releaseSlot = waitSeconds > 0 ? deps.connections.acquire(userUuid, 'wait') : () => undefined;
+      try {
+        return await claimOrWait(userUuid, agentUuid, input, performance.now() + waitSeconds * 1000, signal);
+      } finally {
+        releaseSlot();
       }
     },
 
@@ -134,6 +141,46 @@ export function createWorkerService(deps: {
 
     complete: async (ref: TaskRef, leaseId: string, result: TaskResult) =>
       (await report(ref, { op: 'complete', leaseId, result })).view,
+
+    /**
+     * Completes many tasks of one agent in one transaction (one commit for all). Each task is
+     * judged on its own, as the single complete would judge it: a refused one (unknown, or its
+     * lease not current) changes nothing and does not stop the others.
+     * @throws AppError NOT_FOUND for an agent that is not the caller's; INVALID_REQUEST for a task sent twice.
+     */
+    async completeMany(userUuid: string, agentUuid: string, items: CompleteBatchItem[]) {
+      await deps.agents.requireOwned(userUuid, agentUuid);
+      const seen = new Set<string>();
+      for (const item of items) {
+        if (seen.has(item.task_id)) throw invalid('tasks', `lists task ${item.task_id} more than once`);
+        seen.add(item.task_id);
+      }
+      const nowMs = deps.clock.now();
+      const outcome = new Map<string, { code: string; message: string } | null>();
+      await db.transaction(async (trx) => {
+        // Row locks always taken in one order, so two batches never wait on each other in a cycle.
+        for (const item of [...items].sort((a, b) => (a.task_id < b.task_id ? -1 : 1))) {
+          const current = await repo.lockTask(trx, { userUuid, agentUuid, taskUuid: item.task_id });
+          if (!current) {
+            outcome.set(item.task_id, { code: 'NOT_FOUND', message: 'Task not found' });
+            continue;
+          }
+          const decided = transition(current, { op: 'complete', leaseId: item.lease_id, result: item.result }, nowMs);
+          if (decided instanceof AppError) {
+            outcome.set(item.task_id, { code: decided.code, message: decided.message });
+            continue;
+          }
+          if (decided) await writer.save(trx, current, decided);
+          outcome.set(item.task_id, null);
+        }
+      });
+      return items.map((item) => {
+        const error = outcome.get(item.task_id) ?? null;
+        return error
+          ? { task_id: item.task_id, status: 'refused' as const, error }
+          : { task_id: item.task_id, status: 'completed' as const };
+      });
+    },
 
     /** Fails the task, or with `retryable` queues it again while attempts remain (3 in all). */
     fail: async (ref: TaskRef, leaseId: string, error: { code?: string; message: string }, retryable: boolean) =>

@@ -24,6 +24,32 @@ const byStart = (a: SpanRow, b: SpanRow) =>
   a.start_key < b.start_key ? -1 : a.start_key > b.start_key ? 1 : a.span_id < b.span_id ? -1 : 1;
 
 /**
+ * A trace's spans in start order where a span and its descendants that started at the same
+ * instant (a webhook delivery and the task it created) list the parent first; otherwise
+ * ties go by span id. Cycles in the parent links (hostile input) are cut.
+ */
+export function inTreeOrder(spans: SpanRow[]): SpanRow[] {
+  const byId = new Map(spans.map((s) => [s.span_id, s]));
+  const depth = new Map<string, number>();
+  const depthOf = (span: SpanRow): number => {
+    const known = depth.get(span.span_id);
+    if (known !== undefined) return known;
+    let d = 0;
+    const seen = new Set([span.span_id]);
+    for (let p = span.parent_span_id; p !== null && byId.has(p) && !seen.has(p); ) {
+      seen.add(p);
+      d++;
+      p = byId.get(p)?.parent_span_id ?? null;
+    }
+    depth.set(span.span_id, d);
+    return d;
+  };
+  return [...spans].sort((a, b) =>
+    a.start_key !== b.start_key ? (a.start_key < b.start_key ? -1 : 1) : depthOf(a) - depthOf(b) || byStart(a, b),
+  );
+}
+
+/**
  * The root of a trace: the span without a parent; else the earliest-starting span whose parent is
  * not stored (ties: smallest span id).
  */

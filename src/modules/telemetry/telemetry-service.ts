@@ -15,7 +15,14 @@ import {
   toLogRow,
   toSpanRow,
 } from './telemetry-fns.js';
-import { aggregateUsage, decodeCursor, encodeCursor, summarise, type UsageKey } from './telemetry-query-fns.js';
+import {
+  aggregateUsage,
+  decodeCursor,
+  encodeCursor,
+  inTreeOrder,
+  summarise,
+  type UsageKey,
+} from './telemetry-query-fns.js';
 import type { SpanOrigin, TelemetryRepo } from './telemetry-repo.js';
 
 /** Rows per INSERT and per transaction: small enough that task writes interleave with a large export. */
@@ -160,7 +167,7 @@ export function createTelemetryService(deps: { db: Db; repo: TelemetryRepo; cloc
       const id = traceId.toLowerCase();
       const spans = await repo.spansOfTraces(db.kysely, userUuid, [id], cutoff());
       if (spans.length === 0) throw new AppError('NOT_FOUND', 'Trace not found');
-      return { trace_id: id, spans };
+      return { trace_id: id, spans: inTreeOrder(spans) };
     },
 
     async listLogs(

@@ -1,3 +1,5 @@
+import path from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAuthenticator } from '../../../src/modules/accounts/accounts-auth.js';
 import { accountsRepo } from '../../../src/modules/accounts/accounts-repo.js';
@@ -20,8 +22,9 @@ async function until(t: TestApp, key: string, url: string, status: number, limit
   return -1;
 }
 
-// Two instances on one database, as in a deployment with several servers. On SQLite the cache is
-// off (both instances read the file); on PostgreSQL each instance caches and listens for changes.
+// Two instances on one database, as in a deployment with several servers. Each instance caches:
+// on PostgreSQL it listens for changes; on SQLite it hears its own process's changes and watches
+// the file for other processes' writes.
 describe.each(DATABASES)('credential cache across two instances on $name', (database) => {
   let a: TestApp;
   let b: TestApp;
@@ -76,6 +79,27 @@ describe.each(DATABASES)('credential cache across two instances on $name', (data
     await Promise.all(users.map((u) => a.accounts.revokePlatformKey(u.uuid, u.keyUuid)));
     for (const u of users) expect(await until(b, u.key, '/agent/list', 401)).toBeGreaterThanOrEqual(0);
   });
+
+  it.runIf(database.name === 'sqlite')(
+    'a write by another process on the SQLite file (no announcement at all) empties the cache',
+    async () => {
+      const user = await createUser(a);
+      for (const t of [a, b]) {
+        expect((await call(t.app, 'GET', '/agent/list', { headers: { 'x-api-key': user.key } })).statusCode).toBe(200);
+      }
+      // What another process sees: a connection of its own, writing the row directly.
+      const other = new SqliteDatabase(path.join(a.config.dataDir, 'taskhook.sqlite'));
+      try {
+        other.pragma('busy_timeout = 5000');
+        other
+          .prepare('update platform_keys set revoked_at = ? where uuid = ?')
+          .run(new Date().toISOString(), user.keyUuid);
+      } finally {
+        other.close();
+      }
+      for (const t of [a, b]) expect(await until(t, user.key, '/agent/list', 401)).toBeGreaterThanOrEqual(0);
+    },
+  );
 });
 
 describe.each(DATABASES)('authenticator with a listening cache on $name', (database) => {

@@ -35,8 +35,7 @@ describe.each(DATABASES)('model call records and usage on $name', (database) => 
       },
     });
     const runtime = await openRuntime(config, { logger: pino({ level: 'trace' }, sink) });
-    const app = await buildApp(config, runtime);
-    app.addHook('onClose', async () => runtime.close());
+    const app = await buildApp(config, runtime, { closeRuntime: true });
     await app.ready();
     const accounts = createAccountsModule({
       config,

@@ -156,6 +156,16 @@ describe('transition: leases', () => {
     expect(again.changes).toEqual({ leaseExpiresAt: iso(NOW + 35_000) });
   });
 
+  it("the service's renewal extends the lease unseen, and may set a new lease length (an http agent's 202)", () => {
+    const renewed = transition(held, { op: 'renew', leaseId: LEASE }, NOW) as Change;
+    expect(renewed).toMatchObject({ event: false, changes: { leaseExpiresAt: iso(NOW + 30_000), leaseSeconds: 30 } });
+    const accepted = transition(held, { op: 'renew', leaseId: LEASE, leaseSeconds: 120 }, NOW) as Change;
+    expect(accepted.next).toMatchObject({ status: 'running', leaseSeconds: 120, leaseExpiresAt: iso(NOW + 120_000) });
+    const later = transition(accepted.next, { op: 'progress', leaseId: LEASE, progress }, NOW + 1000) as Change;
+    expect(later.next.leaseExpiresAt).toBe(iso(NOW + 121_000));
+    expect(transition(stored('cancelled'), { op: 'renew', leaseId: LEASE, leaseSeconds: 120 }, NOW)).toBeNull();
+  });
+
   it('a release hands the task back: queued, claimable, attempt unchanged', () => {
     const change = transition(held, { op: 'release', leaseId: LEASE }, NOW) as Change;
     expect(change.next).toMatchObject({ status: 'queued', ready: true, leaseId: null, attempt: 1 });

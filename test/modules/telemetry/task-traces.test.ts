@@ -129,3 +129,34 @@ describe.each(DATABASES)('every task traced end to end ($name)', (db) => {
     expect(task.attributes).toMatchObject({ 'taskhook.trigger_uuid': trigger.uuid });
   });
 });
+
+describe.each(DATABASES)('spans of the last moments before shutdown ($name)', (db) => {
+  it('are written before the database closes: closing the app flushes them first', async () => {
+    const a = await buildTestApp(db);
+    let b: TestApp | undefined;
+    try {
+      const user = await createUser(a);
+      const agent = await createAgent(a, user, { name: 'closing' });
+      const traceId = hexId(16);
+      const submitted = await submitTask(a, user, agent.uuid, {}, { traceparent: `00-${traceId}-${hexId(8)}-01` });
+      const claimed = await claimOne(a, user, agent.uuid, { worker_id: 'w-1' });
+      const done = await report(
+        a,
+        user,
+        agent.uuid,
+        submitted.task_id,
+        'complete',
+        reportBody('complete', claimed.lease_id),
+      );
+      expect(done.statusCode).toBe(200);
+      // No flush: the spans of that completion are still queued when the app closes.
+      await a.close();
+      b = await buildTestApp(db, { config: { dataDir: a.config.dataDir } });
+      const res = await call(b.app, 'GET', `/telemetry/fetch_trace/${traceId}`, { token: user.token });
+      expect(res.statusCode).toBe(200);
+      expect(res.json().spans.map((s: FetchedSpan) => s.name)).toEqual(['task closing', 'task.run']);
+    } finally {
+      await b?.close();
+    }
+  });
+});

@@ -1,0 +1,55 @@
+import { invalid } from '../../http/errors.js';
+import type { SecretBox } from '../../lib/crypto.js';
+import { HEADER_MASK, type Runtime } from './agents-schemas.js';
+
+type Headers = Record<string, string>;
+
+function headersOf(runtime: Runtime | null | undefined): Headers | undefined {
+  return runtime && (runtime.type === 'http' || runtime.type === 'a2a') ? runtime.headers : undefined;
+}
+
+function withHeaders(runtime: Runtime, headers: Headers): Runtime {
+  return runtime.type === 'http' || runtime.type === 'a2a' ? { ...runtime, headers } : runtime;
+}
+
+/**
+ * The runtime as stored: header values sealed. A value that is exactly the mask keeps the value
+ * stored under that name (names compare case-insensitively, as HTTP does), so a read-modify-write
+ * never stores the mask.
+ * @throws AppError INVALID_REQUEST (`runtime.headers`) for names that differ only in case, or a
+ * mask with no stored value behind it.
+ */
+export function sealRuntimeHeaders(runtime: Runtime, previous: Runtime | null, box: SecretBox): Runtime {
+  const headers = headersOf(runtime);
+  if (!headers) return runtime;
+  const stored = new Map(Object.entries(headersOf(previous) ?? {}).map(([name, v]) => [name.toLowerCase(), v]));
+  const seen = new Set<string>();
+  const sealed: Headers = {};
+  for (const [name, value] of Object.entries(headers)) {
+    const key = name.toLowerCase();
+    if (seen.has(key)) throw invalid('runtime.headers', `names header ${name} twice (names are case-insensitive)`);
+    seen.add(key);
+    if (value === HEADER_MASK) {
+      const kept = stored.get(key);
+      if (kept === undefined) throw invalid('runtime.headers', `has no stored value of ${name} to keep`);
+      sealed[name] = kept;
+    } else {
+      sealed[name] = box.seal(value);
+    }
+  }
+  return withHeaders(runtime, sealed);
+}
+
+/** The runtime as every response shows it: each header value is the mask. */
+export function maskRuntimeHeaders(runtime: Runtime): Runtime {
+  const headers = headersOf(runtime);
+  if (!headers) return runtime;
+  return withHeaders(runtime, Object.fromEntries(Object.keys(headers).map((name) => [name, HEADER_MASK])));
+}
+
+/** The runtime as a push runtime uses it: header values in clear. */
+export function openRuntimeHeaders(runtime: Runtime, box: SecretBox): Runtime {
+  const headers = headersOf(runtime);
+  if (!headers) return runtime;
+  return withHeaders(runtime, Object.fromEntries(Object.entries(headers).map(([n, v]) => [n, box.open(v)])));
+}
