@@ -7,13 +7,12 @@ import {
   type CapturedRequest,
   type Delivery,
   eventually,
-  ownDatabase,
   type Receiver,
   startReceiver,
   taskIdOf,
   verifyCallback,
 } from '../helpers/callbacks.js';
-import { DATABASES, type TestDatabase, tempDir } from '../helpers/databases.js';
+import { DATABASES, ownDatabase, type TestDatabase, tempDir } from '../helpers/databases.js';
 import {
   serverEnv as baseEnv,
   ensureBuilt,

@@ -2,15 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  type Answer,
-  eventually,
-  ownDatabase,
-  type Receiver,
-  startReceiver,
-  verifyCallback,
-} from '../helpers/callbacks.js';
-import { DATABASES, tempDir } from '../helpers/databases.js';
+import { type Answer, eventually, type Receiver, startReceiver, verifyCallback } from '../helpers/callbacks.js';
+import { DATABASES, ownDatabase, tempDir } from '../helpers/databases.js';
 import { uniqueEmail } from '../helpers/factories.js';
 import { type PushBody, pushBodyOf } from '../helpers/push-agent.js';
 import {

@@ -1,12 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, expect } from 'vitest';
 import type { Config } from '../../src/config.js';
 import { buildTestApp, call, type TestApp } from './app.js';
-import type { TestDatabase } from './databases.js';
+import { ownDatabase, type TestDatabase } from './databases.js';
 import { createAgent, createUser, type TestUser } from './factories.js';
 import { cancelTask, submitTask, workerHeaders } from './tasks.js';
 
@@ -124,32 +122,8 @@ export async function eventually<T>(
   }
 }
 
-/**
- * Storage of its own for a test file whose app sends callbacks. On PostgreSQL every app of every
- * test file shares the test database, and every app's dispatcher sends every due callback it finds
- * there, with its own configuration (private URLs refused, another name resolver): a fresh database
- * keeps a file's callbacks to its own apps. SQLite apps have their own file already.
- */
-export async function ownDatabase(database: TestDatabase): Promise<{ database: TestDatabase; drop(): Promise<void> }> {
-  if (!database.databaseUrl) return { database, drop: async () => undefined };
-  const name = `taskhook_cb_${randomUUID().replaceAll('-', '')}`;
-  const admin = async (statement: string) => {
-    const client = new pg.Client({ connectionString: database.databaseUrl });
-    await client.connect();
-    try {
-      await client.query(statement);
-    } finally {
-      await client.end();
-    }
-  };
-  await admin(`CREATE DATABASE ${name}`);
-  const url = new URL(database.databaseUrl);
-  url.pathname = `/${name}`;
-  return {
-    database: { name: database.name, databaseUrl: url.toString() },
-    drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
-  };
-}
+/** Moved to databases.ts; still exported here for files that import it from its first home. */
+export { ownDatabase };
 
 /** One entry of `GET /agent/:id/task/:taskId/deliveries`. */
 export interface Delivery {

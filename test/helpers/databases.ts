@@ -1,6 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 
 export interface TestDatabase {
   name: 'sqlite' | 'postgres';
@@ -28,4 +30,32 @@ export const POSTGRES_URL = pgUrl;
 /** A fresh temporary directory. */
 export function tempDir(prefix = 'taskhook-test-'): string {
   return mkdtempSync(path.join(tmpdir(), prefix));
+}
+
+/**
+ * Storage of its own for a test file whose apps run background work over all of a database (the
+ * callback sender, the push dispatcher, housekeeping, sweeps on a moved clock). On PostgreSQL every
+ * app of every test file shares the test database, and each app's background work acts on
+ * everything it finds there with its own configuration: a fresh database keeps a file's work to its
+ * own apps. SQLite apps have their own file already.
+ */
+export async function ownDatabase(database: TestDatabase): Promise<{ database: TestDatabase; drop(): Promise<void> }> {
+  if (!database.databaseUrl) return { database, drop: async () => undefined };
+  const name = `taskhook_cb_${randomUUID().replaceAll('-', '')}`;
+  const admin = async (statement: string) => {
+    const client = new pg.Client({ connectionString: database.databaseUrl });
+    await client.connect();
+    try {
+      await client.query(statement);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin(`CREATE DATABASE ${name}`);
+  const url = new URL(database.databaseUrl);
+  url.pathname = `/${name}`;
+  return {
+    database: { name: database.name, databaseUrl: url.toString() },
+    drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+  };
 }

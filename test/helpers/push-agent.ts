@@ -1,14 +1,7 @@
 import { afterAll, beforeAll } from 'vitest';
 import { buildTestApp, call, type TestApp } from './app.js';
-import {
-  type Answer,
-  type CapturedRequest,
-  eventually,
-  ownDatabase,
-  type Receiver,
-  startReceiver,
-} from './callbacks.js';
-import type { TestDatabase } from './databases.js';
+import { type Answer, type CapturedRequest, eventually, type Receiver, startReceiver } from './callbacks.js';
+import { ownDatabase, type TestDatabase } from './databases.js';
 import { createAgent, createUser, type TestUser } from './factories.js';
 
 /** The body of a webhook the http runtime sent: `task.run` or `task.cancelled`. */

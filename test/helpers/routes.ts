@@ -257,6 +257,16 @@ export const ROUTES: CatalogueRoute[] = [
     ids: ['agent'],
     status: 200,
   },
+  {
+    method: 'POST',
+    path: '/agent/:id/tasks/complete',
+    url: (ctx) => `/agent/${ctx.agent}/tasks/complete`,
+    body: (ctx) => ({ tasks: [{ task_id: ctx.runningTask, lease_id: ctx.lease, result: { summary: 'done' } }] }),
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent'],
+    status: 200,
+  },
   ...(['progress', 'input_request', 'complete', 'fail', 'release'] as const).map(
     (op): CatalogueRoute => ({
       method: 'POST',

@@ -2,8 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningWorker, runWorker } from '../../src/sdk/index.js';
-import { ownDatabase } from '../helpers/callbacks.js';
-import { POSTGRES_URL, type TestDatabase, tempDir } from '../helpers/databases.js';
+import { ownDatabase, POSTGRES_URL, type TestDatabase, tempDir } from '../helpers/databases.js';
 import { uniqueEmail } from '../helpers/factories.js';
 import {
   ensureBuilt,

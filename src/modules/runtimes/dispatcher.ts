@@ -15,6 +15,8 @@ import { ABORT, type TaskRunner } from './task-runner.js';
 /** The internal lease of a task the service runs; renewed every third of it while the call runs. */
 export const PUSH_LEASE_SECONDS = 60;
 const AGENTS_PER_PASS = 500;
+/** How long an agent seen to be a worker is believed to be one. */
+const WORKER_MEMORY_MS = 30_000;
 
 /**
  * The lease a run holds: an http agent's `lease_seconds` (also the lease after its 202, so a
@@ -57,8 +59,12 @@ export function createDispatcher(deps: {
   let stopped = true;
   let pass: Promise<Array<Promise<void>>> | null = null;
   let again = false;
-  // Which agents are pushed to, as last seen: task changes of known worker agents wake nothing.
-  const pushAgents = new Map<string, boolean>();
+  // Worker agents seen lately (until when to believe it): their tasks' changes wake nothing, so a
+  // submit to a worker agent costs the dispatcher no query. Agents woken for whose runtime is not
+  // known yet are looked up after the pass. A runtime changed by PATCH within WORKER_MEMORY_MS is
+  // still served by the periodic pass.
+  const workerUntil = new Map<string, number>();
+  let woken = new Set<string>();
 
   /** Claims what the agent may run now, in one transaction. */
   async function claimFor(agent: WaitingAgent): Promise<Array<{ task: TaskRecord; runtime: Runtime }>> {
@@ -105,13 +111,21 @@ export function createDispatcher(deps: {
   /** One look for work; returns the runs it started (a held slot may free up meanwhile). */
   async function lookOnce(): Promise<Array<Promise<void>>> {
     const runs: Array<Promise<void>> = [];
+    const asked = woken;
+    woken = new Set();
     const agents = await runtimesRepo.agentsWithWork(db.kysely, db.dialect, AGENTS_PER_PASS);
-    if (pushAgents.size > 10_000) pushAgents.clear();
     for (const agent of agents) {
-      const push = deps.isPush(agent.runtime.type);
-      pushAgents.set(agent.uuid, push);
-      if (!push) continue;
+      asked.delete(agent.uuid);
+      if (!deps.isPush(agent.runtime.type)) continue;
+      workerUntil.delete(agent.uuid);
       for (const { task, runtime } of await claimFor(agent)) runs.push(start(task, runtime));
+    }
+    if (asked.size > 0) {
+      if (workerUntil.size > 10_000) workerUntil.clear();
+      const until = deps.clock.now() + WORKER_MEMORY_MS;
+      for (const { uuid, type } of await runtimesRepo.runtimeTypes(db.kysely, [...asked].slice(0, 500))) {
+        if (!deps.isPush(type)) workerUntil.set(uuid, until);
+      }
     }
     return runs;
   }
@@ -143,7 +157,11 @@ export function createDispatcher(deps: {
 
   // Wake-ups: a task became claimable (submitted, answered, retried); cancel or timeout aborts its call.
   writer.onChange((event) => {
-    if (event.task.ready && pushAgents.get(event.task.agentUuid) !== false) afterCommit(event.trx, schedule);
+    const agentUuid = event.task.agentUuid;
+    if (event.task.ready && (workerUntil.get(agentUuid) ?? 0) <= deps.clock.now()) {
+      woken.add(agentUuid);
+      afterCommit(event.trx, schedule);
+    }
     if (event.task.status === 'cancelled' || event.task.status === 'failed') {
       const uuid = event.task.uuid;
       afterCommit(event.trx, () => inFlight.get(uuid)?.abort(ABORT.stopped));

@@ -119,6 +119,13 @@ export const runtimesRepo = {
   },
 
   /** An agent's runtime as stored (deleted agents included), or undefined. */
+  /** The runtime type of each of these agents (deleted ones included). */
+  async runtimeTypes(ex: Executor, agentUuids: string[]): Promise<Array<{ uuid: string; type: Runtime['type'] }>> {
+    if (agentUuids.length === 0) return [];
+    const rows = await guard(ex.selectFrom('agents').select(['uuid', 'runtime']).where('uuid', 'in', agentUuids).execute());
+    return rows.map((r) => ({ uuid: r.uuid, type: fromDbJson<Runtime>(r.runtime).type }));
+  },
+
   async runtimeOf(ex: Executor, agentUuid: string): Promise<Runtime | undefined> {
     const row = await guard(ex.selectFrom('agents').select('runtime').where('uuid', '=', agentUuid).executeTakeFirst());
     return row && fromDbJson<Runtime>(row.runtime);

@@ -3,8 +3,8 @@ import os from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isPrivateAddress } from '../../../src/lib/outbound.js';
 import { buildTestApp, call, type TestApp } from '../../helpers/app.js';
-import { eventually, ownDatabase, type Receiver, startReceiver } from '../../helpers/callbacks.js';
-import { DATABASES } from '../../helpers/databases.js';
+import { eventually, type Receiver, startReceiver } from '../../helpers/callbacks.js';
+import { DATABASES, ownDatabase } from '../../helpers/databases.js';
 import { createAgent, createUser } from '../../helpers/factories.js';
 import { cancelTask, listTasks, submitTask, workerHeaders } from '../../helpers/tasks.js';
 

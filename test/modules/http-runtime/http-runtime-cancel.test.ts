@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, call, type TestApp } from '../../helpers/app.js';
-import { eventually, ownDatabase, type Receiver, startReceiver, verifyCallback } from '../../helpers/callbacks.js';
-import { DATABASES } from '../../helpers/databases.js';
+import { eventually, type Receiver, startReceiver, verifyCallback } from '../../helpers/callbacks.js';
+import { DATABASES, ownDatabase } from '../../helpers/databases.js';
 import { createAgent, createUser } from '../../helpers/factories.js';
 import { cancelsOf, pushAgent, pushBodyOf, runsOf, usePushApp } from '../../helpers/push-agent.js';
 import { cancelTask, getTask, reportComplete, reportProgress, submitTask, waitForStatus } from '../../helpers/tasks.js';

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, call, type TestApp } from '../../helpers/app.js';
-import { ownDatabase } from '../../helpers/callbacks.js';
-import { DATABASES } from '../../helpers/databases.js';
+import { DATABASES, ownDatabase } from '../../helpers/databases.js';
 import { createAgent, createUser, type TestUser } from '../../helpers/factories.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../../helpers/fake-openai.js';
 import { createCredential, eventually } from '../../helpers/spotlight.js';

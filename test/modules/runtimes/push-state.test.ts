@@ -12,8 +12,7 @@ import { runtimesRepo } from '../../../src/modules/runtimes/runtimes-repo.js';
 import { createTasksModule } from '../../../src/modules/tasks/tasks-module.js';
 import { createLogger, openRuntime, type Runtime } from '../../../src/runtime.js';
 import { testConfig } from '../../helpers/app.js';
-import { ownDatabase } from '../../helpers/callbacks.js';
-import { DATABASES } from '../../helpers/databases.js';
+import { DATABASES, ownDatabase } from '../../helpers/databases.js';
 
 /*
  * A push runtime plugged into the dispatcher through the registry (`extra`), with the production

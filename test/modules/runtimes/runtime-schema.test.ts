@@ -1,8 +1,8 @@
 import type { LookupAddress } from 'node:dns';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, call, type TestApp } from '../../helpers/app.js';
-import { ownDatabase, type Receiver, startReceiver } from '../../helpers/callbacks.js';
-import { DATABASES } from '../../helpers/databases.js';
+import { type Receiver, startReceiver } from '../../helpers/callbacks.js';
+import { DATABASES, ownDatabase } from '../../helpers/databases.js';
 import { createAgent, createUser, type TestUser } from '../../helpers/factories.js';
 import { pushAgent } from '../../helpers/push-agent.js';
 import { submitTask, waitForStatus } from '../../helpers/tasks.js';

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { iso } from '../../../src/lib/time.js';
 import { buildTestApp, call, manualClock, type TestApp } from '../../helpers/app.js';
 import { DATABASES, type TestDatabase } from '../../helpers/databases.js';
@@ -29,6 +29,14 @@ async function buildClockedApp(database: TestDatabase) {
   const clock = manualClock();
   const t = await buildTestApp(database, { clock, config: { sweepIntervalMs: 24 * 60 * 60 * 1000 } });
   return { t, clock };
+}
+
+/**
+ * Resolves once the user has a long-polling claim in progress (it holds a wait slot from before
+ * its first look until it answers), so what the test does next happens during the wait.
+ */
+async function claimWaiting(t: TestApp, userUuid: string) {
+  await vi.waitFor(() => expect(t.app.connections.held(userUuid, 'wait')).toBe(1), { timeout: 5000, interval: 5 });
 }
 
 describe.each(DATABASES)('task queue on $name', (database) => {
@@ -141,7 +149,7 @@ describe.each(DATABASES)('task queue on $name', (database) => {
     void waiting.then(() => {
       settled.done = true;
     });
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await claimWaiting(t, user.uuid);
     expect(settled.done).toBe(false);
 
     const { task_id } = await submitTask(t, user, agent, { message: 'wake up' });
@@ -158,7 +166,7 @@ describe.each(DATABASES)('task queue on $name', (database) => {
     await reportInputRequest(t, user, agent, asking, askingClaim.lease_id, 'which?');
 
     const waitingForReply = claimTasks(t, user, agent, { wait_seconds: 5 });
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await claimWaiting(t, user.uuid);
     expect((await sendMessage(t, user, agent, asking, 'this one')).statusCode).toBe(200);
     const resumed = await within(waitingForReply, 3500, 'claim');
     expect(resumed.map((task) => task.task_id)).toEqual([asking]);
@@ -166,7 +174,7 @@ describe.each(DATABASES)('task queue on $name', (database) => {
     // The only slot is held; the next task waits for it.
     const next = (await submitTask(t, user, agent, { message: 'next' })).task_id;
     const waitingForSlot = claimTasks(t, user, agent, { wait_seconds: 5 });
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await claimWaiting(t, user.uuid);
     expect((await reportComplete(t, user, agent, asking, resumed[0]?.lease_id as string)).statusCode).toBe(200);
     expect((await within(waitingForSlot, 3500, 'claim')).map((task) => task.task_id)).toEqual([next]);
   });
