@@ -7,12 +7,12 @@ import { type ConnectionLimits, createConnectionLimits } from './http/connection
 import { registerCors } from './http/cors.js';
 import { errorBody, handleError } from './http/error-handler.js';
 import { invalid } from './http/errors.js';
-import { registerGuard } from './http/guard.js';
+import { answerFrameworkError, registerGuard } from './http/guard.js';
 import { registerOpenApi } from './http/openapi.js';
 import { createRateLimiter } from './http/rate-limit.js';
 import { registerValidators } from './http/validation.js';
 import { createSecretBox } from './lib/crypto.js';
-import { jsonTooDeep, MAX_JSON_DEPTH } from './lib/json-depth.js';
+import { jsonHasNul, jsonTooDeep, MAX_JSON_DEPTH } from './lib/json-depth.js';
 import { createA2aServerModule } from './modules/a2a-server/a2a-server-module.js';
 import { createAccountsModule } from './modules/accounts/accounts-module.js';
 import { createAgentsModule } from './modules/agents/agents-module.js';
@@ -58,7 +58,18 @@ export async function buildApp(
   runtime: Runtime,
   opts: { closeRuntime?: boolean } = {},
 ): Promise<FastifyInstance> {
+  const rateLimit = createRateLimiter({
+    limit: config.rateLimit,
+    store: runtime.rateLimitStore,
+    clock: runtime.clock,
+    onStoreError: (err) => runtime.logger.warn({ err }, 'rate-limit store unavailable; request not counted'),
+  });
   const app = Fastify({
+    // A path parameter is checked by its route's schema (ids are UUIDs), whatever its length; the
+    // URL as a whole is bounded by Node's header size limit.
+    routerOptions: { maxParamLength: 16_384 },
+    // Refusals before routing (a URL that does not decode): the documented envelope and headers.
+    frameworkErrors: answerFrameworkError(rateLimit),
     loggerInstance: runtime.logger as FastifyBaseLogger,
     bodyLimit: config.maxBodyBytes,
     // Slow clients: headers and the whole request must arrive in time (Node answers 408 and closes);
@@ -92,6 +103,10 @@ export async function buildApp(
     if (body === '') return done(null, undefined);
     if (jsonTooDeep(body as string)) {
       const reason = `nests deeper than ${MAX_JSON_DEPTH} levels`;
+      return done(invalid('body', reason, `Request body ${reason}`), undefined);
+    }
+    if (jsonHasNul(body as string)) {
+      const reason = 'contains a NUL character (U+0000), which cannot be stored';
       return done(invalid('body', reason, `Request body ${reason}`), undefined);
     }
     parseJson(request, body as string, done);
@@ -133,15 +148,7 @@ export async function buildApp(
   const box = createSecretBox(runtime.secrets.encryptionKey);
   const accounts = createAccountsModule({ config, runtime, box });
   await registerCors(app, config.corsOrigins);
-  registerGuard(app, {
-    authenticate: accounts.authenticate,
-    rateLimit: createRateLimiter({
-      limit: config.rateLimit,
-      store: runtime.rateLimitStore,
-      clock: runtime.clock,
-      onStoreError: (err) => runtime.logger.warn({ err }, 'rate-limit store unavailable; request not counted'),
-    }),
-  });
+  registerGuard(app, { authenticate: accounts.authenticate, rateLimit });
   // Built in dependency order; each capability subscribes to what it reacts to: tasks and
   // triggers to agents.onDelete, callbacks to tasks.onStatusChange, telemetry's task tracer to
   // tasks.onChange (the service's own spans, recorded after each commit).
@@ -177,6 +184,7 @@ export async function buildApp(
     agents,
     tasks: tasks.service,
     traceSpans: telemetry.tracer.enqueue,
+    onUnloggedRefusal: () => metrics.metrics.webhookRefusalsUnlogged.inc(),
   });
   const health = createHealthModule({ db: runtime.db, clock: runtime.clock, intervalMs: config.healthIntervalMs });
   const housekeeping = createHousekeepingModule({ config, runtime });

@@ -8,6 +8,14 @@ export class UniqueViolationError extends Error {
   }
 }
 
+/**
+ * Text the database cannot store: PostgreSQL refuses a NUL character (U+0000) in text and jsonb,
+ * and text not valid in the database encoding. Caused by input, so it is answered 400.
+ */
+export class UnstorableTextError extends Error {}
+
+const PG_UNSTORABLE = new Set(['22021', '22P05']);
+
 /** The database could not be reached (connection refused, dropped, or shutting down). */
 export class DbUnavailableError extends Error {}
 
@@ -24,6 +32,7 @@ export function translateDbError(err: unknown): unknown {
   if (code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
     return new UniqueViolationError(err.message.split(': ')[1], { cause: err });
   }
+  if (typeof code === 'string' && PG_UNSTORABLE.has(code)) return new UnstorableTextError(err.message, { cause: err });
   if (
     (typeof code === 'string' && (PG_UNAVAILABLE.has(code) || NET_UNAVAILABLE.has(code))) ||
     /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(

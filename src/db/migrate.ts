@@ -11,6 +11,7 @@ import { migration009 } from './migrations/009-model-proxy.js';
 import { migration010 } from './migrations/010-housekeeping.js';
 import { migration011 } from './migrations/011-task-trace.js';
 import { migration012 } from './migrations/012-push-runs.js';
+import { migration013 } from './migrations/013-refused-deliveries.js';
 import { migration014 } from './migrations/014-a2a.js';
 import type { DialectMigration } from './migrations/types.js';
 
@@ -26,6 +27,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '010-housekeeping': migration010,
   '011-task-trace': migration011,
   '012-push-runs': migration012,
+  '013-refused-deliveries': migration013,
   '014-a2a': migration014,
 };
 

@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { DbUnavailableError, translateDbError } from '../db/errors.js';
+import { DbUnavailableError, translateDbError, UnstorableTextError } from '../db/errors.js';
 import { AppError, AuthError, type ErrorCode, type ErrorDetails, statusFor } from './errors.js';
 
 interface AjvIssue {
@@ -69,6 +69,10 @@ export function handleError(err: FastifyError, request: FastifyRequest, reply: F
     return reply.code(400).send(errorBody(request, 'INVALID_REQUEST', 'Request body is not valid JSON'));
   }
   const translated = translateDbError(err);
+  if (translated instanceof UnstorableTextError) {
+    const reason = 'contains text that cannot be stored (a NUL character, U+0000)';
+    return reply.code(400).send(errorBody(request, 'INVALID_REQUEST', `Invalid request: ${reason}`));
+  }
   if (translated instanceof DbUnavailableError) {
     request.log.error({ err }, 'database unavailable');
     return reply

@@ -23,3 +23,15 @@ export function jsonTooDeep(text: string, max = MAX_JSON_DEPTH): boolean {
   }
   return false;
 }
+
+/** `\u0000` as JSON text writes it, not itself escaped (an even run of backslashes before it). */
+const NUL_ESCAPE = /(?<!\\)(?:\\\\)*\\u0000/;
+
+/**
+ * Whether JSON text holds a NUL character (U+0000) in a string or key. PostgreSQL cannot store
+ * one in text or jsonb, so bodies with one are refused on both databases alike. (A raw NUL byte
+ * is not valid JSON; the parser refuses that itself.)
+ */
+export function jsonHasNul(text: string): boolean {
+  return text.includes('\\u0000') && NUL_ESCAPE.test(text);
+}

@@ -211,6 +211,15 @@ const CASES: Record<string, BadCase[]> = {
     invalid('lease_seconds 601', { lease_seconds: 601 }, 'lease_seconds'),
     invalid('empty worker_id', { worker_id: '' }, 'worker_id'),
   ],
+  'POST /agent/:id/tasks/complete': [
+    ...bodyCases({
+      tasks: [{ task_id: '0190f0f0-0000-7000-8000-000000000000', lease_id: 'l', result: { summary: 's' } }],
+    }),
+    invalid('no tasks', { tasks: [] }, 'tasks'),
+    invalid('tasks not an array', { tasks: {} }, 'tasks'),
+    invalid('a task without result', { tasks: [{ task_id: '0190f0f0-0000-7000-8000-000000000000', lease_id: 'l' }] }),
+    invalid('a task id that is not a UUID', { tasks: [{ task_id: 'x', lease_id: 'l', result: { summary: 's' } }] }),
+  ],
   'POST /agent/:id/task/:taskId/progress': [
     ...bodyCases({ lease_id: 'l', current_step: 's', steps_completed: 0, total_steps: 1 }),
     invalid('missing lease_id', { current_step: 's', steps_completed: 0, total_steps: 1 }, 'lease_id'),

@@ -46,6 +46,11 @@ export function createMetrics(deps: { db: Db; clock: Clock }) {
     labelNames: ['status'] as const,
     registers: [registry],
   });
+  const webhookRefusalsUnlogged = new Counter({
+    name: 'taskhook_webhook_refusals_unlogged_total',
+    help: 'Requests to trigger addresses refused for their secret or signature and left out of the delivery log (each trigger logs at most 100 such refusals an hour).',
+    registers: [registry],
+  });
 
   const poolStats = deps.db.poolStats;
   if (poolStats) {
@@ -84,6 +89,7 @@ export function createMetrics(deps: { db: Db; clock: Clock }) {
     rateLimited,
     taskTransitions,
     webhookDeliveries,
+    webhookRefusalsUnlogged,
     callbackAttempts,
     /** The exposition text; storage gauges are refreshed first when they are stale. */
     async render(): Promise<string> {

@@ -22,6 +22,11 @@ function openAiErrorHandler(err: FastifyError, request: FastifyRequest, reply: F
     return handleError(err, request, reply);
   }
   if (err instanceof ProxyError) return sendJson(reply, err.status, JSON.stringify(err.body));
+  // Refused by the app's own body parser (e.g. JSON nested too deep): the same refusal, in OpenAI's shape.
+  if (err instanceof AppError && err.status < 500) {
+    const body = openAiError(err.message, 'invalid_request_error', null, err.details?.field ?? null);
+    return sendJson(reply, err.status, JSON.stringify(body));
+  }
   const status =
     err.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
       ? 413

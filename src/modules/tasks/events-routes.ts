@@ -10,7 +10,7 @@ import type { CredentialCheck } from '../accounts/accounts-module.js';
 import type { Notifier } from './notifier.js';
 import { FINAL_STATUSES, type TaskStatus } from './tasks-fns.js';
 import { TaskParams } from './tasks-schemas.js';
-import type { TasksService } from './tasks-service.js';
+import { EVENTS_PAGE, type TasksService } from './tasks-service.js';
 
 const EventHeaders = Type.Object({
   'last-event-id': Type.Optional(
@@ -133,12 +133,14 @@ export function eventsRoutes(deps: {
           }
           while (!closed) {
             signalled = false;
-            for (const event of await deps.service.eventsAfter(ref.taskUuid, last)) {
+            const page = await deps.service.eventsAfter(ref.taskUuid, last, EVENTS_PAGE);
+            for (const event of page) {
               send(event.seq, event.data);
               last = event.seq;
               if (isFinal(event.data)) return end();
             }
-            if (signalled || closed) continue;
+            // A full page: more may be stored already.
+            if (signalled || closed || page.length === EVENTS_PAGE) continue;
             await new Promise<void>((resolve) => {
               // Without cross-instance notifications (fallbackPollMs infinite) only a wake-up comes.
               const poll = Number.isFinite(deps.notifier.fallbackPollMs)

@@ -4,8 +4,10 @@ import { withDbErrors as guard } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
 import { prepareQuery } from '../../db/prepared.js';
 import { lockRows } from '../../db/transactions.js';
+import type { StoredTaskEvent } from './task-events-fns.js';
 import type { TaskStatus } from './tasks-fns.js';
 import { COLUMNS, type TaskRecord, toColumns, toRecord } from './tasks-record.js';
+import type { ConversationMessage, TaskView } from './tasks-schemas.js';
 
 export type { TaskRecord } from './tasks-record.js';
 export { toRecord } from './tasks-record.js';
@@ -97,7 +99,7 @@ export const tasksRepo = {
     return row && toRecord(row);
   },
 
-  insertEvent(ex: Executor, event: { taskUuid: string; seq: number; data: unknown; createdAt: string }) {
+  insertEvent(ex: Executor, event: { taskUuid: string; seq: number; data: StoredTaskEvent; createdAt: string }) {
     return guard(
       ex
         .insertInto('task_events')
@@ -106,7 +108,8 @@ export const tasksRepo = {
     );
   },
 
-  async eventsAfter(ex: Executor, taskUuid: string, afterSeq: number) {
+  /** Up to `limit` stored events of a task after `afterSeq`, oldest first (see task-events-fns.ts). */
+  async eventsAfter(ex: Executor, taskUuid: string, afterSeq: number, limit: number) {
     const rows = await guard(
       ex
         .selectFrom('task_events')
@@ -114,9 +117,18 @@ export const tasksRepo = {
         .where('task_uuid', '=', taskUuid)
         .where('seq', '>', afterSeq)
         .orderBy('seq')
+        .limit(limit)
         .execute(),
     );
-    return rows.map((r) => ({ seq: r.seq, data: fromDbJson<unknown>(r.data) }));
+    return rows.map((r) => ({ seq: r.seq, data: fromDbJson<StoredTaskEvent | TaskView>(r.data) }));
+  },
+
+  /** A task's original message and conversation, by task id alone (events are joined with it). */
+  async conversation(ex: Executor, uuid: string) {
+    const row = await guard(
+      ex.selectFrom('tasks').select(['message', 'messages']).where('uuid', '=', uuid).executeTakeFirst(),
+    );
+    return row && { message: row.message, messages: fromDbJson<ConversationMessage[]>(row.messages) };
   },
 
   async listTasks(

@@ -8,6 +8,7 @@ import type { AgentsService } from '../agents/agents-service.js';
 import type { createEstimator } from './estimator.js';
 import type { IdempotencyRecord, idempotencyRepo } from './idempotency-repo.js';
 import { createInsertBatcher } from './insert-batcher.js';
+import { fromStoredEvent, needsConversation } from './task-events-fns.js';
 import { requestHash, type TaskStatus } from './tasks-fns.js';
 import type { TaskRecord, TasksRepo } from './tasks-repo.js';
 import { MAX_METADATA_BYTES, type SubmitInput, type SubmitResult, type TaskView } from './tasks-schemas.js';
@@ -16,6 +17,8 @@ import type { TaskWriter } from './tasks-writer.js';
 import { isClaimable, type TaskInput, transition } from './transition-fns.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
+/** Events read per query of an event stream (a stream resumed far back pages through them). */
+export const EVENTS_PAGE = 100;
 export const DEFAULT_PRIORITY = 5;
 
 export interface TaskRef {
@@ -241,7 +244,21 @@ export function createTasksService(deps: {
       return { seq: task.seq, view: await view(task) };
     },
 
-    eventsAfter: (taskUuid: string, seq: number) => repo.eventsAfter(db.kysely, taskUuid, seq),
+    /**
+     * The task bodies of up to `limit` events after `seq`, oldest first (fewer than `limit`: no
+     * more for now). Events are read before the conversation, which can only have grown since.
+     */
+    async eventsAfter(
+      taskUuid: string,
+      seq: number,
+      limit = EVENTS_PAGE,
+    ): Promise<Array<{ seq: number; data: TaskView }>> {
+      const stored = await repo.eventsAfter(db.kysely, taskUuid, seq, limit);
+      if (!stored.some((e) => needsConversation(e.data))) return stored as Array<{ seq: number; data: TaskView }>;
+      const conversation = await repo.conversation(db.kysely, taskUuid);
+      if (!conversation) return [];
+      return stored.map((e) => ({ seq: e.seq, data: fromStoredEvent(e.data, conversation) }));
+    },
 
     async list(userUuid: string, agentUuid: string, status: TaskStatus | undefined, page: number, limit: number) {
       await deps.agents.requireOwned(userUuid, agentUuid);

@@ -1,6 +1,7 @@
 import type { Executor } from '../../db/connect.js';
 import { afterCommit } from '../../db/transactions.js';
 import type { Notifier } from './notifier.js';
+import { toStoredEvent } from './task-events-fns.js';
 import type { TaskOperation } from './tasks-fns.js';
 import type { TaskRecord, TasksRepo } from './tasks-repo.js';
 import type { TaskView } from './tasks-schemas.js';
@@ -67,7 +68,12 @@ export function createTaskWriter(deps: { repo: TasksRepo; notifier: Notifier }) 
       await repo.updateTask(trx, before.uuid, changes);
       const view = taskView(next);
       if (event)
-        await repo.insertEvent(trx, { taskUuid: next.uuid, seq: next.seq, data: view, createdAt: next.updatedAt });
+        await repo.insertEvent(trx, {
+          taskUuid: next.uuid,
+          seq: next.seq,
+          data: toStoredEvent(view),
+          createdAt: next.updatedAt,
+        });
       await tell({ trx, operation: change.operation, before, task: next, view });
       afterCommit(trx, () => wake(before, next, event));
       return { task: next, view };

@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { randomSecret, safeEqual } from '../../lib/crypto.js';
-import { jsonTooDeep, MAX_JSON_DEPTH } from '../../lib/json-depth.js';
+import { jsonHasNul, jsonTooDeep, MAX_JSON_DEPTH } from '../../lib/json-depth.js';
 
 /** A new webhook secret: `whs_` + 32 random bytes, URL-safe base64. */
 export function generateWebhookSecret(): string {
@@ -71,6 +71,7 @@ export function parsePayload(
     text = payload;
   }
   if (jsonTooDeep(text)) return { ok: false, reason: `body nests deeper than ${MAX_JSON_DEPTH} levels` };
+  if (jsonHasNul(text)) return { ok: false, reason: 'body contains a NUL character (U+0000), which cannot be stored' };
   try {
     return { ok: true, payload: JSON.parse(text) };
   } catch {

@@ -10,6 +10,7 @@ import { triggersRepo } from './triggers-repo.js';
 import { triggersRoutes } from './triggers-routes.js';
 import { createTriggersService } from './triggers-service.js';
 import { webhookRoutes } from './webhook-routes.js';
+import { createWebhookService } from './webhook-service.js';
 
 /** Wires webhook triggers: management routes, the receive address, and deletion with their agent. */
 export function createTriggersModule(deps: {
@@ -19,17 +20,27 @@ export function createTriggersModule(deps: {
   agents: Pick<AgentsModule, 'service' | 'onDelete'>;
   tasks: TasksService;
   traceSpans?: (userUuid: string, spans: ServiceSpan[]) => void;
+  /** Counts refusals for a bad secret or signature that the delivery log left out (a metric). */
+  onUnloggedRefusal?: () => void;
 }) {
   const service = createTriggersService({
     db: deps.runtime.db,
     repo: triggersRepo,
     agents: deps.agents.service,
     agentsRepo,
-    tasks: deps.tasks,
     box: deps.box,
     clock: deps.runtime.clock,
     publicUrl: deps.config.publicUrl,
+  });
+  const webhooks = createWebhookService({
+    db: deps.runtime.db,
+    repo: triggersRepo,
+    agents: deps.agents.service,
+    tasks: deps.tasks,
+    box: deps.box,
+    clock: deps.runtime.clock,
     traceSpans: deps.traceSpans,
+    onUnloggedRefusal: deps.onUnloggedRefusal,
   });
   // An agent's triggers go with it.
   deps.agents.onDelete(async (trx, agentUuid) => {
@@ -38,8 +49,8 @@ export function createTriggersModule(deps: {
 
   async function routes(app: FastifyInstance) {
     await app.register(triggersRoutes(service));
-    await app.register(webhookRoutes(service));
+    await app.register(webhookRoutes(webhooks));
   }
 
-  return { service, routes };
+  return { service, webhooks, routes };
 }

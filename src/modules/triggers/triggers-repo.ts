@@ -4,6 +4,7 @@ import type { TriggerDeliveriesTable, TriggersTable } from '../../db/database.js
 import { withDbErrors as guard } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
 import { prepareQuery } from '../../db/prepared.js';
+import { lockRows } from '../../db/transactions.js';
 
 export interface TriggerRow {
   uuid: string;
@@ -175,6 +176,29 @@ export const triggersRepo = {
         })
         .execute(),
     );
+  },
+
+  /**
+   * How many deliveries of the trigger refused for their secret or signature (401) were logged
+   * since `since`, counting no further than `cap`.
+   */
+  async countRefusedSince(ex: Executor, triggerUuid: string, since: string, cap: number): Promise<number> {
+    const rows = await guard(
+      ex
+        .selectFrom('trigger_deliveries')
+        .select('uuid')
+        .where('trigger_uuid', '=', triggerUuid)
+        .where('status_code', '=', 401)
+        .where('received_at', '>=', since)
+        .limit(cap)
+        .execute(),
+    );
+    return rows.length;
+  },
+
+  /** Takes the trigger's row lock (PostgreSQL) for `trx`: refusals of one trigger are logged one at a time. */
+  async lockTrigger(trx: Executor, uuid: string) {
+    await guard(lockRows(trx, trx.selectFrom('triggers').select('uuid').where('uuid', '=', uuid)).execute());
   },
 
   /** The accepted delivery that still holds this id for the trigger, if any. */

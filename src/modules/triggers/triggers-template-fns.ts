@@ -3,6 +3,7 @@
  * the delivered JSON (rules in docs/api.md §7.2). Parsed once when a trigger is created or changed; rendered
  * for each delivery without ever throwing or evaluating anything.
  */
+import { AppError } from '../../http/errors.js';
 
 export type TemplatePart = { text: string } | { path: string[]; written: string };
 
@@ -140,4 +141,20 @@ export function renderTemplate(
 function cutAt(text: string, length: number): string {
   const code = text.charCodeAt(length - 1);
   return text.slice(0, code >= 0xd800 && code <= 0xdbff ? length - 1 : length);
+}
+
+/**
+ * The parts of a valid template.
+ * @throws AppError INVALID_REQUEST naming `message_template`, with the problem and where it is.
+ */
+export function checkTemplate(template: string): TemplatePart[] {
+  const parsed = parseTemplate(template);
+  if (!parsed.ok) {
+    const reason = `${parsed.error.reason} (at character ${parsed.error.position})`;
+    throw new AppError('INVALID_REQUEST', `Invalid message_template: ${reason}`, {
+      field: 'message_template',
+      reason,
+    });
+  }
+  return parsed.parts;
 }

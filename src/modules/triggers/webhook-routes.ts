@@ -5,23 +5,34 @@ import { notFound } from '../../http/errors.js';
 import { isUuid } from '../../lib/ids.js';
 import type { TriggerRow } from './triggers-repo.js';
 import { WebhookAccepted } from './triggers-schemas.js';
-import type { TriggersService } from './triggers-service.js';
+import type { DeliveryAuth, WebhookService } from './webhook-service.js';
 
-const found = new WeakMap<FastifyRequest, TriggerRow | undefined>();
+interface Addressed {
+  trigger: TriggerRow | undefined;
+  /** Whether the delivery proved it knows the trigger's secret (asked once, by the rate limit). */
+  auth: DeliveryAuth | undefined;
+}
 
-async function triggerOf(service: TriggersService, request: FastifyRequest): Promise<TriggerRow | undefined> {
-  if (found.has(request)) return found.get(request);
+const found = new WeakMap<FastifyRequest, Addressed>();
+
+const bodyOf = (request: FastifyRequest) => (Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0));
+
+async function addressed(service: WebhookService, request: FastifyRequest): Promise<Addressed> {
+  const known = found.get(request);
+  if (known) return known;
   const uuid = (request.params as { trigger_uuid?: string }).trigger_uuid ?? '';
   const trigger = isUuid(uuid) ? await service.lookup(uuid) : undefined;
-  found.set(request, trigger);
-  return trigger;
+  const auth = trigger && service.authenticate(trigger, { headers: request.headers, body: bodyOf(request) });
+  const result = { trigger, auth };
+  found.set(request, result);
+  return result;
 }
 
 /**
  * POST /v1/webhooks/triggers/:trigger_uuid (docs/api.md §7.3). The body is kept
  * as raw bytes: the signature is checked over exactly what was sent, before any parsing.
  */
-export function webhookRoutes(service: TriggersService) {
+export function webhookRoutes(service: WebhookService) {
   return async function routes(app: FastifyInstance) {
     // Encapsulated: only this route reads bodies raw, whatever their content type.
     app.removeAllContentTypeParsers();
@@ -31,11 +42,14 @@ export function webhookRoutes(service: TriggersService) {
       '/v1/webhooks/triggers/:trigger_uuid',
       {
         config: {
-          // Counted per trigger (an unknown address counts against the client address).
-          rateLimitScope: async (request) =>
-            (await triggerOf(service, request))
-              ? `trigger:${(request.params as { trigger_uuid: string }).trigger_uuid}`
-              : null,
+          // Counted per trigger once the secret or signature (over the body) checks out; anything
+          // else (an unknown address, no or a wrong secret) counts against the client address, so
+          // a stranger who knows the address cannot use up the real sender's window.
+          rateLimitAfterBody: true,
+          rateLimitScope: async (request) => {
+            const { trigger, auth } = await addressed(service, request);
+            return trigger && auth === 'ok' ? `trigger:${trigger.uuid}` : null;
+          },
         },
         schema: {
           tags: ['triggers'],
@@ -50,10 +64,9 @@ On success a task is queued on the trigger's agent with the rendered template as
         },
       },
       async (request, reply) => {
-        const trigger = await triggerOf(service, request);
+        const { trigger, auth } = await addressed(service, request);
         if (!trigger) throw notFound('Trigger');
-        const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-        const accepted = await service.receive(trigger, { headers: request.headers, body });
+        const accepted = await service.receive(trigger, { headers: request.headers, body: bodyOf(request) }, auth);
         return reply.code(202).send(accepted);
       },
     );

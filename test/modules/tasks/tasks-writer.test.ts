@@ -69,7 +69,7 @@ describe.each(DATABASES)('task writer on $name', (database) => {
     // Inside the transaction the change is written and nothing has been announced yet.
     expect(seen).toEqual([{ operation: 'claim', from: 'queued', to: 'running', stored: 'running', published: 0 }]);
     expect(published).toEqual(['task']);
-    const events = await tasksRepo.eventsAfter(t.runtime.db.kysely, ref.taskUuid, 0);
+    const events = await tasksRepo.eventsAfter(t.runtime.db.kysely, ref.taskUuid, 0, 100);
     expect(events.map((e) => (e.data as { status: string }).status)).toEqual(['running']);
   });
 
@@ -82,7 +82,7 @@ describe.each(DATABASES)('task writer on $name', (database) => {
     record('work', ref.agentUuid);
     await expect(apply(writer, ref)).rejects.toBeInstanceOf(Refused);
     expect((await tasksRepo.findTask(t.runtime.db.kysely, ref))?.status).toBe('queued');
-    expect(await tasksRepo.eventsAfter(t.runtime.db.kysely, ref.taskUuid, 0)).toEqual([]);
+    expect(await tasksRepo.eventsAfter(t.runtime.db.kysely, ref.taskUuid, 0, 100)).toEqual([]);
     expect(published).toEqual([]);
   });
 });
