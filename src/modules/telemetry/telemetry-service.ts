@@ -25,8 +25,13 @@ import {
 } from './telemetry-query-fns.js';
 import type { SpanOrigin, TelemetryRepo } from './telemetry-repo.js';
 
-/** Rows per INSERT and per transaction: small enough that task writes interleave with a large export. */
-const CHUNK = 500;
+/**
+ * Rows per INSERT and per transaction: small enough that task writes interleave with a large
+ * export (on SQLite each insert runs on the event loop). Measured with `npm run bench` (submits
+ * while 1,000-span exports arrive back to back, SQLite): 500 rows gave submit p50/p99 95/154 ms,
+ * 100 gave 17/104 ms, 50 gives 11/64 ms, at about 6,500 spans/s stored meanwhile.
+ */
+const CHUNK = 50;
 const DAY_MS = 86_400_000;
 
 export interface IngestOutcome {
