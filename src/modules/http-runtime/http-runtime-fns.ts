@@ -8,7 +8,7 @@ import { MAX_MESSAGE_CHARS, ResultSchema } from '../tasks/tasks-schemas.js';
 export const DEFAULT_TIMEOUT_SECONDS = 30;
 export const DEFAULT_LEASE_SECONDS = 60;
 
-/** The absolute URLs an http agent reports through (the task and section 6's four endpoints). */
+/** The absolute URLs an http agent reports through (the task and the worker protocol's four endpoints, docs/api.md §6). */
 export function reportUrls(publicUrl: string, agentUuid: string, taskUuid: string) {
   const task = `${publicUrl.replace(/\/+$/, '')}/agent/${agentUuid}/task/${taskUuid}`;
   return {
@@ -20,7 +20,7 @@ export function reportUrls(publicUrl: string, agentUuid: string, taskUuid: strin
   };
 }
 
-/** The JSON text of a `task.run` webhook: the claim item of section 6, its agent and report URLs. */
+/** The JSON text of a `task.run` webhook: the claim item of the worker protocol (docs/api.md §6), its agent and report URLs. */
 export function taskRunBody(item: ClaimedTask, agentUuid: string, publicUrl: string, timestamp: string): string {
   const { task_id, lease_id, ...rest } = item;
   const data = { task_id, agent_uuid: agentUuid, lease_id, ...rest, urls: reportUrls(publicUrl, agentUuid, task_id) };
@@ -56,7 +56,7 @@ export function deliveryFailed(reason: string, retryAfterMs: number | null = nul
   return { kind: 'failed', code: 'DELIVERY_FAILED', message: reason, retryable: true, retryAfterMs };
 }
 
-/** A 200 answer's JSON: a result, a question for the user, or a failure as section 6 `fail` takes it. */
+/** A 200 answer's JSON: a result, a question for the user, or a failure as the worker protocol's `fail` takes it. */
 function outcomeOfJson(body: unknown): PushOutcome {
   if (!isObject(body)) return invalidAnswer('not a JSON object');
   if ('result' in body) {
