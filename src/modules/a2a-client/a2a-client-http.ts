@@ -8,6 +8,31 @@ import { retryAfterMs } from '../model-runtime/model-runtime-fns.js';
 import { type A2aEndpoint, CardError, endpointOfCard } from './a2a-client-fns.js';
 
 const MAX_CARD_BYTES = 1024 * 1024;
+/** Most bytes one answer of the agent may carry (a JSON-RPC or HTTP+JSON answer, or one stream). */
+export const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
+
+/** Statuses whose answers never have a body (a Response cannot be built with one). */
+const NULL_BODY = new Set([101, 103, 204, 205, 304]);
+
+/**
+ * The answer with its body cut off at `limit` bytes: reading past it fails, so a hostile or broken
+ * agent cannot make the client buffer without bound (the SDK reads answers whole). A stream that
+ * fails this way is followed by polling instead, as after any broken stream.
+ */
+function capped(res: Response, limit: number): Response {
+  if (!res.body || NULL_BODY.has(res.status)) return res;
+  let seen = 0;
+  const body = res.body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        seen += chunk.byteLength;
+        if (seen > limit) controller.error(new Error(`the agent's answer is larger than ${limit} bytes`));
+        else controller.enqueue(chunk);
+      },
+    }),
+  );
+  return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+}
 const CARD_CACHE_ENTRIES = 500;
 
 /**
@@ -41,7 +66,7 @@ export function headersOf(
 }
 
 export function openSession(
-  deps: { outbound: OutboundPolicy; dispatcher: Dispatcher; clock: Clock },
+  deps: { outbound: OutboundPolicy; dispatcher: Dispatcher; clock: Clock; maxAnswerBytes?: number },
   headers: Record<string, string>,
   signal: AbortSignal,
 ): A2aSession {
@@ -67,7 +92,7 @@ export function openSession(
           deps.clock.now(),
         );
       }
-      return res as unknown as Response;
+      return capped(res as unknown as Response, deps.maxAnswerBytes ?? MAX_ANSWER_BYTES);
     }) as typeof fetch,
   };
   return session;

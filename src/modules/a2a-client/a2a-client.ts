@@ -32,6 +32,8 @@ export interface A2aRuntimeDeps {
   pollIntervalMs?: number;
   /** How long a fetched agent card is used. Default 5 minutes. */
   cardTtlMs?: number;
+  /** Most bytes one answer (or one stream) of the agent may carry; default MAX_ANSWER_BYTES (16 MiB). */
+  maxAnswerBytes?: number;
 }
 
 /** Why a request failed, in words for the task's error (never the request's headers). */
@@ -58,7 +60,11 @@ export function createA2aRuntime(deps: A2aRuntimeDeps): PushRuntime<A2aRuntime> 
   const dispatcher = createOutboundDispatcher({ ...deps.outbound, timeoutMs });
   const cards = createCardCache({ clock, ttlMs: deps.cardTtlMs ?? 5 * 60_000 });
   const sessionOf = (runtime: A2aRuntime, traceparent: string | null, signal: AbortSignal) =>
-    openSession({ outbound: deps.outbound, dispatcher, clock }, headersOf(runtime.headers, traceparent), signal);
+    openSession(
+      { outbound: deps.outbound, dispatcher, clock, maxAnswerBytes: deps.maxAnswerBytes },
+      headersOf(runtime.headers, traceparent),
+      signal,
+    );
 
   /** One CancelTask for a remote task, its outcome ignored. */
   async function cancelRemote(runtime: A2aRuntime, remote: RemoteTaskState): Promise<void> {

@@ -1,4 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createA2aRuntime } from '../../../src/modules/a2a-client/a2a-client.js';
 import { a2aServers, configOf, loopback, runnerFor, taskOf } from '../../helpers/a2a-runs.js';
 
@@ -113,4 +115,41 @@ describe('the a2a runtime fails the attempt with DELIVERY_FAILED (retryable)', (
       expect(agent.received).toEqual([]);
     },
   );
+
+  describe('an answer larger than the limit', () => {
+    const servers: Array<ReturnType<typeof createServer>> = [];
+    afterAll(async () => {
+      await Promise.all(servers.map((server) => new Promise((r) => server.close(r))));
+    });
+
+    it('is cut off and fails the attempt instead of being buffered whole', async () => {
+      // A real card, pointing at an endpoint that answers every call with 256 KiB of JSON.
+      const real = await agentWith({ binding: 'JSONRPC', streaming: false });
+      const card = (await (await fetch(real.cardUrl)).json()) as Record<string, unknown>;
+      let posts = 0;
+      const server = createServer((req, res) => {
+        if (req.method === 'GET')
+          return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(card));
+        posts++;
+        const pad = 'x'.repeat(256 * 1024);
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ jsonrpc: '2.0', id: 1, result: { task: { id: 't', metadata: { pad } } } }));
+      });
+      servers.push(server);
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      card.supportedInterfaces = [{ url: `${base}/rpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }];
+
+      const runtime = loopback({ maxAnswerBytes: 64 * 1024 });
+      const outcome = await runnerFor(runtime, configOf(`${base}/card`)).run(taskOf([['user', 'text']]));
+      expect(outcome).toMatchObject({ kind: 'failed', code: 'DELIVERY_FAILED', retryable: true });
+      expect((outcome as { message: string }).message).toMatch(/larger than 65536 bytes/);
+      expect(posts).toBeGreaterThan(0);
+      // Under the limit the same answer is read (and judged on its content, not its size).
+      const roomy = await runnerFor(loopback({ maxAnswerBytes: 1024 * 1024 }), configOf(`${base}/card`)).run(
+        taskOf([['user', 'text']]),
+      );
+      expect((roomy as { message?: string }).message ?? '').not.toMatch(/larger than/);
+    });
+  });
 });
