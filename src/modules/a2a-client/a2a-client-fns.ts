@@ -9,7 +9,7 @@ import {
   type Task,
   TaskState,
 } from '@a2a-js/sdk';
-import type { Finding } from '../model-runtime/model-runtime-fns.js';
+import { findingsResultOf } from '../model-runtime/model-runtime-fns.js';
 import type { PushOutcome, TaskResultOut } from '../runtimes/push-runtime.js';
 import type { ConversationMessage } from '../tasks/tasks-schemas.js';
 
@@ -155,32 +155,8 @@ export function textsOf(parts: Part[] | undefined): string[] {
   return (parts ?? []).flatMap((p) => (p.content?.$case === 'text' ? [p.content.value] : []));
 }
 
-const isFinding = (f: unknown): f is Finding => {
-  const o = f as Record<string, unknown>;
-  return (
-    typeof f === 'object' &&
-    f !== null &&
-    !Array.isArray(f) &&
-    typeof o.file === 'string' &&
-    typeof o.line === 'number' &&
-    typeof o.severity === 'string' &&
-    typeof o.message === 'string'
-  );
-};
-
-/** `{summary, findings}` of a data part's value of that shape (other keys dropped), else null. */
-export function findingsResultOf(value: unknown): TaskResultOut | null {
-  const o = value as Record<string, unknown>;
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
-  if (typeof o.summary !== 'string' || !Array.isArray(o.findings) || !o.findings.every(isFinding)) return null;
-  const findings = (o.findings as Finding[]).map(({ file, line, severity, message }) => ({
-    file,
-    line,
-    severity,
-    message,
-  }));
-  return { summary: o.summary, findings };
-}
+/** `{summary, findings}` of a data part's value of that shape (other keys dropped): the models' rule. */
+export { findingsResultOf };
 
 /**
  * The result of a completed remote task: the first data part of the `{summary, findings}` shape in

@@ -71,6 +71,24 @@ const isFinding = (f: unknown): f is Finding => {
 };
 
 /**
+ * `{summary, findings}` of a value of that shape (an object whose `summary` is a string and whose
+ * `findings` are all findings; other keys dropped), else null. The rule every runtime uses to read
+ * an agent's structured result (a model's JSON text, an A2A data part).
+ */
+export function findingsResultOf(value: unknown): { summary: string; findings: Finding[] } | null {
+  const o = value as Record<string, unknown>;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+  if (typeof o.summary !== 'string' || !Array.isArray(o.findings) || !o.findings.every(isFinding)) return null;
+  const findings = (o.findings as Finding[]).map(({ file, line, severity, message }) => ({
+    file,
+    line,
+    severity,
+    message,
+  }));
+  return { summary: o.summary, findings };
+}
+
+/**
  * The task result of a model's text: `{summary, findings}` of a JSON object of that shape (a
  * surrounding ``` or ```json fence allowed, other keys dropped), else the text as the summary.
  */
@@ -81,23 +99,8 @@ export function resultOf(content: string): { summary: string; findings: Finding[
     t = lines.slice(1, -1).join('\n').trim();
   }
   try {
-    const parsed = JSON.parse(t) as Record<string, unknown>;
-    if (
-      typeof parsed === 'object' &&
-      parsed !== null &&
-      !Array.isArray(parsed) &&
-      typeof parsed.summary === 'string' &&
-      Array.isArray(parsed.findings) &&
-      parsed.findings.every(isFinding)
-    ) {
-      const findings = (parsed.findings as Finding[]).map(({ file, line, severity, message }) => ({
-        file,
-        line,
-        severity,
-        message,
-      }));
-      return { summary: parsed.summary, findings };
-    }
+    const found = findingsResultOf(JSON.parse(t));
+    if (found) return found;
   } catch {
     // not JSON: the text is the summary
   }
