@@ -3,10 +3,11 @@ import { principalOf } from '../../http/guard.js';
 import { watchStream } from '../../http/stream-watch.js';
 import type { Timers } from '../../lib/time.js';
 import type { CredentialCheck } from '../accounts/accounts-module.js';
+import { createEventWaker } from '../tasks/event-waker.js';
 import type { Notifier } from '../tasks/notifier.js';
 import type { TaskRecord } from '../tasks/tasks-repo.js';
 import type { TaskView } from '../tasks/tasks-schemas.js';
-import type { TaskRef, TasksService } from '../tasks/tasks-service.js';
+import { EVENTS_PAGE, type TaskRef, type TasksService } from '../tasks/tasks-service.js';
 import { taskView } from '../tasks/tasks-view.js';
 import { type RpcId, resultResponse } from './a2a-rpc-fns.js';
 import type { A2aServerService } from './a2a-server-service.js';
@@ -39,12 +40,8 @@ export async function streamTask(
   release: () => void,
   from?: TaskRecord,
 ): Promise<void> {
-  let wake: (() => void) | null = null;
-  let signalled = false;
-  const unsubscribe = deps.notifier.subscribe('task', ref.taskUuid, () => {
-    signalled = true;
-    wake?.();
-  });
+  const waker = createEventWaker(deps.notifier.fallbackPollMs);
+  const unsubscribe = deps.notifier.subscribe('task', ref.taskUuid, waker.wake);
   let first: Awaited<ReturnType<TasksService['snapshot']>>;
   try {
     // A stream of a message just sent starts at the task as that send left it.
@@ -80,7 +77,7 @@ export async function streamTask(
     stopWatching();
     deps.open.delete(end);
     release();
-    wake?.();
+    waker.wake();
     raw.end();
   };
   const stopWatching = watchStream({
@@ -105,26 +102,18 @@ export async function streamTask(
     const contextId = task.contextId;
     if (endsStream(previous.status)) return end();
     while (!closed) {
-      signalled = false;
-      for (const event of await deps.tasks.eventsAfter(ref.taskUuid, last)) {
+      waker.arm();
+      const page = await deps.tasks.eventsAfter(ref.taskUuid, last, EVENTS_PAGE);
+      for (const event of page) {
         const view = event.data as TaskView;
         last = event.seq;
         for (const update of streamUpdates(previous, view, contextId)) send(update);
         previous = view;
         if (endsStream(view.status)) return end();
       }
-      if (signalled) continue;
-      await new Promise<void>((resolve) => {
-        // Without cross-instance notifications (fallbackPollMs infinite) only a wake-up comes.
-        const poll = Number.isFinite(deps.notifier.fallbackPollMs)
-          ? setTimeout(resolve, deps.notifier.fallbackPollMs)
-          : undefined;
-        wake = () => {
-          clearTimeout(poll);
-          resolve();
-        };
-      });
-      wake = null;
+      // A full page: more may be stored already.
+      if (closed || page.length === EVENTS_PAGE) continue;
+      await waker.wait();
     }
   } catch (err) {
     request.log.warn({ err }, 'A2A stream failed');

@@ -7,6 +7,7 @@ import { principalOf, taskRefOf } from '../../http/guard.js';
 import { watchStream } from '../../http/stream-watch.js';
 import type { Timers } from '../../lib/time.js';
 import type { CredentialCheck } from '../accounts/accounts-module.js';
+import { createEventWaker } from './event-waker.js';
 import type { Notifier } from './notifier.js';
 import { FINAL_STATUSES, type TaskStatus } from './tasks-fns.js';
 import { TaskParams } from './tasks-schemas.js';
@@ -65,12 +66,8 @@ export function eventsRoutes(deps: {
         const ref = taskRefOf(request);
         const principal = principalOf(request);
         const resumeFrom = request.headers['last-event-id'];
-        let wake: (() => void) | null = null;
-        let signalled = false;
-        const unsubscribe = deps.notifier.subscribe('task', ref.taskUuid, () => {
-          signalled = true;
-          wake?.();
-        });
+        const waker = createEventWaker(deps.notifier.fallbackPollMs);
+        const unsubscribe = deps.notifier.subscribe('task', ref.taskUuid, waker.wake);
         let first: Awaited<ReturnType<TasksService['snapshot']>>;
         let releaseSlot: () => void;
         try {
@@ -100,7 +97,7 @@ export function eventsRoutes(deps: {
           stopWatching();
           releaseSlot();
           open.delete(end);
-          wake?.();
+          waker.wake();
           raw.end();
         };
         const stopWatching = watchStream({
@@ -132,7 +129,7 @@ export function eventsRoutes(deps: {
             if (last === first.seq && isFinal(first.view)) return end();
           }
           while (!closed) {
-            signalled = false;
+            waker.arm();
             const page = await deps.service.eventsAfter(ref.taskUuid, last, EVENTS_PAGE);
             for (const event of page) {
               send(event.seq, event.data);
@@ -140,18 +137,8 @@ export function eventsRoutes(deps: {
               if (isFinal(event.data)) return end();
             }
             // A full page: more may be stored already.
-            if (signalled || closed || page.length === EVENTS_PAGE) continue;
-            await new Promise<void>((resolve) => {
-              // Without cross-instance notifications (fallbackPollMs infinite) only a wake-up comes.
-              const poll = Number.isFinite(deps.notifier.fallbackPollMs)
-                ? setTimeout(resolve, deps.notifier.fallbackPollMs)
-                : undefined;
-              wake = () => {
-                clearTimeout(poll);
-                resolve();
-              };
-            });
-            wake = null;
+            if (closed || page.length === EVENTS_PAGE) continue;
+            await waker.wait();
           }
         } catch (err) {
           request.log.warn({ err }, 'event stream failed');
