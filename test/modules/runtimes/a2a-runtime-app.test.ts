@@ -65,7 +65,20 @@ describe.each(DATABASES)('an agent whose runtime is a remote A2A agent, through 
     expect(f.error?.code).toBe('AGENT_ERROR');
 
     const long = await submitTask(t, user, agent, { message: 'wait' });
-    await waitForStatus(t, user, agent, long.task_id, 'running');
+    // Cancelled once the remote task's id is stored (before that there is no remote task to cancel).
+    await expect
+      .poll(
+        async () =>
+          (
+            await t.runtime.db.kysely
+              .selectFrom('push_runs')
+              .select('state')
+              .where('task_uuid', '=', long.task_id)
+              .executeTakeFirst()
+          )?.state ?? null,
+        { timeout: 10_000 },
+      )
+      .not.toBeNull();
     expect((await cancelTask(t, user, agent, long.task_id)).statusCode).toBe(200);
     await waitForStatus(t, user, agent, long.task_id, 'cancelled');
     await expect.poll(() => remote.cancelled.length, { timeout: 10_000 }).toBeGreaterThan(0);
