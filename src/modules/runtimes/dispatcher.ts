@@ -75,15 +75,16 @@ export function createDispatcher(deps: {
       const runtime = row.runtime;
       const free = row.concurrency - (await deps.tasksRepo.countHeld(trx, agent.uuid));
       if (free <= 0) return [];
-      const out: Array<{ task: TaskRecord; runtime: Runtime }> = [];
+      const decisions: Parameters<typeof writer.saveMany>[1] = [];
       for (const task of await runtimesRepo.lockDispatchable(trx, agent.uuid, free, iso(nowMs))) {
         const leaseSeconds = leaseSecondsOf(runtime);
         const claim = { leaseId: newId(), leaseSeconds, workerId: `runtime:${runtime.type}` };
         const decided = transition(task, { op: 'claim', ...claim }, nowMs);
         if (decided instanceof AppError) throw decided;
-        if (decided) out.push({ task: (await writer.save(trx, task, decided)).task, runtime });
+        if (decided) decisions.push({ before: task, change: decided });
       }
-      return out;
+      // Written together, as a worker's claim is: a constant number of statements for the batch.
+      return (await writer.saveMany(trx, decisions)).map(({ task }) => ({ task, runtime }));
     });
     return claimed.map(({ task, runtime }) => ({ task, runtime: deps.openRuntime(runtime) }));
   }

@@ -88,6 +88,25 @@ export const COLUMNS: Record<keyof TaskRecord, keyof TasksTable> = {
   claimedAt: 'claimed_at',
 };
 
+/**
+ * The PostgreSQL type of each column that is not text. A value given as a parameter of a VALUES
+ * list has no column to take its type from, so a set-based update casts it to this.
+ */
+export const PG_TYPES: Partial<Record<keyof TasksTable, 'jsonb' | 'boolean' | 'integer'>> = {
+  ready: 'boolean',
+  priority: 'integer',
+  messages: 'jsonb',
+  metadata: 'jsonb',
+  timeout_seconds: 'integer',
+  attempt: 'integer',
+  lease_seconds: 'integer',
+  progress: 'jsonb',
+  input_request: 'jsonb',
+  result: 'jsonb',
+  error: 'jsonb',
+  seq: 'integer',
+};
+
 /** Record fields → column values (JSON as text, booleans as 1/0). */
 export function toColumns(fields: Partial<TaskRecord>): Record<string, unknown> {
   const out: Record<string, unknown> = {};

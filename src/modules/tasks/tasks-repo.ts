@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { chunks, MAX_PARAMETERS, updateFromValues } from '../../db/batches.js';
 import type { Executor } from '../../db/connect.js';
 import { withDbErrors as guard } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
@@ -6,7 +7,7 @@ import { prepareQuery } from '../../db/prepared.js';
 import { lockRows } from '../../db/transactions.js';
 import type { StoredTaskEvent } from './task-events-fns.js';
 import type { TaskStatus } from './tasks-fns.js';
-import { COLUMNS, type TaskRecord, toColumns, toRecord } from './tasks-record.js';
+import { COLUMNS, PG_TYPES, type TaskRecord, toColumns, toRecord } from './tasks-record.js';
 import type { ConversationMessage, TaskView } from './tasks-schemas.js';
 
 export type { TaskRecord } from './tasks-record.js';
@@ -67,6 +68,29 @@ export const tasksRepo = {
     );
   },
 
+  /**
+   * Writes the changed fields of many tasks (each listed once) in a constant number of
+   * statements: one per set of changed columns. One task: `updateTask`.
+   */
+  async updateTasks(ex: Executor, items: Array<{ uuid: string; changes: Partial<TaskRecord> }>): Promise<void> {
+    const [only] = items;
+    if (items.length === 1 && only) {
+      await tasksRepo.updateTask(ex, only.uuid, only.changes);
+      return;
+    }
+    const groups = new Map<string, { columns: string[]; rows: unknown[][] }>();
+    for (const { uuid, changes } of items) {
+      const values = toColumns(changes);
+      const columns = Object.keys(values).sort();
+      const key = columns.join();
+      const group = groups.get(key) ?? { columns, rows: [] };
+      groups.set(key, group);
+      group.rows.push([uuid, ...columns.map((c) => values[c])]);
+    }
+    const target = { table: 'tasks', key: 'uuid', pgTypes: PG_TYPES };
+    for (const { columns, rows } of groups.values()) await guard(updateFromValues(ex, target, columns, rows));
+  },
+
   /** The task when it belongs to this agent of this user. */
   async findTask(ex: Executor, where: TaskKey): Promise<TaskRecord | undefined> {
     const [row] = await guard(ownTask(ex, where.taskUuid, where.agentUuid, where.userUuid));
@@ -91,6 +115,25 @@ export const tasksRepo = {
     return row && toRecord(row);
   },
 
+  /**
+   * The listed tasks that belong to this agent of this user, row-locked for the transaction `trx`
+   * in id order (so two transactions locking overlapping sets never wait on each other in a cycle).
+   */
+  async lockTasks(trx: Executor, where: Omit<TaskKey, 'taskUuid'>, taskUuids: string[]): Promise<TaskRecord[]> {
+    const out: TaskRecord[] = [];
+    for (const part of chunks([...taskUuids].sort(), MAX_PARAMETERS)) {
+      const query = trx
+        .selectFrom('tasks')
+        .selectAll()
+        .where('uuid', 'in', part)
+        .where('agent_uuid', '=', where.agentUuid)
+        .where('user_uuid', '=', where.userUuid)
+        .orderBy('uuid');
+      for (const row of await guard(lockRows(trx, query).execute())) out.push(toRecord(row));
+    }
+    return out;
+  },
+
   /** Any task by id, row-locked for the transaction `trx` (the sweeper, agent deletion). */
   async lockByUuid(trx: Executor, uuid: string): Promise<TaskRecord | undefined> {
     const row = await guard(
@@ -99,13 +142,31 @@ export const tasksRepo = {
     return row && toRecord(row);
   },
 
-  insertEvent(ex: Executor, event: { taskUuid: string; seq: number; data: StoredTaskEvent; createdAt: string }) {
+  insertEvent(ex: Executor, event: NewTaskEvent) {
     return guard(
       ex
         .insertInto('task_events')
         .values({ task_uuid: event.taskUuid, seq: event.seq, data: toDbJson(event.data), created_at: event.createdAt })
         .execute(),
     );
+  },
+
+  /** Inserts many events in one statement (one event: `insertEvent`). */
+  async insertEvents(ex: Executor, events: NewTaskEvent[]): Promise<void> {
+    const [only] = events;
+    if (events.length === 1 && only) {
+      await tasksRepo.insertEvent(ex, only);
+      return;
+    }
+    for (const part of chunks(events, MAX_PARAMETERS / 4)) {
+      const rows = part.map((e) => ({
+        task_uuid: e.taskUuid,
+        seq: e.seq,
+        data: toDbJson(e.data),
+        created_at: e.createdAt,
+      }));
+      await guard(ex.insertInto('task_events').values(rows).execute());
+    }
   },
 
   /** Up to `limit` stored events of a task after `afterSeq`, oldest first (see task-events-fns.ts). */
@@ -248,6 +309,12 @@ export const tasksRepo = {
 };
 
 export type TasksRepo = typeof tasksRepo;
+export interface NewTaskEvent {
+  taskUuid: string;
+  seq: number;
+  data: StoredTaskEvent;
+  createdAt: string;
+}
 export interface TaskKey {
   userUuid: string;
   agentUuid: string;

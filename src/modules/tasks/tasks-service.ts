@@ -177,6 +177,8 @@ export function createTasksService(deps: {
      */
     prepare,
     insert: (trx: Executor, task: TaskRecord) => writer.insert(trx, task),
+    /** `insert` for several tasks in one multi-row INSERT (a batch of webhook deliveries). */
+    insertMany: (trx: Executor, tasks: TaskRecord[]) => writer.insertMany(trx, tasks),
 
     /**
      * Queues a task. With an idempotency key, a repeat of the same request within 24 h answers
@@ -193,7 +195,8 @@ export function createTasksService(deps: {
       await validate(input);
       const agent = await deps.agents.requireOwned(userUuid, agentUuid);
       const nowMs = deps.clock.now();
-      const hash = requestHash(agentUuid, input);
+      // Only a submit with an Idempotency-Key is compared with another: hashing costs the others.
+      const hash = idempotencyKey ? requestHash(agentUuid, input) : '';
       // A retry gets the first answer whatever happened since, e.g. the agent was paused.
       const earlier = idempotencyKey ? await replayOf(userUuid, idempotencyKey, hash, nowMs) : null;
       if (earlier) return { response: earlier, replayed: true };

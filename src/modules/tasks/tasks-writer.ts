@@ -21,6 +21,11 @@ export interface TaskChangeEvent {
   view: TaskView;
 }
 
+export interface SavedTask {
+  task: TaskRecord;
+  view: TaskView;
+}
+
 export type TaskChangeListener = (event: TaskChangeEvent) => Promise<void> | void;
 
 /**
@@ -45,6 +50,37 @@ export function createTaskWriter(deps: { repo: TasksRepo; notifier: Notifier }) 
     if (task.ready || (before?.leaseExpiresAt && !task.leaseExpiresAt)) notifier.publish('work', task.agentUuid);
   }
 
+  /**
+   * Saves the changes `transition` made to many tasks (each read under a row lock in `trx`, each
+   * listed once) in a constant number of statements: the task rows, then their events in one
+   * INSERT; then, task by task in the order given, the subscribers and the after-commit wake-ups,
+   * as `save` does for one.
+   */
+  async function saveMany(trx: Executor, items: Array<{ before: TaskRecord; change: Change }>): Promise<SavedTask[]> {
+    if (new Set(items.map((item) => item.before.uuid)).size !== items.length)
+      throw new Error('saveMany: a task listed twice (save its changes one at a time)');
+    await repo.updateTasks(
+      trx,
+      items.map(({ before, change }) => ({ uuid: before.uuid, changes: change.changes })),
+    );
+    const saved = items.map(({ change }) => ({ task: change.next, view: taskView(change.next) }));
+    const events = saved
+      .filter((_, i) => items[i]?.change.event)
+      .map(({ task, view }) => ({
+        taskUuid: task.uuid,
+        seq: task.seq,
+        data: toStoredEvent(view),
+        createdAt: task.updatedAt,
+      }));
+    if (events.length > 0) await repo.insertEvents(trx, events);
+    for (const [i, { before, change }] of items.entries()) {
+      const { task, view } = saved[i] as SavedTask;
+      await tell({ trx, operation: change.operation, before, task, view });
+      afterCommit(trx, () => wake(before, task, change.event));
+    }
+    return saved;
+  }
+
   return {
     /** Inserts a new task (status queued); its agent's workers are woken once the transaction commits. */
     async insert(trx: Executor, task: TaskRecord): Promise<void> {
@@ -63,21 +99,12 @@ export function createTaskWriter(deps: { repo: TasksRepo; notifier: Notifier }) 
     },
 
     /** Saves a change `transition` made to `before` (read under a row lock in `trx`). */
-    async save(trx: Executor, before: TaskRecord, change: Change): Promise<{ task: TaskRecord; view: TaskView }> {
-      const { changes, next, event } = change;
-      await repo.updateTask(trx, before.uuid, changes);
-      const view = taskView(next);
-      if (event)
-        await repo.insertEvent(trx, {
-          taskUuid: next.uuid,
-          seq: next.seq,
-          data: toStoredEvent(view),
-          createdAt: next.updatedAt,
-        });
-      await tell({ trx, operation: change.operation, before, task: next, view });
-      afterCommit(trx, () => wake(before, next, event));
-      return { task: next, view };
+    async save(trx: Executor, before: TaskRecord, change: Change): Promise<SavedTask> {
+      const [saved] = await saveMany(trx, [{ before, change }]);
+      return saved as SavedTask;
     },
+
+    saveMany,
 
     /**
      * Subscribes to status changes (and new tasks), called inside the change's transaction: a

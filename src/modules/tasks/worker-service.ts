@@ -11,7 +11,7 @@ import type { ClaimedTask, ClaimInput, CompleteBatchItem, Progress, TaskResult, 
 import type { TaskRef } from './tasks-service.js';
 import { claimItemOf, taskView } from './tasks-view.js';
 import type { TaskWriter } from './tasks-writer.js';
-import { DEFAULT_LEASE_SECONDS, type TaskInput, transition } from './transition-fns.js';
+import { type Change, DEFAULT_LEASE_SECONDS, type TaskInput, transition } from './transition-fns.js';
 
 export { DEFAULT_LEASE_SECONDS } from './transition-fns.js';
 
@@ -39,13 +39,14 @@ export function createWorkerService(deps: {
       const free = agent.concurrency - (await repo.countHeld(trx, agentUuid));
       const limit = Math.min(input.max_tasks ?? 1, free);
       if (limit <= 0) return [];
-      const out: Array<{ task: TaskRecord; view: TaskView }> = [];
+      const accepted: Array<{ before: TaskRecord; change: Change }> = [];
       for (const task of await repo.lockClaimable(trx, agentUuid, limit)) {
         const decided = transition(task, { op: 'claim', leaseId: newId(), ...claim }, nowMs);
         if (decided instanceof AppError) throw decided;
-        if (decided) out.push(await writer.save(trx, task, decided));
+        if (decided) accepted.push({ before: task, change: decided });
       }
-      return out;
+      // All claimed tasks written in a few statements, not two round trips each.
+      return writer.saveMany(trx, accepted);
     });
     return claimed.map(({ task }) => claimItemOf(task));
   }
@@ -158,9 +159,13 @@ export function createWorkerService(deps: {
       const nowMs = deps.clock.now();
       const outcome = new Map<string, { code: string; message: string } | null>();
       await db.transaction(async (trx) => {
-        // Row locks always taken in one order, so two batches never wait on each other in a cycle.
+        // One statement locks them all, in id order (see lockTasks); the accepted ones are saved
+        // together, in that order too.
+        const ids = items.map((item) => item.task_id);
+        const found = new Map((await repo.lockTasks(trx, { userUuid, agentUuid }, ids)).map((t) => [t.uuid, t]));
+        const accepted: Array<{ before: TaskRecord; change: Change }> = [];
         for (const item of [...items].sort((a, b) => (a.task_id < b.task_id ? -1 : 1))) {
-          const current = await repo.lockTask(trx, { userUuid, agentUuid, taskUuid: item.task_id });
+          const current = found.get(item.task_id);
           if (!current) {
             outcome.set(item.task_id, { code: 'NOT_FOUND', message: 'Task not found' });
             continue;
@@ -170,9 +175,10 @@ export function createWorkerService(deps: {
             outcome.set(item.task_id, { code: decided.code, message: decided.message });
             continue;
           }
-          if (decided) await writer.save(trx, current, decided);
+          if (decided) accepted.push({ before: current, change: decided });
           outcome.set(item.task_id, null);
         }
+        await writer.saveMany(trx, accepted);
       });
       return items.map((item) => {
         const error = outcome.get(item.task_id) ?? null;

@@ -108,19 +108,39 @@ export function createTaskTracer(deps: {
   let writing: Promise<void> = Promise.resolve();
   let scheduled = false;
 
-  async function named(userUuid: string, span: ServiceSpan): Promise<ServiceSpan> {
-    if (span.name !== 'task ') return span;
-    const agentUuid = String(span.attributes['gen_ai.agent.id']);
-    const name = (await deps.agentName(userUuid, agentUuid).catch(() => null)) ?? agentUuid;
-    return { ...span, name: `task ${name}`, attributes: { ...span.attributes, 'gen_ai.agent.name': name } };
+  /** The task spans named after their agent: one lookup per agent of the batch, not one per task. */
+  async function named(userUuid: string, spans: ServiceSpan[]): Promise<ServiceSpan[]> {
+    const names = new Map<string, Promise<string>>();
+    const nameOf = (agentUuid: string) => {
+      let name = names.get(agentUuid);
+      if (!name) {
+        name = deps
+          .agentName(userUuid, agentUuid)
+          .catch(() => null)
+          .then((found) => found ?? agentUuid);
+        names.set(agentUuid, name);
+      }
+      return name;
+    };
+    return Promise.all(
+      spans.map(async (span) => {
+        if (span.name !== 'task ') return span;
+        const name = await nameOf(String(span.attributes['gen_ai.agent.id']));
+        return { ...span, name: `task ${name}`, attributes: { ...span.attributes, 'gen_ai.agent.name': name } };
+      }),
+    );
   }
 
   async function write(batch: typeof queue) {
     const byUser = new Map<string, ServiceSpan[]>();
-    for (const { userUuid, spans } of batch) byUser.set(userUuid, [...(byUser.get(userUuid) ?? []), ...spans]);
+    for (const { userUuid, spans } of batch) {
+      const list = byUser.get(userUuid);
+      if (list) list.push(...spans);
+      else byUser.set(userUuid, [...spans]);
+    }
     for (const [userUuid, spans] of byUser) {
       try {
-        await deps.record(userUuid, await Promise.all(spans.map((s) => named(userUuid, s))));
+        await deps.record(userUuid, await named(userUuid, spans));
       } catch (err) {
         deps.logger.warn({ err, spans: spans.length }, 'service spans not recorded');
       }

@@ -40,7 +40,7 @@ describe.each(DATABASES)('push runtime state between runs on $name', (shared) =>
   function assemble(config: Config, rt: Runtime) {
     const box = createSecretBox(rt.secrets.encryptionKey);
     const accounts = createAccountsModule({ config, runtime: rt, box });
-    const agents = createAgentsModule({ runtime: rt, box, checkRuntime: async () => undefined });
+    const agents = createAgentsModule({ runtime: rt, box, checkRuntime: async () => undefined, cacheMs: 0 });
     const tasks = createTasksModule({
       config,
       runtime: rt,
