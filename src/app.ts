@@ -3,6 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { Config } from './config.js';
+import { listenForChanges } from './db/change-cache.js';
 import { type ConnectionLimits, createConnectionLimits } from './http/connection-limits.js';
 import { registerCors } from './http/cors.js';
 import { errorBody, handleError } from './http/error-handler.js';
@@ -10,6 +11,7 @@ import { invalid } from './http/errors.js';
 import { answerFrameworkError, registerGuard } from './http/guard.js';
 import { registerOpenApi } from './http/openapi.js';
 import { createRateLimiter } from './http/rate-limit.js';
+import { lazyChildLogger } from './http/request-logger.js';
 import { registerValidators } from './http/validation.js';
 import { createSecretBox } from './lib/crypto.js';
 import { jsonHasNul, jsonTooDeep, MAX_JSON_DEPTH } from './lib/json-depth.js';
@@ -86,6 +88,7 @@ export async function buildApp(
       const incoming = req.headers['x-request-id'];
       return typeof incoming === 'string' && REQUEST_ID_RE.test(incoming) ? incoming : randomUUID();
     },
+    childLoggerFactory: lazyChildLogger,
     logController: new LogController({
       disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace',
     }),
@@ -158,6 +161,7 @@ export async function buildApp(
     runtime,
     box,
     checkRuntime: createRuntimeCheck(providers.service, outboundPolicy),
+    cacheMs: config.agentCacheMs,
   });
   const telemetry = createTelemetryModule({
     config,
@@ -186,6 +190,10 @@ export async function buildApp(
     traceSpans: telemetry.tracer.enqueue,
     onUnloggedRefusal: () => metrics.metrics.webhookRefusalsUnlogged.inc(),
   });
+  // One listener for every cache of announced changes; the caches serve only while it is up.
+  const changeFeeds = [accounts.changeFeed, agents.changeFeed, triggers.changeFeed].filter((feed) => feed !== null);
+  const listening = listenForChanges(runtime.db, changeFeeds, runtime.logger);
+  app.addHook('onClose', async () => listening?.close());
   const health = createHealthModule({ db: runtime.db, clock: runtime.clock, intervalMs: config.healthIntervalMs });
   const housekeeping = createHousekeepingModule({ config, runtime });
 

@@ -1,3 +1,4 @@
+import { setFlagsFromString } from 'node:v8';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
@@ -8,6 +9,9 @@ import { openRuntime } from './runtime.js';
  * let in-flight requests finish, then close the database pools.
  */
 export async function startServer(config: Config): Promise<FastifyInstance> {
+  // Read by V8 at each full collection, so setting it now (before the heap fills) takes effect:
+  // a burst's garbage is collected at a quarter above the live heap instead of at several times it.
+  if (config.heapGrowingPercent > 0) setFlagsFromString(`--heap-growing-percent=${config.heapGrowingPercent}`);
   const runtime = await openRuntime(config);
   const app = await buildApp(config, runtime, { closeRuntime: true });
   let closing = false;

@@ -149,6 +149,12 @@ export const SETTINGS = {
     default: 30_000,
     doc: 'On SIGTERM or SIGINT, how long in-flight work may take before the process exits anyway (exit code 1).',
   }),
+  heapGrowingPercent: setting({
+    env: 'TASKHOOK_HEAP_GROWING_PERCENT',
+    schema: Type.Integer({ minimum: 0, maximum: 300 }),
+    default: 25,
+    doc: "How far V8 lets the JavaScript heap grow past what the last full collection kept before it collects again, in percent (0: V8's own choice, which lets garbage from bursts such as large telemetry exports pile up to several hundred MB before a collection). Set by `serve`.",
+  }),
   retentionDays: setting({
     env: 'TASKHOOK_RETENTION_DAYS',
     schema: Type.Integer({ minimum: 1 }),
@@ -190,6 +196,18 @@ export const SETTINGS = {
     schema: Type.Integer({ minimum: 0, maximum: 60_000 }),
     default: 1000,
     doc: 'How long a verified key or token is remembered. Revocations and password changes reach every instance at once (PostgreSQL: LISTEN/NOTIFY; SQLite: within 100 ms of any other process writing the file); this bounds the rare lost notification. 0: no cache.',
+  }),
+  agentCacheMs: setting({
+    env: 'TASKHOOK_AGENT_CACHE_MS',
+    schema: Type.Integer({ minimum: 0, maximum: 60_000 }),
+    default: 1000,
+    doc: 'How long an agent read by a submit, a webhook delivery, a claim or a batch complete is remembered. Changes and deletions reach every instance at once (PostgreSQL: LISTEN/NOTIFY; SQLite: within 100 ms of any other process writing the file); this bounds the rare lost notification. 0: no cache.',
+  }),
+  triggerCacheMs: setting({
+    env: 'TASKHOOK_TRIGGER_CACHE_MS',
+    schema: Type.Integer({ minimum: 0, maximum: 60_000 }),
+    default: 1000,
+    doc: 'How long a trigger read by a webhook delivery is remembered. Secret rotations, patches (enable/disable) and deletions reach every instance at once (PostgreSQL: LISTEN/NOTIFY; SQLite: within 100 ms of any other process writing the file); this bounds the rare lost notification. 0: no cache.',
   }),
   corsOrigins: setting({
     env: 'TASKHOOK_CORS_ORIGINS',

@@ -24,10 +24,10 @@ export interface Db {
    */
   transaction<T>(fn: (trx: Executor) => Promise<T>): Promise<T>;
   /**
-   * PostgreSQL only: LISTEN on a channel with a dedicated connection (see pg-listen.ts).
+   * PostgreSQL only: LISTEN on channels with one dedicated connection (see pg-listen.ts).
    * Absent on SQLite, which has no way to announce a change to another process.
    */
-  listen?: (channel: string, handlers: SubscribeHandlers) => Subscription;
+  listen?: (channels: readonly string[], handlers: SubscribeHandlers) => Subscription;
   /**
    * SQLite only: calls `onChange` (within about `OTHER_WRITERS_POLL_MS`) after another connection
    * (the CLI, another process on the same file) committed a change, as seen by `PRAGMA
@@ -245,7 +245,7 @@ function connectPostgres(url: string, opts: ConnectOptions): Db {
     dialect: 'postgres',
     kysely,
     transaction: (fn) => runTransaction(kysely, fn),
-    listen: (channel, handlers) => listenPostgres(url, channel, handlers),
+    listen: (channels, handlers) => listenPostgres(url, channels, handlers),
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     onQuery: timing.onQuery,
     ping: async () => {

@@ -5,8 +5,8 @@ export interface Subscription {
 }
 
 export interface SubscribeHandlers {
-  /** A NOTIFY on the channel, from any session of any instance, delivered after its commit. */
-  onMessage(payload: string): void;
+  /** A NOTIFY on one of the channels, from any session of any instance, delivered after its commit. */
+  onMessage(payload: string, channel: string): void;
   /**
    * The listening connection is up (true) or lost (false). While it is down notifications are
    * missed, so whoever caches on their strength must stop trusting the cache.
@@ -18,10 +18,10 @@ export interface SubscribeHandlers {
 const RETRY_MS = 1000;
 
 /**
- * LISTENs on a channel with a dedicated connection (outside the pool: a pooled connection may be
+ * LISTENs on channels with one dedicated connection (outside the pool: a pooled connection may be
  * handed to a query at any time), reconnecting after a loss.
  */
-export function listenPostgres(url: string, channel: string, handlers: SubscribeHandlers): Subscription {
+export function listenPostgres(url: string, channels: readonly string[], handlers: SubscribeHandlers): Subscription {
   let closed = false;
   let client: pg.Client | null = null;
   let retry: NodeJS.Timeout | null = null;
@@ -44,13 +44,13 @@ export function listenPostgres(url: string, channel: string, handlers: Subscribe
     const next = new pg.Client({ connectionString: url, application_name: 'taskhook-listen' });
     client = next;
     next.on('notification', (msg) => {
-      if (msg.channel === channel) handlers.onMessage(msg.payload ?? '');
+      if (channels.includes(msg.channel)) handlers.onMessage(msg.payload ?? '', msg.channel);
     });
     next.on('error', (err) => client === next && lost(err));
     next.on('end', () => client === next && lost());
     try {
       await next.connect();
-      await next.query(`listen "${channel}"`);
+      for (const channel of channels) await next.query(`listen "${channel}"`);
       if (client === next && !closed) handlers.onState(true);
     } catch (err) {
       if (client === next) lost(err as Error);

@@ -56,7 +56,7 @@ describe.runIf(POSTGRES_URL)('faults on PostgreSQL', () => {
     try {
       const user = await createUser(a);
       const agent = await createAgent(a, user);
-      // Each instance: the task notifier and the credential cache's listener.
+      // Each instance: the task notifier and the listener of the change caches (credentials, agents).
       await eventually('both instances listening', async () => (await listeners()).length >= 4);
       for (const { pid } of await listeners()) await admin.query('select pg_terminate_backend($1)', [pid]);
 
@@ -79,6 +79,30 @@ describe.runIf(POSTGRES_URL)('faults on PostgreSQL', () => {
       await eventually('listeners reconnected', async () => (await listeners()).length >= 4);
     } finally {
       await Promise.all([a.close(), b.close()]);
+    }
+  }, 60_000);
+
+  it('a killed LISTEN connection empties the agent cache: a change nobody announced is seen', async () => {
+    // A minute's cache: only the loss of the listener can make the stale agent go in time.
+    const t = await buildTestApp(database, { config: { agentCacheMs: 60_000 } });
+    const direct = new pg.Client({ connectionString: database.databaseUrl });
+    await direct.connect();
+    try {
+      const user = await createUser(t);
+      const agent = await createAgent(t, user);
+      const submit = () =>
+        call(t.app, 'POST', `/agent/request/${agent.uuid}`, { headers: workerHeaders(user), body: { message: 'm' } });
+      await eventually('listening', async () => (await listeners()).length >= 2);
+      expect((await submit()).statusCode).toBe(202); // the agent is cached now
+      for (const { pid } of await listeners()) await admin.query('select pg_terminate_backend($1)', [pid]);
+      // Written without the announcement the repository makes: only the lost connection voids the entry.
+      await direct.query(`update agents set status = 'paused' where uuid = $1`, [agent.uuid]);
+      await eventually('the paused agent seen', async () => (await submit()).statusCode === 503, 5000);
+      await eventually('listeners reconnected', async () => (await listeners()).length >= 2);
+      expect((await submit()).statusCode).toBe(503);
+    } finally {
+      await direct.end();
+      await t.close();
     }
   }, 60_000);
 

@@ -15,6 +15,7 @@ describe('loadConfig defaults', () => {
       callbackRetrySchedule: [5, 300, 1800, 7200, 18000, 36000, 36000],
       sqliteSynchronous: 'full',
       maxBodyBytes: 1024 * 1024,
+      heapGrowingPercent: 25,
     });
     for (const unset of ['databaseUrl', 'redisUrl', 'jwtSecret', 'encryptionKey', 'smtpUrl'] as const) {
       expect(config[unset], unset).toBeUndefined();
@@ -95,6 +96,10 @@ describe('loadConfig refuses bad values, naming the variable', () => {
     ['TASKHOOK_PG_STATEMENT_TIMEOUT_MS', '1.5'],
     ['TASKHOOK_PG_PREPARED_STATEMENTS', 'sometimes'],
     ['TASKHOOK_CREDENTIAL_CACHE_MS', '60001'],
+    ['TASKHOOK_HEAP_GROWING_PERCENT', '-1'],
+    ['TASKHOOK_HEAP_GROWING_PERCENT', '301'],
+    ['TASKHOOK_AGENT_CACHE_MS', '60001'],
+    ['TASKHOOK_TRIGGER_CACHE_MS', '60001'],
   ])('%s=%s', (name, value) => {
     let error: unknown;
     try {
@@ -110,13 +115,15 @@ describe('loadConfig refuses bad values, naming the variable', () => {
     expect(loadConfig({ TASKHOOK_JWT_SECRET: 'x'.repeat(32) }).jwtSecret).toHaveLength(32);
   });
 
-  it('reads the PostgreSQL pool settings and the credential cache lifetime, with defaults', () => {
+  it('reads the PostgreSQL pool settings and the credential, agent and trigger cache lifetimes, with defaults', () => {
     expect(loadConfig({})).toMatchObject({
       pgPoolSize: 10,
       pgIdleTimeoutMs: 10_000,
       pgStatementTimeoutMs: 0,
       pgPreparedStatements: true,
       credentialCacheMs: 1000,
+      agentCacheMs: 1000,
+      triggerCacheMs: 1000,
     });
     expect(
       loadConfig({
@@ -125,6 +132,8 @@ describe('loadConfig refuses bad values, naming the variable', () => {
         TASKHOOK_PG_STATEMENT_TIMEOUT_MS: '30000',
         TASKHOOK_PG_PREPARED_STATEMENTS: 'false',
         TASKHOOK_CREDENTIAL_CACHE_MS: '0',
+        TASKHOOK_AGENT_CACHE_MS: '0',
+        TASKHOOK_TRIGGER_CACHE_MS: '0',
       }),
     ).toMatchObject({
       pgPoolSize: 24,
@@ -132,6 +141,8 @@ describe('loadConfig refuses bad values, naming the variable', () => {
       pgStatementTimeoutMs: 30_000,
       pgPreparedStatements: false,
       credentialCacheMs: 0,
+      agentCacheMs: 0,
+      triggerCacheMs: 0,
     });
   });
 });

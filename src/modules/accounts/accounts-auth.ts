@@ -60,13 +60,9 @@ export function createAuthenticator(deps: {
   async function byHash(table: CredentialTable, secret: string): Promise<CredentialWithUser> {
     const hash = sha256Hex(secret);
     const cacheKey = table === 'platform_keys' ? hash : `token:${hash}`;
-    let found = deps.cache?.get(cacheKey);
-    if (!found) {
-      const generation = deps.cache?.generation() ?? 0;
-      found = await repo.findLiveCredential(db.kysely, table, hash);
-      if (!found) throw new AuthError(401, AUTH_MESSAGES.invalid);
-      deps.cache?.set(cacheKey, found, generation);
-    }
+    const load = () => repo.findLiveCredential(db.kysely, table, hash);
+    const found = await (deps.cache ? deps.cache.read(cacheKey, load) : load());
+    if (!found) throw new AuthError(401, AUTH_MESSAGES.invalid);
     await touch(table, found);
     return found;
   }

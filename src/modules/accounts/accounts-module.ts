@@ -1,4 +1,3 @@
-import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
 import { AuthError } from '../../http/errors.js';
 import type { SecretBox } from '../../lib/crypto.js';
@@ -9,13 +8,13 @@ import { accountsRepo } from './accounts-repo.js';
 import { accountsRoutes } from './accounts-routes.js';
 import { createAccountsService } from './accounts-service.js';
 import { createSessionTokens } from './accounts-tokens.js';
-import { createCredentialCache, listenForCredentialChanges } from './credential-cache.js';
+import { createCredentialCache, credentialChanges } from './credential-cache.js';
 import { createMailer } from './mailer.js';
 
 /**
  * Wires the accounts capability: its service, the request authenticator and its routes. The
- * credential cache starts listening for changes when the routes are registered (a serving app),
- * not for the CLI, which only uses the service.
+ * credential cache serves once the app listens for its `changeFeed` (a serving app), not for the
+ * CLI, which only uses the service.
  */
 export function createAccountsModule(deps: { config: Config; runtime: Runtime; box: SecretBox }) {
   const { config, runtime } = deps;
@@ -30,7 +29,7 @@ export function createAccountsModule(deps: { config: Config; runtime: Runtime; b
     publicUrl: config.publicUrl,
     passwords: runtime.passwords,
     mailer: createMailer({ smtpUrl: config.smtpUrl, from: config.smtpFrom, log: runtime.logger }),
-    onCredentialsChanged: (userUuid) => cache.invalidateUser(userUuid),
+    onCredentialsChanged: (userUuid) => cache.invalidate(userUuid),
   });
   const authenticate = createAuthenticator({
     db: runtime.db,
@@ -52,15 +51,14 @@ export function createAccountsModule(deps: { config: Config; runtime: Runtime; b
     },
     onChange: (listener) => cache.onInvalidate(listener),
   };
-  const routes = accountsRoutes(service);
-  async function withCacheListener(app: FastifyInstance) {
-    if (config.credentialCacheMs > 0) {
-      const subscription = listenForCredentialChanges(runtime.db, cache, runtime.logger);
-      app.addHook('onClose', async () => subscription?.close());
-    }
-    await routes(app);
-  }
-  return { service, authenticate, credentials, routes: withCacheListener };
+  return {
+    service,
+    authenticate,
+    credentials,
+    routes: accountsRoutes(service),
+    /** What the app listens for to let the credential cache serve (null: no cache). */
+    changeFeed: config.credentialCacheMs > 0 ? { channel: credentialChanges, cache } : null,
+  };
 }
 
 /** For connections that outlive their request (event streams): is the credential they opened with still good? */

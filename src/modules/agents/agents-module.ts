@@ -1,17 +1,27 @@
+import { createChangeCache } from '../../db/change-cache.js';
 import type { SecretBox } from '../../lib/crypto.js';
 import type { Runtime } from '../../runtime.js';
-import { agentsRepo } from './agents-repo.js';
+import { type AgentRow, agentChanges, agentsRepo } from './agents-repo.js';
 import { agentsRoutes } from './agents-routes.js';
 import { type AgentDeleteListener, createAgentsService, type RuntimeCheck } from './agents-service.js';
 
 /**
  * Wires agent management. Capabilities that own something of an agent subscribe with
- * `onDelete` to remove it in the transaction that deletes the agent.
+ * `onDelete` to remove it in the transaction that deletes the agent. The agent cache serves
+ * once the app listens for its `changeFeed`.
  */
-export function createAgentsModule(deps: { runtime: Runtime; checkRuntime: RuntimeCheck; box: SecretBox }) {
+export function createAgentsModule(deps: {
+  runtime: Runtime;
+  checkRuntime: RuntimeCheck;
+  box: SecretBox;
+  /** How long an agent read outside a transaction is remembered (0: no cache). */
+  cacheMs: number;
+}) {
   const deleteListeners: AgentDeleteListener[] = [];
+  const cache = createChangeCache<AgentRow>({ ttlMs: deps.cacheMs, now: () => deps.runtime.clock.now() });
   const service = createAgentsService({
     db: deps.runtime.db,
+    cache,
     repo: agentsRepo,
     clock: deps.runtime.clock,
     checkRuntime: deps.checkRuntime,
@@ -23,6 +33,8 @@ export function createAgentsModule(deps: { runtime: Runtime; checkRuntime: Runti
   return {
     service,
     routes: agentsRoutes(service),
+    /** What the app listens for to let the agent cache serve (null: no cache). */
+    changeFeed: deps.cacheMs > 0 ? { channel: agentChanges, cache } : null,
     /** Subscribes to agent deletion: called inside its transaction (a throw rolls it back). */
     onDelete(listener: AgentDeleteListener): void {
       deleteListeners.push(listener);

@@ -1,4 +1,5 @@
 import type { Selectable } from 'kysely';
+import { changeChannel } from '../../db/change-cache.js';
 import type { Executor } from '../../db/connect.js';
 import type { AgentsTable } from '../../db/database.js';
 import { withDbErrors as guard } from '../../db/errors.js';
@@ -25,6 +26,12 @@ function toAgent(row: Selectable<AgentsTable>): AgentRow {
     updated_at: row.updated_at,
   };
 }
+
+/**
+ * Every change to a live agent, by agent uuid, announced in the transaction that writes it (the
+ * agent caches of every instance drop it; see `changeChannel`).
+ */
+export const agentChanges = changeChannel('taskhook_agents');
 
 // On the path of every submit, built once (see prepareQuery).
 const ownedAgent = prepareQuery(2, (ex, uuid: string, userUuid: string) =>
@@ -90,7 +97,8 @@ export const agentsRepo = {
     return { agents: rows.map(toAgent), total: Number(count.n) };
   },
 
-  update(ex: Executor, agent: AgentRow) {
+  async update(ex: Executor, agent: AgentRow) {
+    await agentChanges.announce(ex, agent.uuid);
     return guard(
       ex
         .updateTable('agents')
@@ -109,6 +117,7 @@ export const agentsRepo = {
   },
 
   async markDeleted(ex: Executor, userUuid: string, uuid: string, now: string): Promise<boolean> {
+    await agentChanges.announce(ex, uuid);
     const result = await guard(
       ex
         .updateTable('agents')

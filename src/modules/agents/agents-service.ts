@@ -1,3 +1,4 @@
+import type { ChangeCache } from '../../db/change-cache.js';
 import type { Db, Executor } from '../../db/connect.js';
 import { notFound } from '../../http/errors.js';
 import type { SecretBox } from '../../lib/crypto.js';
@@ -31,14 +32,18 @@ export type RuntimeCheck = (userUuid: string, runtime: Runtime) => Promise<void>
 export function createAgentsService(deps: {
   db: Db;
   repo: AgentsRepo;
+  /** Agents read outside a transaction, by uuid; only served while it hears every agent change. */
+  cache: ChangeCache<AgentRow>;
   clock: Clock;
   onDelete: AgentDeleteListener;
   checkRuntime: RuntimeCheck;
   /** Seals runtime header values at rest. */
   box: SecretBox;
 }) {
-  const { db, repo } = deps;
+  const { db, repo, cache } = deps;
   const now = () => iso(deps.clock.now());
+  // This instance's own writes drop the entry at commit, before the caller is answered; other
+  // instances hear of them through the announcement the repository makes.
 
   /** @throws AppError NOT_FOUND unless the agent exists, is live and belongs to the user (read with `ex`). */
   async function requireOwnedIn(ex: Executor, userUuid: string, uuid: string): Promise<AgentRow> {
@@ -46,8 +51,17 @@ export function createAgentsService(deps: {
     if (!agent) throw notFound('Agent');
     return agent;
   }
-  /** `requireOwnedIn` outside any transaction. */
-  const requireOwned = (userUuid: string, uuid: string) => requireOwnedIn(db.kysely, userUuid, uuid);
+  /**
+   * `requireOwnedIn` outside any transaction, from the cache when it serves: for the hot paths
+   * that only need the agent's current fields. A transaction that must see the row under its
+   * lock reads it with `requireOwnedIn` or `findForClaim`.
+   */
+  async function requireOwned(userUuid: string, uuid: string): Promise<AgentRow> {
+    // Cached by uuid alone, so another user's cached agent is still not found.
+    const agent = await cache.read(uuid, () => repo.findOwned(db.kysely, userUuid, uuid));
+    if (!agent || agent.userUuid !== userUuid) throw notFound('Agent');
+    return agent;
+  }
 
   return {
     requireOwned,
@@ -93,6 +107,7 @@ export function createAgentsService(deps: {
           updated_at: now(),
         };
         await repo.update(trx, next);
+        cache.invalidateAtCommit(trx, uuid);
         return view(next);
       });
     },
@@ -102,6 +117,7 @@ export function createAgentsService(deps: {
       const deleted = await db.transaction(async (trx) => {
         const at = now();
         if (!(await repo.markDeleted(trx, userUuid, uuid, at))) return false;
+        cache.invalidateAtCommit(trx, uuid);
         await deps.onDelete(trx, uuid, at);
         return true;
       });

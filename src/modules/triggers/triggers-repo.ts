@@ -1,10 +1,12 @@
 import type { Selectable } from 'kysely';
+import { changeChannel } from '../../db/change-cache.js';
 import type { Executor } from '../../db/connect.js';
 import type { TriggerDeliveriesTable, TriggersTable } from '../../db/database.js';
 import { withDbErrors as guard } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
 import { prepareQuery } from '../../db/prepared.js';
 import { lockRows } from '../../db/transactions.js';
+import type { DedupHolder } from './delivery-batch-fns.js';
 
 export interface TriggerRow {
   uuid: string;
@@ -62,6 +64,27 @@ function toDelivery(r: Selectable<TriggerDeliveriesTable>): DeliveryRow {
   };
 }
 
+/**
+ * Every change to an existing trigger (patch, enable/disable, secret rotation, delete, its agent's
+ * deletion), by trigger uuid, announced in the transaction that writes it: the trigger caches of
+ * every instance drop it (see `changeChannel`). A creation needs none: only found triggers are cached.
+ */
+export const triggerChanges = changeChannel('taskhook_triggers');
+
+function deliveryColumns(d: DeliveryRow) {
+  return {
+    uuid: d.uuid,
+    trigger_uuid: d.triggerUuid,
+    delivery_id: d.deliveryId,
+    dedup_key: d.dedupKey,
+    received_at: d.receivedAt,
+    status_code: d.statusCode,
+    task_uuid: d.taskUuid,
+    error: d.error,
+    response: d.response === null ? null : toDbJson(d.response),
+  };
+}
+
 // Looked up on every delivery, before anything else (built once, see prepareQuery).
 const triggerByUuid = prepareQuery(1, (ex, uuid: string) =>
   ex.selectFrom('triggers').selectAll().where('uuid', '=', uuid),
@@ -90,7 +113,8 @@ export const triggersRepo = {
     );
   },
 
-  update(ex: Executor, t: TriggerRow) {
+  async update(ex: Executor, t: TriggerRow) {
+    await triggerChanges.announce(ex, t.uuid);
     return guard(
       ex
         .updateTable('triggers')
@@ -150,32 +174,50 @@ export const triggersRepo = {
   },
 
   async remove(ex: Executor, uuid: string) {
+    await triggerChanges.announce(ex, uuid);
     await guard(ex.deleteFrom('trigger_deliveries').where('trigger_uuid', '=', uuid).execute());
     await guard(ex.deleteFrom('triggers').where('uuid', '=', uuid).execute());
   },
 
-  async removeAllOfAgent(ex: Executor, agentUuid: string) {
+  /** Deletes the agent's triggers; answers their uuids. */
+  async removeAllOfAgent(ex: Executor, agentUuid: string): Promise<string[]> {
     const rows = await guard(ex.selectFrom('triggers').select('uuid').where('agent_uuid', '=', agentUuid).execute());
     for (const { uuid } of rows) await this.remove(ex, uuid);
+    return rows.map((r) => r.uuid);
   },
 
   insertDelivery(ex: Executor, d: DeliveryRow) {
-    return guard(
+    return guard(ex.insertInto('trigger_deliveries').values(deliveryColumns(d)).execute());
+  },
+
+  /** Several deliveries in one statement (a batch of one turn's receives). */
+  insertDeliveries(ex: Executor, rows: DeliveryRow[]) {
+    return guard(ex.insertInto('trigger_deliveries').values(rows.map(deliveryColumns)).execute());
+  },
+
+  /** The accepted deliveries that still hold any of these ids (each pair: trigger, id). */
+  async findDedupHolders(ex: Executor, pairs: Array<{ triggerUuid: string; key: string }>): Promise<DedupHolder[]> {
+    if (pairs.length === 0) return [];
+    const rows = await guard(
       ex
-        .insertInto('trigger_deliveries')
-        .values({
-          uuid: d.uuid,
-          trigger_uuid: d.triggerUuid,
-          delivery_id: d.deliveryId,
-          dedup_key: d.dedupKey,
-          received_at: d.receivedAt,
-          status_code: d.statusCode,
-          task_uuid: d.taskUuid,
-          error: d.error,
-          response: d.response === null ? null : toDbJson(d.response),
-        })
+        .selectFrom('trigger_deliveries')
+        .select(['uuid', 'trigger_uuid', 'dedup_key', 'received_at'])
+        .where('trigger_uuid', 'in', [...new Set(pairs.map((p) => p.triggerUuid))])
+        .where('dedup_key', 'in', [...new Set(pairs.map((p) => p.key))])
         .execute(),
     );
+    return rows.map((r) => ({
+      uuid: r.uuid,
+      triggerUuid: r.trigger_uuid,
+      dedupKey: r.dedup_key as string,
+      receivedAt: r.received_at,
+    }));
+  },
+
+  /** Lets these accepted deliveries' ids be used again (their 24 h are over). */
+  async releaseDedupKeys(ex: Executor, uuids: string[]) {
+    if (uuids.length === 0) return;
+    await guard(ex.updateTable('trigger_deliveries').set({ dedup_key: null }).where('uuid', 'in', uuids).execute());
   },
 
   /**

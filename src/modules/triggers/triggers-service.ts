@@ -1,3 +1,4 @@
+import type { ChangeCache } from '../../db/change-cache.js';
 import type { Db, Executor } from '../../db/connect.js';
 import { invalid, notFound } from '../../http/errors.js';
 import type { SecretBox } from '../../lib/crypto.js';
@@ -21,14 +22,18 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 export function createTriggersService(deps: {
   db: Db;
   repo: TriggersRepo;
+  /** The webhook receive's trigger cache, which this instance's own changes empty at commit. */
+  cache: ChangeCache<TriggerRow>;
   agents: Pick<AgentsService, 'requireOwned' | 'requireOwnedIn'>;
   agentsRepo: Pick<AgentsRepo, 'findForClaim'>;
   box: SecretBox;
   clock: Clock;
   publicUrl: string;
 }) {
-  const { db, repo } = deps;
+  const { db, repo, cache } = deps;
   const now = () => iso(deps.clock.now());
+  // Before the caller is answered; other instances hear of the change through the repository's
+  // announcement.
 
   const view = (t: TriggerRow): TriggerView => ({
     uuid: t.uuid,
@@ -101,6 +106,7 @@ export function createTriggersService(deps: {
           updatedAt: now(),
         };
         await repo.update(trx, next);
+        cache.invalidateAtCommit(trx, uuid);
         return view(next);
       });
     },
@@ -109,6 +115,7 @@ export function createTriggersService(deps: {
       await db.transaction(async (trx) => {
         await requireTrigger(trx, userUuid, agentUuid, uuid);
         await repo.remove(trx, uuid);
+        cache.invalidateAtCommit(trx, uuid);
       });
     },
 
@@ -125,6 +132,7 @@ export function createTriggersService(deps: {
           updatedAt: now(),
         };
         await repo.update(trx, next);
+        cache.invalidateAtCommit(trx, uuid);
         return next;
       });
       return { ...view(trigger), webhook_secret: secret };

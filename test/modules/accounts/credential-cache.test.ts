@@ -141,7 +141,7 @@ describe.each(DATABASES)('authenticator with a listening cache on $name', (datab
     now += 1001;
     await authenticate(headers, 'user');
     expect(calls.lookups).toBe(2);
-    cache.invalidateUser(user.uuid);
+    cache.invalidate(user.uuid);
     await authenticate(headers, 'user');
     expect(calls.lookups).toBe(3);
     cache.setListening(false); // connection lost: every request looks the key up
@@ -156,7 +156,7 @@ describe.each(DATABASES)('authenticator with a listening cache on $name', (datab
     cache.setListening(true);
     const { calls, authenticate } = counted(cache);
     const pending = authenticate({ 'x-api-key': user.key }, 'user');
-    cache.invalidateUser(user.uuid); // arrives while the lookup is in flight
+    cache.invalidate(user.uuid); // arrives while the lookup is in flight
     await pending;
     await authenticate({ 'x-api-key': user.key }, 'user');
     expect(calls.lookups).toBe(2);
