@@ -1,3 +1,4 @@
+import type { ChangeCache } from '../../db/change-cache.js';
 import type { Db } from '../../db/connect.js';
 import { UniqueViolationError } from '../../db/errors.js';
 import { AppError, AuthError, invalid } from '../../http/errors.js';
@@ -9,6 +10,7 @@ import { MAX_MESSAGE_CHARS } from '../tasks/tasks-schemas.js';
 import type { TasksService } from '../tasks/tasks-service.js';
 import { type ServiceSpan, webhookSpan } from '../telemetry/service-spans-fns.js';
 import { deriveSpanId, deriveTraceId, parseTraceparent } from '../telemetry/trace-context-fns.js';
+import { type AcceptedDelivery, createDeliveryBatcher, type DeliveryWritten } from './delivery-batcher.js';
 import { authenticateDelivery, bodyKind, incomingDeliveryId, parsePayload } from './triggers-fns.js';
 import type { DeliveryRow, TriggerRow, TriggersRepo } from './triggers-repo.js';
 import type { WebhookAccepted } from './triggers-schemas.js';
@@ -47,8 +49,10 @@ const header = (headers: IncomingDelivery['headers'], name: string) => {
 export function createWebhookService(deps: {
   db: Db;
   repo: TriggersRepo;
+  /** Triggers by uuid for the lookup of every delivery; only served while it hears every trigger change. */
+  cache: ChangeCache<TriggerRow>;
   agents: Pick<AgentsService, 'requireOwned'>;
-  tasks: Pick<TasksService, 'prepare' | 'insert'>;
+  tasks: Pick<TasksService, 'prepare' | 'insert' | 'insertMany'>;
   box: SecretBox;
   clock: Clock;
   /** Records the service's own spans after the fact, best-effort (the webhook span of a delivery). */
@@ -56,8 +60,56 @@ export function createWebhookService(deps: {
   /** Called for each refusal for a bad secret or signature left out of the log (over the hourly cap). */
   onUnloggedRefusal?: () => void;
 }) {
-  const { db, repo } = deps;
+  const { db, repo, cache } = deps;
   const now = () => iso(deps.clock.now());
+
+  /**
+   * Today's path for one accepted delivery: its own transaction (the dedup check, the record, the
+   * task); a repeat of an accepted delivery id logs the repeat and answers the first 202.
+   */
+  async function writeAlone({ record, task, nowMs }: AcceptedDelivery): Promise<DeliveryWritten> {
+    const sent = record.dedupKey;
+    try {
+      await db.transaction(async (trx) => {
+        if (sent) {
+          const earlier = await repo.findByDedupKey(trx, record.triggerUuid, sent);
+          if (earlier && Date.parse(earlier.receivedAt) <= nowMs - DAY_MS)
+            await repo.releaseDedupKey(trx, earlier.uuid);
+        }
+        await repo.insertDelivery(trx, record);
+        await deps.tasks.insert(trx, task);
+      });
+      return { created: true };
+    } catch (err) {
+      if (!(sent && err instanceof UniqueViolationError)) throw err;
+      // A repeat of an accepted delivery: answer the first 202 again, create nothing.
+      const first = await repo.findByDedupKey(db.kysely, record.triggerUuid, sent);
+      if (!first) throw new AppError('CONFLICT', 'The same delivery is being processed; retry');
+      await db.transaction((trx) =>
+        repo.insertDelivery(trx, {
+          ...record,
+          uuid: newId(),
+          dedupKey: null,
+          taskUuid: first.taskUuid,
+          response: null,
+        }),
+      );
+      return { created: false, first: first.response as WebhookAccepted };
+    }
+  }
+
+  const batcher = createDeliveryBatcher({
+    db,
+    repo,
+    insertTasks: (trx, tasks) => deps.tasks.insertMany(trx, tasks),
+    windowMs: DAY_MS,
+    alone: writeAlone,
+  });
+
+  /** The trigger an address names, from the cache when it serves (an unknown address is never cached). */
+  async function lookup(uuid: string): Promise<TriggerRow | undefined> {
+    return cache.read(uuid, () => repo.findByUuid(db.kysely, uuid));
+  }
 
   /** Secrets that open the trigger now: the current one, and the previous one for 24 h after a rotation. */
   function activeSecrets(t: TriggerRow): string[] {
@@ -132,14 +184,15 @@ export function createWebhookService(deps: {
 
   return {
     /** The trigger a webhook address names, for the rate limit and the receive route. */
-    lookup: (uuid: string) => repo.findByUuid(db.kysely, uuid),
+    lookup,
 
     /** Whether the delivery carries a secret or signature of the trigger (the rate limit asks first). */
     authenticate,
 
     /**
      * Receives a delivery: checks in the documented order, then creates exactly one task per
-     * delivery id (24 h), in one transaction with the delivery record. Refusals are logged too.
+     * delivery id (24 h), in one transaction with the delivery record (shared with the other
+     * deliveries of the same event-loop turn). Refusals are logged too.
      * `auth` is `authenticate(trigger, incoming)` when the caller already asked.
      * @throws AuthError 401, AppError (415, 400, 403 TRIGGER_DISABLED, 503 AGENT_UNAVAILABLE; then 400 for a
      * delivery id over 255 characters).
@@ -203,32 +256,8 @@ export function createWebhookService(deps: {
         error: null,
         response: accepted,
       };
-      try {
-        await db.transaction(async (trx) => {
-          if (sent) {
-            const earlier = await repo.findByDedupKey(trx, trigger.uuid, sent);
-            if (earlier && Date.parse(earlier.receivedAt) <= nowMs - DAY_MS)
-              await repo.releaseDedupKey(trx, earlier.uuid);
-          }
-          await repo.insertDelivery(trx, record);
-          await deps.tasks.insert(trx, task);
-        });
-      } catch (err) {
-        if (!(sent && err instanceof UniqueViolationError)) throw err;
-        // A repeat of an accepted delivery: answer the first 202 again, create nothing.
-        const first = await repo.findByDedupKey(db.kysely, trigger.uuid, sent);
-        if (!first) throw new AppError('CONFLICT', 'The same delivery is being processed; retry');
-        await db.transaction((trx) =>
-          repo.insertDelivery(trx, {
-            ...record,
-            uuid: newId(),
-            dedupKey: null,
-            taskUuid: first.taskUuid,
-            response: null,
-          }),
-        );
-        return first.response as WebhookAccepted;
-      }
+      const written = await batcher.write({ record, task, nowMs });
+      if (!written.created) return written.first;
       deps.traceSpans?.(trigger.userUuid, [
         webhookSpan({
           ...deliverySpan,
