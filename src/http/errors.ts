@@ -99,13 +99,18 @@ export class AppError extends Error {
 /**
  * An authentication or account-gate failure: 401, or a 403 about the account or the credential
  * kind, always answered with the flat `{"error": message}` shape (docs/api.md §2.2).
+ *
+ * It carries no stack trace: it is an answer, never logged, and capturing the (async) stack of
+ * every refused request was the dearest part of a 401.
  */
 export class AuthError extends Error {
-  constructor(
-    readonly status: 401 | 403,
-    message: string,
-  ) {
+  readonly status: 401 | 403;
+  constructor(status: 401 | 403, message: string) {
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message);
+    Error.stackTraceLimit = limit;
+    this.status = status;
   }
 }
 

@@ -91,21 +91,34 @@ export function registerGuard(app: FastifyInstance, deps: { authenticate: Authen
     }
   });
 
-  app.addHook('preHandler', async (request, reply) => {
+  async function countAfterBody(request: FastifyRequest, reply: FastifyReply) {
     if (!uncounted.has(request)) return;
     uncounted.delete(request);
     const scope = (await request.routeOptions.config.rateLimitScope?.(request)) ?? null;
     const result = await count(request, reply, scope);
     if (result.exceeded) throw refuse(reply, result);
-  });
+  }
 
   // Refused before its body was read: it still counts, against the client address.
-  app.addHook('onSend', async (request, reply, payload) => {
+  async function countRefusedBeforeBody(request: FastifyRequest, reply: FastifyReply, payload: unknown) {
     if (!uncounted.has(request)) return payload;
     uncounted.delete(request);
     await count(request, reply, null);
     return payload;
+  }
+
+  // Only routes that count after their body need these two hooks: as route-level hooks, every
+  // other request skips them. Ahead of the route's own hooks, as app-wide hooks would run.
+  app.addHook('onRoute', (route) => {
+    if (!route.config?.rateLimitAfterBody) return;
+    route.preHandler = [countAfterBody, ...hookList(route.preHandler)];
+    route.onSend = [countRefusedBeforeBody, ...hookList(route.onSend)];
   });
+}
+
+function hookList<T>(hooks: T | T[] | undefined): T[] {
+  if (hooks === undefined) return [];
+  return Array.isArray(hooks) ? hooks : [hooks];
 }
 
 /**

@@ -27,10 +27,7 @@ export function createMetricsModule(deps: { config: Config; runtime: Runtime; ta
   async function routes(app: FastifyInstance) {
     app.addHook('onResponse', (request, reply, done) => {
       const route = request.routeOptions.url ?? 'unmatched';
-      metrics.httpDuration.observe(
-        { method: request.method, route, status_class: `${Math.floor(reply.statusCode / 100)}xx` },
-        reply.elapsedTime / 1000,
-      );
+      metrics.httpDuration.record(request.method, route, statusClass(reply.statusCode), reply.elapsedTime / 1000);
       if (reply.statusCode === 429) metrics.rateLimited.inc();
       if (route === WEBHOOK_ROUTE && request.method === 'POST') {
         metrics.webhookDeliveries.inc({ status: String(reply.statusCode) });
@@ -59,6 +56,14 @@ export function createMetricsModule(deps: { config: Config; runtime: Runtime; ta
 
   // Not encapsulated: the duration hook must see every route of the app.
   return { metrics, routes: fp(routes, { name: 'metrics' }) };
+}
+
+const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'];
+
+/** `2xx` for 200; the same string each time for the usual classes. */
+function statusClass(status: number): string {
+  const index = Math.floor(status / 100) - 1;
+  return STATUS_CLASSES[index] ?? `${index + 1}xx`;
 }
 
 /** A plain HTTP server that answers `GET /metrics` and 404 to everything else. */

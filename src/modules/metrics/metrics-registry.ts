@@ -2,6 +2,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 import type { Db } from '../../db/connect.js';
 import type { Clock } from '../../lib/time.js';
 import { createMetricsRepo } from './metrics-repo.js';
+import { RequestDurations } from './request-durations.js';
 
 /** Storage-derived gauges are read at most this often, however often Prometheus scrapes. */
 const STORAGE_READ_EVERY_MS = 5000;
@@ -21,12 +22,11 @@ export function createMetrics(deps: { db: Db; clock: Clock }) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'taskhook_', eventLoopMonitoringPrecision: 10 });
 
-  const httpDuration = new Histogram({
+  const httpDuration = new RequestDurations({
     name: 'taskhook_http_request_duration_seconds',
     help: 'Time from request to response, by route pattern and status class.',
-    labelNames: ['method', 'route', 'status_class'] as const,
     buckets: HTTP_BUCKETS,
-    registers: [registry],
+    registry,
   });
   const rateLimited = new Counter({
     name: 'taskhook_rate_limit_refusals_total',
