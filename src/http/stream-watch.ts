@@ -1,4 +1,5 @@
-import type { FastifyRequest } from 'fastify';
+import type { ServerResponse } from 'node:http';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../lib/principal.js';
 import type { Timers } from '../lib/time.js';
 import type { CredentialCheck } from '../modules/accounts/accounts-module.js';
@@ -56,5 +57,59 @@ export function watchStream(deps: {
     stopped = true;
     stopTicks();
     stopListening();
+  };
+}
+
+/** An open server-sent event stream (see `startEventStream`). */
+export interface EventStream {
+  raw: ServerResponse;
+  /** True once `end` ran (the client hung up, the credential stopped holding, the app closes). */
+  readonly closed: boolean;
+  end(): void;
+}
+
+/**
+ * Takes the response over from Fastify and starts a server-sent event stream: status 200 with
+ * the headers set so far (X-Request-Id, rate-limit, CORS) and those of an unbuffered event
+ * stream, sent at once (a stream may have nothing to write for a while); then the heartbeat and
+ * credential watch of `watchStream`. The stream ends once, whatever ends it first: the client
+ * hanging up, the credential, `end()`, or the app closing (`open` holds every open stream's end);
+ * `onEnd` runs then, before the response is ended.
+ */
+export function startEventStream(
+  reply: FastifyReply,
+  deps: Omit<Parameters<typeof watchStream>[0], 'heartbeat' | 'end'> & {
+    open: Set<() => void>;
+    onEnd: () => void;
+  },
+): EventStream {
+  reply.hijack();
+  const raw = reply.raw;
+  raw.writeHead(200, {
+    ...(reply.getHeaders() as Record<string, string>),
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  raw.flushHeaders();
+  let closed = false;
+  const end = () => {
+    if (closed) return;
+    closed = true;
+    stopWatching();
+    deps.open.delete(end);
+    deps.onEnd();
+    raw.end();
+  };
+  const stopWatching = watchStream({ ...deps, heartbeat: () => raw.write(': keep-alive\n\n'), end });
+  deps.open.add(end);
+  raw.on('close', end);
+  return {
+    raw,
+    get closed() {
+      return closed;
+    },
+    end,
   };
 }

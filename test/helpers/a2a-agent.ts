@@ -70,6 +70,11 @@ export interface A2aAgent {
   dropConnections: () => void;
   /** Ends a waiting task as the agent's own decision (it becomes canceled, `released`). */
   release: (taskId: string) => void;
+  /**
+   * Holds the answers of the POST requests that arrive from now on (the executor still runs):
+   * nothing of them goes out until the returned function is called.
+   */
+  holdAnswers: () => () => void;
   close(): Promise<void>;
 }
 
@@ -210,7 +215,30 @@ export async function startA2aAgent(options: A2aAgentOptions): Promise<A2aAgent>
     },
   };
 
+  let held: Promise<void> | null = null;
   const app = express();
+  app.use((req, res, next) => {
+    const gate = req.method === 'POST' ? held : null;
+    if (gate) {
+      // Output calls are queued until the gate opens, then the real methods are put back and
+      // the queue replayed in order (the real `end` calls `writeHead` itself: it must be the real one).
+      const out = res as unknown as Record<string, (...args: unknown[]) => unknown>;
+      const names = ['writeHead', 'flushHeaders', 'write', 'end'] as const;
+      const originals = names.map((name) => [name, out[name]] as const);
+      const queue: Array<[string, unknown[]]> = [];
+      for (const name of names) {
+        out[name] = (...args: unknown[]) => {
+          queue.push([name, args]);
+          return name === 'write' ? true : res;
+        };
+      }
+      void gate.then(() => {
+        for (const [name, original] of originals) out[name] = original as (...args: unknown[]) => unknown;
+        for (const [name, args] of queue) out[name]?.apply(res, args);
+      });
+    }
+    next();
+  });
   app.use((req, _res, next) => {
     const seen: SeenRequest = { method: req.method, path: req.path, headers: { ...req.headers }, body: undefined };
     requests.push(seen);
@@ -258,6 +286,16 @@ export async function startA2aAgent(options: A2aAgentOptions): Promise<A2aAgent>
         else waiters.push(resolve);
       }),
     dropConnections: () => server.closeAllConnections(),
+    holdAnswers: () => {
+      let open = () => {};
+      held = new Promise<void>((resolve) => {
+        open = resolve;
+      });
+      return () => {
+        held = null;
+        open();
+      };
+    },
     release: (taskId) => {
       released.add(taskId);
       cancelHooks.get(taskId)?.();

@@ -104,6 +104,8 @@ export function createA2aRuntime(deps: A2aRuntimeDeps): PushRuntime<A2aRuntime> 
     session: A2aSession;
     attempt: number;
     remote: RemoteTaskState | null;
+    /** The SendMessage of a new remote task is in flight (the remote may have made a task we cannot name yet). */
+    sendingNew: boolean;
     save(remote: RemoteTaskState): Promise<void>;
   }
 
@@ -128,6 +130,7 @@ export function createA2aRuntime(deps: A2aRuntimeDeps): PushRuntime<A2aRuntime> 
     const request = sendRequestOf(texts ?? [], to, endpoint.tenant);
     let view: TaskView | null = null;
     let accepted = false;
+    ctx.sendingNew = to === null;
     try {
       if (endpoint.streaming) {
         for await (const event of transport.sendMessageStream(request, options)) {
@@ -147,6 +150,8 @@ export function createA2aRuntime(deps: A2aRuntimeDeps): PushRuntime<A2aRuntime> 
     } catch (err) {
       // A stream that breaks after the remote took the message is followed by polling; anything else fails the run.
       if (!accepted || !ctx.remote || session.signal.aborted || !endpoint.streaming) throw err;
+    } finally {
+      ctx.sendingNew = false;
     }
     if (!ctx.remote) throw new Error('the stream ended before the remote agent named a task');
     return poll(transport, session, ctx.remote, endpoint.streaming ? null : view);
@@ -157,39 +162,41 @@ export function createA2aRuntime(deps: A2aRuntimeDeps): PushRuntime<A2aRuntime> 
       const { task, runtime, signal } = run;
       const saved = remoteOf(run.state);
       const plan = planOf(saved, task.attempt, task.messages);
+      // The session's requests end with the run, but for one: a SendMessage of a new remote task
+      // that is in flight when the run is cancelled (or handed back). Aborting it could leave a
+      // task the remote has already made running for nobody, with no id to cancel it by. So the
+      // run ends at once, and the request goes on (at most timeoutMs) until it names the task,
+      // which then gets its CancelTask instead of being saved.
+      const requests = new AbortController();
+      let abandoned = false;
+      const ended = new Promise<PushOutcome>((resolve) => {
+        const onAbort = () => {
+          resolve({ kind: 'aborted' });
+          if (!ctx.sendingNew || ctx.remote) return requests.abort(signal.reason);
+          abandoned = true;
+          setTimeout(() => requests.abort(signal.reason), timeoutMs).unref();
+        };
+        if (signal.aborted) queueMicrotask(onAbort);
+        else signal.addEventListener('abort', onAbort, { once: true });
+      });
       const ctx: RunContext = {
-        session: sessionOf(runtime, run.traceparent, signal),
+        session: sessionOf(runtime, run.traceparent, requests.signal),
         attempt: task.attempt,
         remote: plan.kind === 'new' ? null : saved,
+        sendingNew: false,
         async save(remote) {
+          if (abandoned) {
+            requests.abort(signal.reason);
+            void cancelRemote(runtime, remote);
+            return;
+          }
           ctx.remote = remote;
           await run.saveState({ ...remote });
         },
       };
-      // A remote task this run does not continue (an earlier attempt's, or one left waiting for a
-      // reply that never came) may still run or wait: it is not wanted any more.
-      if (plan.kind === 'new' && saved) void cancelRemote(runtime, saved);
-      try {
-        let outcome: PushOutcome;
-        if (plan.kind !== 'new' && saved) {
-          outcome = await follow(ctx, saved, plan.kind === 'reply' ? [plan.text] : null, saved);
-        } else {
-          const { endpoint } = await cards.get(runtime.agent_card_url, ctx.session);
-          outcome = await follow(
-            ctx,
-            endpoint,
-            task.messages.map((m) => m.content),
-            null,
-          );
-        }
-        if (outcome.kind === 'input_request' && ctx.remote) await ctx.save({ ...ctx.remote, phase: 'awaiting_input' });
-        return outcome;
-      } catch (err) {
-        if (signal.aborted) return { kind: 'aborted' };
-        // The remote task this run gives up on would otherwise work on for nobody.
-        if (ctx.remote) void cancelRemote(runtime, ctx.remote);
-        return deliveryFailed(`A2A call failed: ${reasonOf(err)}`, ctx.session.retryAfterMs);
-      }
+      const work = perform(run, ctx, plan, saved);
+      work.catch(() => undefined);
+      return Promise.race([work, ended]);
     },
 
     async cancelled({ runtime, state }) {
@@ -197,4 +204,38 @@ export function createA2aRuntime(deps: A2aRuntimeDeps): PushRuntime<A2aRuntime> 
       if (remote) await cancelRemote(runtime, remote);
     },
   };
+
+  /** One run's work, from the card to the outcome (`run` above adds how a cancel ends it). */
+  async function perform(
+    run: Parameters<PushRuntime<A2aRuntime>['run']>[0],
+    ctx: RunContext,
+    plan: ReturnType<typeof planOf>,
+    saved: RemoteTaskState | null,
+  ): Promise<PushOutcome> {
+    const { task, runtime, signal } = run;
+    // A remote task this run does not continue (an earlier attempt's, or one left waiting for a
+    // reply that never came) may still run or wait: it is not wanted any more.
+    if (plan.kind === 'new' && saved) void cancelRemote(runtime, saved);
+    try {
+      let outcome: PushOutcome;
+      if (plan.kind !== 'new' && saved) {
+        outcome = await follow(ctx, saved, plan.kind === 'reply' ? [plan.text] : null, saved);
+      } else {
+        const { endpoint } = await cards.get(runtime.agent_card_url, ctx.session);
+        outcome = await follow(
+          ctx,
+          endpoint,
+          task.messages.map((m) => m.content),
+          null,
+        );
+      }
+      if (outcome.kind === 'input_request' && ctx.remote) await ctx.save({ ...ctx.remote, phase: 'awaiting_input' });
+      return outcome;
+    } catch (err) {
+      if (signal.aborted) return { kind: 'aborted' };
+      // The remote task this run gives up on would otherwise work on for nobody.
+      if (ctx.remote) void cancelRemote(runtime, ctx.remote);
+      return deliveryFailed(`A2A call failed: ${reasonOf(err)}`, ctx.session.retryAfterMs);
+    }
+  }
 }

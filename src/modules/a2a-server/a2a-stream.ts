@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { principalOf } from '../../http/guard.js';
-import { watchStream } from '../../http/stream-watch.js';
+import { startEventStream } from '../../http/stream-watch.js';
 import type { Timers } from '../../lib/time.js';
 import type { CredentialCheck } from '../accounts/accounts-module.js';
 import { createEventWaker } from '../tasks/event-waker.js';
@@ -60,39 +60,22 @@ export async function streamTask(
     throw err;
   }
 
-  reply.hijack();
-  const raw = reply.raw;
-  raw.writeHead(200, {
-    ...(reply.getHeaders() as Record<string, string>),
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache, no-transform',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-  });
-  let closed = false;
-  const end = () => {
-    if (closed) return;
-    closed = true;
-    unsubscribe();
-    stopWatching();
-    deps.open.delete(end);
-    release();
-    waker.wake();
-    raw.end();
-  };
-  const stopWatching = watchStream({
+  const stream = startEventStream(reply, {
     credentials: deps.credentials,
     timers: deps.timers,
     request,
     principal: principalOf(request),
-    heartbeat: () => raw.write(': keep-alive\n\n'),
-    end,
+    open: deps.open,
+    onEnd: () => {
+      unsubscribe();
+      release();
+      waker.wake();
+    },
   });
-  deps.open.add(end);
-  raw.on('close', end);
+  const { end } = stream;
 
   const send = (response: StreamResponse) => {
-    raw.write(`data: ${JSON.stringify(resultResponse(rpcId, response))}\n\n`);
+    stream.raw.write(`data: ${JSON.stringify(resultResponse(rpcId, response))}\n\n`);
   };
 
   try {
@@ -101,7 +84,7 @@ export async function streamTask(
     let last = first.seq;
     const contextId = task.contextId;
     if (endsStream(previous.status)) return end();
-    while (!closed) {
+    while (!stream.closed) {
       waker.arm();
       const page = await deps.tasks.eventsAfter(ref.taskUuid, last, EVENTS_PAGE);
       for (const event of page) {
@@ -112,7 +95,7 @@ export async function streamTask(
         if (endsStream(view.status)) return end();
       }
       // A full page: more may be stored already.
-      if (closed || page.length === EVENTS_PAGE) continue;
+      if (stream.closed || page.length === EVENTS_PAGE) continue;
       await waker.wait();
     }
   } catch (err) {

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ConnectionLimits } from '../../http/connection-limits.js';
 import { errorResponses } from '../../http/error-schemas.js';
 import { principalOf, taskRefOf } from '../../http/guard.js';
-import { watchStream } from '../../http/stream-watch.js';
+import { startEventStream } from '../../http/stream-watch.js';
 import type { Timers } from '../../lib/time.js';
 import type { CredentialCheck } from '../accounts/accounts-module.js';
 import { createEventWaker } from './event-waker.js';
@@ -78,41 +78,22 @@ export function eventsRoutes(deps: {
           throw err;
         }
 
-        reply.hijack();
-        const raw = reply.raw;
-        raw.writeHead(200, {
-          ...(reply.getHeaders() as Record<string, string>),
-          'content-type': 'text/event-stream; charset=utf-8',
-          'cache-control': 'no-cache, no-transform',
-          connection: 'keep-alive',
-          'x-accel-buffering': 'no',
-        });
-        // Send the headers now: a resumed stream may have nothing to write for a while.
-        raw.flushHeaders();
-        let closed = false;
-        const end = () => {
-          if (closed) return;
-          closed = true;
-          unsubscribe();
-          stopWatching();
-          releaseSlot();
-          open.delete(end);
-          waker.wake();
-          raw.end();
-        };
-        const stopWatching = watchStream({
+        const stream = startEventStream(reply, {
           credentials: deps.credentials,
           timers: deps.timers,
           request,
           principal,
-          heartbeat: () => raw.write(': keep-alive\n\n'),
-          end,
+          open,
+          onEnd: () => {
+            unsubscribe();
+            releaseSlot();
+            waker.wake();
+          },
         });
-        open.add(end);
-        raw.on('close', end);
+        const { end } = stream;
 
         const send = (seq: number, data: unknown) =>
-          raw.write(`id: ${seq}\nevent: task\ndata: ${JSON.stringify(data)}\n\n`);
+          stream.raw.write(`id: ${seq}\nevent: task\ndata: ${JSON.stringify(data)}\n\n`);
         const isFinal = (data: unknown) => FINAL_STATUSES.has((data as { status: TaskStatus }).status);
 
         try {
@@ -128,7 +109,7 @@ export function eventsRoutes(deps: {
             // Resuming after the final event: nothing more will ever come.
             if (last === first.seq && isFinal(first.view)) return end();
           }
-          while (!closed) {
+          while (!stream.closed) {
             waker.arm();
             const page = await deps.service.eventsAfter(ref.taskUuid, last, EVENTS_PAGE);
             for (const event of page) {
@@ -137,7 +118,7 @@ export function eventsRoutes(deps: {
               if (isFinal(event.data)) return end();
             }
             // A full page: more may be stored already.
-            if (closed || page.length === EVENTS_PAGE) continue;
+            if (stream.closed || page.length === EVENTS_PAGE) continue;
             await waker.wait();
           }
         } catch (err) {

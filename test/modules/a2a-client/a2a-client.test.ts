@@ -142,4 +142,24 @@ describe.each([
     await runner.runtime.cancelled?.({ task, runtime: runner.config, state: runner.saved.at(-1) ?? null });
     expect(agent.cancelled).toEqual([remoteId]);
   });
+
+  it('a cancel while the first SendMessage is unanswered ends the run at once; the task it made is cancelled when named', async () => {
+    const { agent, runner } = await setup();
+    const task = taskOf([['user', 'wait']]);
+    const controller = new AbortController();
+    const open = agent.holdAnswers();
+    const running = runner.run(task, { signal: controller.signal });
+    // The remote has made its task, but its answer (the task's id) has not arrived.
+    const remoteId = await agent.waiting();
+    controller.abort('cancel');
+    expect(await running).toEqual({ kind: 'aborted' });
+    expect(runner.saved).toEqual([]);
+    await runner.runtime.cancelled?.({ task, runtime: runner.config, state: null });
+    expect(agent.cancelled).toEqual([]);
+
+    open();
+    await vi.waitFor(() => expect(agent.cancelled).toEqual([remoteId]));
+    expect(runner.saved).toEqual([]);
+    expect(agent.received).toHaveLength(1);
+  });
 });
