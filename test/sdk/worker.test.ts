@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   type ClaimedTask,
@@ -106,11 +107,8 @@ describe.each(DATABASES)('runWorker on $name', (database) => {
     });
     let started = 0;
     const calls: string[] = [];
-    const realFetch = globalThis.fetch;
-    globalThis.fetch = (input, init) => {
-      calls.push(`${init?.method ?? 'GET'} ${new URL(String(input)).pathname}`);
-      return realFetch(input, init);
-    };
+    const seen = (req: IncomingMessage) => calls.push(`${req.method} ${req.url}`);
+    t.app.server.on('request', seen);
     try {
       const worker = start(
         async (task) => {
@@ -124,7 +122,7 @@ describe.each(DATABASES)('runWorker on $name', (database) => {
       for (const id of ids) expect((await waitFor(id)).status).toBe('completed');
       await worker.stop();
     } finally {
-      globalThis.fetch = realFetch;
+      t.app.server.off('request', seen);
     }
     const completes = calls.filter((c) => c.includes('complete'));
     expect(completes).toEqual([`POST /agent/${agentId}/tasks/complete`]);
