@@ -599,6 +599,14 @@ async function createContextModelCall(t: TestApp, user: TestUser) {
   });
   const modelCall = res.headers['x-taskhook-call-id'];
   if (res.statusCode !== 502 || typeof modelCall !== 'string') throw new Error(`model call setup failed: ${res.body}`);
+  // The proxy records the credential's last_used_at without holding the answer back for it; wait
+  // for that write so a snapshot taken next does not see it land.
+  for (let tries = 0; ; tries++) {
+    const own = await call(t.app, 'GET', `/user/provider_credentials/${credential.uuid}`, { token: user.token });
+    if (own.json().last_used_at !== null) break;
+    if (tries === 200) throw new Error('the model call did not record last_used_at');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
   return { providerCredential: credential.uuid, credentialName, modelCall };
 }
 
