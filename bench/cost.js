@@ -2,23 +2,14 @@
 // Runs a fixed number of requests against a server in its own process and reads the server's
 // CPU time (and, on PostgreSQL, that of its database backends) from /proc before and after.
 // Wall-clock requests/s depend on what else runs on the machine; CPU µs per request do much less.
-import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { setupTaskhook, startBare } from './servers.js';
+import { cpuUs, setupTaskhook, startBare } from './servers.js';
 
 const N = Number(process.env.COST_REQUESTS ?? 20_000);
 const CONNECTIONS = Number(process.env.COST_CONNECTIONS ?? 32);
-const TICK_US = 1e6 / 100; // USER_HZ is 100 on Linux
-
-function cpuUs(pid) {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * TICK_US;
-  } catch {
-    return 0;
-  }
-}
+// Two loopback ports (the bare route's and taskhook's); taskhook's names its PostgreSQL database too.
+const PORT = Number(process.env.COST_PORT ?? 18980);
 
 async function backendPids(url) {
   if (!url) return [];
@@ -57,10 +48,10 @@ export async function measureCost(pid, databaseUrl, opts) {
 async function main() {
   const mode = process.argv[2] ?? 'sqlite';
   const out = {};
-  const bare = await startBare(18980);
+  const bare = await startBare(PORT);
   out.bare_get = await measureCost(bare.pid, undefined, { url: `${bare.base}/bare` });
   bare.kill();
-  const th = await setupTaskhook({ mode, port: 18981 });
+  const th = await setupTaskhook({ mode, port: PORT + 1 });
   try {
     out.get = await measureCost(th.pid, th.databaseUrl, { url: th.pollUrl, headers: th.headers });
     out.submit = await measureCost(th.pid, th.databaseUrl, {

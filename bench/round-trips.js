@@ -1,6 +1,7 @@
-// node bench/round-trips.js: the statements one status GET, submit and webhook receive send to PostgreSQL
-// (DATABASE_URL names an empty database), counted on the pg client after two warm-up requests; without
-// DATABASE_URL, the statements they run on SQLite (a fresh data directory), counted on better-sqlite3.
+// node bench/round-trips.js: the statements one status GET, submit, webhook receive, claim of 50 and
+// batch complete of 50 send to PostgreSQL (DATABASE_URL names an empty database), counted on the pg
+// client after two warm-up requests; without DATABASE_URL, the statements they run on SQLite (a fresh
+// data directory), counted on better-sqlite3.
 
 import { mkdtempSync } from 'node:fs';
 import SqliteDatabase from 'better-sqlite3';
@@ -41,7 +42,9 @@ const email = `rt-${Date.now()}@x.test`;
 const u = await accounts.createUser({ email, password: 'long password here', verified: true, agentsEnabled: true });
 const { key } = await accounts.createPlatformKey(u.uuid, 'k');
 const h = { 'x-api-key': key, 'content-type': 'application/json' };
-const agent = (await app.inject({ method: 'POST', url: '/agent', headers: h, payload: { name: 'a' } })).json();
+const agent = (
+  await app.inject({ method: 'POST', url: '/agent', headers: h, payload: { name: 'a', concurrency: 1000 } })
+).json();
 const trig = (
   await app.inject({
     method: 'POST',
@@ -51,15 +54,20 @@ const trig = (
   })
 ).json();
 await new Promise((r) => setTimeout(r, 300));
-async function measure(name, req) {
-  await app.inject(req());
-  await app.inject(req()); // warm: caches, touch
+async function measure(name, req, before = async () => undefined) {
+  for (let i = 0; i < 2; i++) {
+    await before();
+    await app.inject(await req()); // warm: caches, touch
+  }
+  await before();
+  const request = await req();
   counts.length = 0;
   on = true;
-  const r = await app.inject(req());
+  const r = await app.inject(request);
   on = false;
   console.log(`${name}: ${r.statusCode}, ${counts.length} round trips`);
   for (const c of counts) console.log('   ', c);
+  return r;
 }
 const sub = () => ({
   method: 'POST',
@@ -76,6 +84,30 @@ await measure('webhook', () => ({
   headers: { 'content-type': 'application/json', 'x-webhook-secret': trig.webhook_secret },
   payload: { a: 1 },
 }));
+// A claim of 50 with 50 queued tasks, then a batch complete of the 50 it handed out.
+const BATCH = 50;
+const queue50 = async () => {
+  for (let i = 0; i < BATCH; i++) await app.inject(sub());
+};
+const claimUrl = `/agent/${agent.uuid}/tasks/claim`;
+const claim = () => ({ method: 'POST', url: claimUrl, headers: h, payload: { max_tasks: BATCH } });
+let claimed = [];
+const claimFor = async () => {
+  await queue50();
+  claimed = (await app.inject(claim())).json().tasks;
+};
+const completeAll = () => ({
+  method: 'POST',
+  url: `/agent/${agent.uuid}/tasks/complete`,
+  headers: h,
+  payload: {
+    tasks: claimed.map((t) => ({ task_id: t.task_id, lease_id: t.lease_id, result: { summary: 'ok', findings: [] } })),
+  },
+});
+// Drain what earlier requests left queued, so each claim takes exactly the 50 just submitted.
+while ((await app.inject(claim())).json().tasks.length > 0);
+await measure(`claim of ${BATCH}`, claim, queue50);
+await measure(`batch complete of ${BATCH}`, completeAll, claimFor);
 await app.close();
 await runtime.close();
 process.exit(0);

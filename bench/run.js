@@ -6,7 +6,7 @@ import { cpus, totalmem } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { runEndToEnd, runPeers } from './end-to-end.js';
-import { root, setupTaskhook, sleep, startBare } from './servers.js';
+import { cpuUs, root, setupTaskhook, sleep, startBare } from './servers.js';
 
 const QUICK = process.argv.includes('--quick');
 const DURATION = Number(process.env.BENCH_SECONDS ?? (QUICK ? 2 : 10));
@@ -17,15 +17,13 @@ const PORT = Number(process.env.BENCH_PORT ?? 18990);
 const MODES = (process.env.BENCH_DATABASES ?? 'sqlite,postgres').split(',');
 
 const step = (name) => console.error(`[bench] ${new Date().toISOString()} ${name}`);
-const TICK_US = 1e4; // /proc times are in 1/100 s
 
 function proc(pid) {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
     const kb = (name) => Number(status.match(new RegExp(`${name}:\\s+(\\d+)`))?.[1] ?? 0);
     return {
-      cpuUs: (Number(stat[11]) + Number(stat[12])) * TICK_US,
+      cpuUs: cpuUs(pid),
       rssMb: kb('VmRSS') / 1024,
       peakMb: kb('VmHWM') / 1024,
     };
@@ -149,22 +147,35 @@ async function measureMode(mode, port) {
   const th = await setupTaskhook({ mode, port });
   try {
     const out = { database: mode };
+    // Resident memory after each phase, and the peak so far: which phase makes the peak.
+    const phases = {};
+    const mark = (phase) => {
+      const m = proc(th.pid);
+      phases[phase] = { rss_mb: Math.round(m.rssMb), peak_rss_mb: Math.round(m.peakMb) };
+    };
+    mark('started');
     out.get = await cannon(th.pid, { url: th.pollUrl, headers: th.headers });
+    mark('get');
     out.submit = await cannon(th.pid, { url: th.submitUrl, method: 'POST', headers: th.headers, body: th.submitBody });
+    mark('submit');
     out.webhook = await cannon(th.pid, {
       url: th.webhookUrl,
       method: 'POST',
       headers: th.webhookHeaders,
       body: th.webhookBody,
     });
+    mark('webhook');
     step(`submit during telemetry ingest on ${mode}`);
     out.telemetry = await submitDuringIngest(th);
+    mark('telemetry');
     step(`end to end on ${mode}`);
     out.end_to_end = await runEndToEnd(th, { tasks: E2E_TASKS, clients: 32, workers: 4, claim: 50 });
+    mark('end to end');
     step(`dispatch on ${mode}`);
     out.dispatch = await dispatch(th);
+    mark('dispatch');
     const mem = proc(th.pid);
-    out.memory = { rss_mb: Math.round(mem.rssMb), peak_rss_mb: Math.round(mem.peakMb) };
+    out.memory = { rss_mb: Math.round(mem.rssMb), peak_rss_mb: Math.round(mem.peakMb), phases };
     return out;
   } finally {
     await th.stop();

@@ -2,7 +2,7 @@
 // (a fresh SQLite directory, or a freshly created PostgreSQL database), with a user, a key, an
 // agent, a queued task and a trigger ready to use.
 import { execFileSync, fork, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,6 +11,16 @@ import pg from 'pg';
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const cli = path.join(root, 'dist/cli/index.js');
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** A process's CPU time so far (user + system, µs) from /proc, whose times are in 1/100 s; 0 once it is gone. */
+export function cpuUs(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 1e4;
+  } catch {
+    return 0;
+  }
+}
 
 /** The PostgreSQL server the benchmark may create databases on. */
 export const PG_ADMIN_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -28,6 +38,17 @@ export async function freshPgDatabase(name) {
   const url = new URL(PG_ADMIN_URL);
   url.pathname = `/${name}`;
   return url.toString();
+}
+
+/** Drops a database `freshPgDatabase` made, once the server using it has stopped. */
+export async function dropPgDatabase(name) {
+  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
+  await admin.connect();
+  try {
+    await admin.query(`drop database if exists ${name} with (force)`);
+  } finally {
+    await admin.end();
+  }
 }
 
 export async function waitHttp(url) {
@@ -128,6 +149,7 @@ export async function setupTaskhook({ mode, port, extraEnv = {}, nodeArgs = [] }
       child.kill('SIGTERM');
       await new Promise((r) => (child.exitCode !== null ? r() : child.once('exit', r)));
       rmSync(dataDir, { recursive: true, force: true });
+      if (databaseUrl) await dropPgDatabase(new URL(databaseUrl).pathname.slice(1));
     },
   };
 }
