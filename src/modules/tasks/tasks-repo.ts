@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { SqliteAdapter, sql } from 'kysely';
 import { chunks, MAX_PARAMETERS, updateFromValues } from '../../db/batches.js';
 import type { Executor } from '../../db/connect.js';
 import { withDbErrors as guard } from '../../db/errors.js';
@@ -121,15 +121,16 @@ export const tasksRepo = {
    */
   async lockTasks(trx: Executor, where: Omit<TaskKey, 'taskUuid'>, taskUuids: string[]): Promise<TaskRecord[]> {
     const out: TaskRecord[] = [];
+    // SQLite, without statistics, would rather walk the agent's index (every task the agent ever
+    // had) than make one primary-key lookup per id; there the owner is checked on the rows found.
+    // SQLite has no row locks to take (its write transaction excludes the others).
+    const byKeyOnly = trx.getExecutor().adapter instanceof SqliteAdapter;
     for (const part of chunks([...taskUuids].sort(), MAX_PARAMETERS)) {
-      const query = trx
-        .selectFrom('tasks')
-        .selectAll()
-        .where('uuid', 'in', part)
-        .where('agent_uuid', '=', where.agentUuid)
-        .where('user_uuid', '=', where.userUuid)
-        .orderBy('uuid');
-      for (const row of await guard(lockRows(trx, query).execute())) out.push(toRecord(row));
+      let query = trx.selectFrom('tasks').selectAll().where('uuid', 'in', part).orderBy('uuid');
+      if (!byKeyOnly) query = query.where('agent_uuid', '=', where.agentUuid).where('user_uuid', '=', where.userUuid);
+      for (const row of await guard(lockRows(trx, query).execute())) {
+        if (row.agent_uuid === where.agentUuid && row.user_uuid === where.userUuid) out.push(toRecord(row));
+      }
     }
     return out;
   },

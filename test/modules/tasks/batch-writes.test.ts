@@ -13,6 +13,7 @@ import { type Change, type TaskInput, transition } from '../../../src/modules/ta
 import { buildTestApp, call, type TestApp } from '../../helpers/app.js';
 import { DATABASES, ownDatabase } from '../../helpers/databases.js';
 import { createAgent, createUser, type TestUser } from '../../helpers/factories.js';
+import { sqlitePlans } from '../../helpers/query-plans.js';
 import { type ClaimedTask, claimTasks, submitTask, workerHeaders } from '../../helpers/tasks.js';
 
 /*
@@ -323,4 +324,35 @@ describe.each(DATABASES)('batch write statements on $name', (database) => {
       { claim: 3, complete: 3 },
     ]);
   });
+
+  // Without statistics SQLite's planner would pick an index on the agent over the primary key
+  // for `uuid in (…) and agent_uuid = ?`, reading every task the agent ever had: a batch complete
+  // then grows with the agent's history. Every statement of a claim and a complete must find its
+  // tasks by key (the claim: through the indexes of ready and of held tasks). The planner's choice
+  // depends on the number of ids (5 took the key, 20 the agent's index), hence 30.
+  it.runIf(database.name === 'sqlite')(
+    "a claim and a batch complete never walk all of an agent's tasks (query plans)",
+    async () => {
+      const user = await createUser(t);
+      const agent = (await createAgent(t, user, { concurrency: 100 })).uuid;
+      for (let i = 0; i < 30; i++) await submitTask(t, user, agent, { message: `task ${i}` });
+      const plans = await sqlitePlans(t, /^(select|update|with)\b.*"tasks"/is, async () => {
+        const claimed = await claimTasks(t, user, agent, { max_tasks: 30 });
+        const res = await call(t.app, 'POST', `/agent/${agent}/tasks/complete`, {
+          headers: workerHeaders(user),
+          body: {
+            tasks: claimed.map((c) => ({ task_id: c.task_id, lease_id: c.lease_id, result: { summary: 'ok' } })),
+          },
+        });
+        expect(res.json().results.map((r: { status: string }) => r.status)).toEqual(Array(30).fill('completed'));
+      });
+      const steps = plans.flatMap((p) => p.steps).filter((step) => /^(SEARCH|SCAN) tasks\b/.test(step));
+      expect(steps.length).toBeGreaterThanOrEqual(3);
+      for (const step of steps) {
+        expect(step).toMatch(
+          /USING (COVERING )?INDEX (sqlite_autoindex_tasks_1 \(uuid=\?\)|tasks_claim_idx |tasks_held_idx )/,
+        );
+      }
+    },
+  );
 });
