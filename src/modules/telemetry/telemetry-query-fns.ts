@@ -20,7 +20,8 @@ export interface TraceSummary {
   output_tokens: number;
 }
 
-const byStart = (a: SpanRow, b: SpanRow) =>
+/** Start order, ties by span id (the stored keys sort the same here as in SQL). */
+export const byStart = (a: SpanRow, b: SpanRow) =>
   a.start_key < b.start_key ? -1 : a.start_key > b.start_key ? 1 : a.span_id < b.span_id ? -1 : 1;
 
 /**

@@ -5,6 +5,7 @@ import { withDbErrors as guard } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
 import { type Attributes, durationMs, type JsonValue } from './otlp-values-fns.js';
 import type { LogRow, SpanKind, SpanRow, SpanStatus } from './telemetry-fns.js';
+import { byStart } from './telemetry-query-fns.js';
 
 export type SpanOrigin = 'ingest' | 'service';
 
@@ -158,7 +159,11 @@ export const telemetryRepo = {
     }));
   },
 
-  /** Every live span of the given traces, in start order. */
+  /**
+   * Every live span of the given traces, in start order. Sorted here, not by the query: asked for
+   * that order, SQLite's planner walks every span of the user in the start index instead of
+   * looking the traces up by key, so fetching one trace grew with the user's whole history.
+   */
   async spansOfTraces(ex: Executor, userUuid: string, traceIds: string[], cutoff: string): Promise<SpanRow[]> {
     if (traceIds.length === 0) return [];
     const rows = await guard(
@@ -168,11 +173,9 @@ export const telemetryRepo = {
         .where('user_uuid', '=', userUuid)
         .where('trace_id', 'in', traceIds)
         .where('end_time', '>=', cutoff)
-        .orderBy('start_key')
-        .orderBy('span_id')
         .execute(),
     );
-    return rows.map(spanFromRow);
+    return rows.map(spanFromRow).sort(byStart);
   },
 
   /** Live spans carrying usage, started within the bounds. */
