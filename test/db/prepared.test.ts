@@ -78,6 +78,25 @@ describe.each(DATABASES)('prepared hot queries on $name', (database) => {
       await sql.raw(`drop table ${table}`).execute(db.kysely);
     }
   });
+
+  // SQLite's statements read rows as arrays and build the objects themselves (connect.ts).
+  it('give rows as objects keyed by column in column order, a repeated name keeping the last value', async () => {
+    const query = sql<
+      Record<string, unknown>
+    >`select 1 as "a", 'two' as "b", null as "c", 3 as "a", 'x"y' as "q""uote"`;
+    const inTrx = await db.transaction((trx) => query.execute(trx));
+    const outside = await query.execute(db.kysely);
+    for (const { rows } of [inTrx, outside]) {
+      expect(rows).toEqual([{ a: 3, b: 'two', c: null, 'q"uote': 'x"y' }]);
+      expect(Object.keys(rows[0] ?? {})).toEqual(['a', 'b', 'c', 'q"uote']);
+    }
+    const key = `rows-${process.pid}-${Date.now()}`;
+    await db.transaction((trx) => trx.insertInto('settings').values({ key, value: 'v' }).execute());
+    expect(await settingByKey(db.kysely, key)).toEqual([{ key, value: 'v' }]);
+    expect(await db.kysely.selectFrom('settings').select('value').where('key', '=', `${key}-none`).execute()).toEqual(
+      [],
+    );
+  });
 });
 
 describe.each(DATABASES.filter((d) => d.name === 'postgres'))('prepared statements turned off on $name', (database) => {
