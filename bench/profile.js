@@ -1,11 +1,13 @@
-// node bench/profile.js sqlite|postgres get|submit|webhook [seconds]: runs one kind of request
-// against a server started with --cpu-prof and prints where its CPU time went (self time by
-// function and by source file). For finding what to optimise; see docs/benchmarks.md.
+// node bench/profile.js sqlite|postgres get|submit|webhook|end-to-end [seconds, or thousands of
+// tasks for end-to-end]: runs one kind of request against a server started with --cpu-prof and
+// prints where its CPU time went (self time by function and by source file). For finding what to
+// optimise; see docs/benchmarks.md.
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { setupTaskhook } from './servers.js';
+import { runEndToEnd } from './end-to-end.js';
+import { cpuUs, setupTaskhook } from './servers.js';
 
 const [mode = 'sqlite', kind = 'get', seconds = '5'] = process.argv.slice(2);
 const dir = mkdtempSync(path.join(tmpdir(), 'taskhook-prof-'));
@@ -14,13 +16,21 @@ const th = await setupTaskhook({
   port: Number(process.env.PROFILE_PORT ?? 18985),
   nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`],
 });
-const opts = {
-  get: { url: th.pollUrl, headers: th.headers },
-  submit: { url: th.submitUrl, method: 'POST', headers: th.headers, body: th.submitBody },
-  webhook: { url: th.webhookUrl, method: 'POST', headers: th.webhookHeaders, body: th.webhookBody },
-}[kind];
-const r = await autocannon({ ...opts, duration: Number(seconds), connections: 32 });
-console.log(`${kind} on ${mode}: ${Math.round(r.requests.average)} req/s, non2xx ${r.non2xx}`);
+if (kind === 'end-to-end') {
+  // The benchmark's end-to-end run (`seconds` is then thousands of tasks), with the server's CPU per task.
+  const before = cpuUs(th.pid);
+  const r = await runEndToEnd(th, { tasks: Number(seconds) * 1000, clients: 32, workers: 4, claim: 50 });
+  const perTask = Math.round((cpuUs(th.pid) - before) / r.tasks);
+  console.log(`end to end on ${mode}: ${r.tasks_per_second} tasks/s, server CPU ${perTask} µs per task`);
+} else {
+  const opts = {
+    get: { url: th.pollUrl, headers: th.headers },
+    submit: { url: th.submitUrl, method: 'POST', headers: th.headers, body: th.submitBody },
+    webhook: { url: th.webhookUrl, method: 'POST', headers: th.webhookHeaders, body: th.webhookBody },
+  }[kind];
+  const r = await autocannon({ ...opts, duration: Number(seconds), connections: 32 });
+  console.log(`${kind} on ${mode}: ${Math.round(r.requests.average)} req/s, non2xx ${r.non2xx}`);
+}
 await th.stop();
 
 // The server's profile is the largest one written (the CLI calls write small ones too).
