@@ -1,4 +1,4 @@
-import { type Expression, type SqlBool, sql } from 'kysely';
+import { CompiledQuery, type Expression, type SqlBool, SqliteAdapter, sql } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import type { TelemetryLogsTable, TelemetrySpansTable } from '../../db/database.js';
 import { withDbErrors as guard } from '../../db/errors.js';
@@ -62,17 +62,104 @@ function spanFromRow(r: TelemetrySpansTable): SpanRow {
   };
 }
 
-function spanToRow(userUuid: string, origin: SpanOrigin, receivedAt: string, s: SpanRow): TelemetrySpansTable {
-  const { duration_ms: _, ...rest } = s;
-  return {
-    ...rest,
-    user_uuid: userUuid,
+/** The columns of a span row, in the order `spanValues` gives them. */
+const SPAN_COLUMNS = [
+  'user_uuid',
+  'trace_id',
+  'span_id',
+  'parent_span_id',
+  'name',
+  'kind',
+  'start_time_unix_nano',
+  'end_time_unix_nano',
+  'start_key',
+  'end_key',
+  'start_time',
+  'end_time',
+  'status_code',
+  'status_message',
+  'service_name',
+  'scope_name',
+  'scope_version',
+  'attributes',
+  'resource_attributes',
+  'events',
+  'operation_name',
+  'provider_name',
+  'request_model',
+  'response_model',
+  'input_tokens',
+  'output_tokens',
+  'agent_id',
+  'agent_name',
+  'conversation_id',
+  'task_id',
+  'origin',
+  'received_at',
+] as const satisfies ReadonlyArray<keyof TelemetrySpansTable>;
+/** Fails to compile while a column of the table is missing from SPAN_COLUMNS. */
+type Unlisted = Exclude<keyof TelemetrySpansTable, (typeof SPAN_COLUMNS)[number]>;
+const everyColumnListed: [Unlisted] extends [never] ? true : never = true;
+void everyColumnListed;
+
+/** A span's row values in SPAN_COLUMNS order, appended to `out`. */
+function spanValues(out: unknown[], userUuid: string, origin: SpanOrigin, receivedAt: string, s: SpanRow): void {
+  out.push(
+    userUuid,
+    s.trace_id,
+    s.span_id,
+    s.parent_span_id,
+    s.name,
+    s.kind,
+    s.start_time_unix_nano,
+    s.end_time_unix_nano,
+    s.start_key,
+    s.end_key,
+    s.start_time,
+    s.end_time,
+    s.status_code,
+    s.status_message,
+    s.service_name,
+    s.scope_name,
+    s.scope_version,
+    toDbJson(s.attributes),
+    toDbJson(s.resource_attributes),
+    toDbJson(s.events),
+    s.operation_name,
+    s.provider_name,
+    s.request_model,
+    s.response_model,
+    s.input_tokens,
+    s.output_tokens,
+    s.agent_id,
+    s.agent_name,
+    s.conversation_id,
+    s.task_id,
     origin,
-    received_at: receivedAt,
-    attributes: toDbJson(s.attributes),
-    resource_attributes: toDbJson(s.resource_attributes),
-    events: toDbJson(s.events),
-  };
+    receivedAt,
+  );
+}
+
+/**
+ * The span upsert's SQL for `rows` rows, by dialect and origin, written once each: built by
+ * Kysely's query builder, a 50-span insert (1,600 values) cost more than writing it did.
+ */
+const upsertTexts = new Map<string, string>();
+function upsertText(postgres: boolean, origin: SpanOrigin, rows: number): string {
+  const key = `${postgres}:${origin}:${rows}`;
+  let text = upsertTexts.get(key);
+  if (text) return text;
+  const width = SPAN_COLUMNS.length;
+  const row = (r: number) => `(${SPAN_COLUMNS.map((_, c) => (postgres ? `$${r * width + c + 1}` : '?')).join(', ')})`;
+  const set = SPAN_COLUMNS.filter((c) => !KEY_COLUMNS.has(c)).map((c) => `"${c}" = excluded."${c}"`);
+  text =
+    `insert into "telemetry_spans" (${SPAN_COLUMNS.map((c) => `"${c}"`).join(', ')}) values ` +
+    `${Array.from({ length: rows }, (_, r) => row(r)).join(', ')} ` +
+    `on conflict ("user_uuid", "trace_id", "span_id") do update set ${set.join(', ')}` +
+    // An ingested span never replaces one of the service's own.
+    `${origin === 'ingest' ? ` where "telemetry_spans"."origin" = 'ingest'` : ''} returning "trace_id", "span_id"`;
+  upsertTexts.set(key, text);
+  return text;
 }
 
 /** The only code that touches the telemetry tables. */
@@ -83,23 +170,12 @@ export const telemetryRepo = {
    */
   async upsertSpans(ex: Executor, userUuid: string, origin: SpanOrigin, receivedAt: string, spans: SpanRow[]) {
     if (spans.length === 0) return [];
-    const values = spans.map((s) => spanToRow(userUuid, origin, receivedAt, s));
-    const rows = await guard(
-      ex
-        .insertInto('telemetry_spans')
-        .values(values)
-        .onConflict((oc) => {
-          const update = oc.columns(['user_uuid', 'trace_id', 'span_id']).doUpdateSet((eb) => {
-            const set: Record<string, unknown> = {};
-            for (const key of Object.keys(values[0] as object)) {
-              if (!KEY_COLUMNS.has(key)) set[key] = eb.ref(`excluded.${key}` as 'excluded.name');
-            }
-            return set;
-          });
-          return origin === 'ingest' ? update.where('telemetry_spans.origin', '=', 'ingest') : update;
-        })
-        .returning(['trace_id', 'span_id'])
-        .execute(),
+    const values: unknown[] = [];
+    for (const span of spans) spanValues(values, userUuid, origin, receivedAt, span);
+    const postgres = !(ex.getExecutor().adapter instanceof SqliteAdapter);
+    const text = upsertText(postgres, origin, spans.length);
+    const { rows } = await guard(
+      ex.executeQuery<{ trace_id: string; span_id: string }>(CompiledQuery.raw(text, values)),
     );
     return rows;
   },
