@@ -1,4 +1,4 @@
-import { SqliteAdapter, sql } from 'kysely';
+import { CompiledQuery, SqliteAdapter, sql } from 'kysely';
 import type { Executor } from './transactions.js';
 
 /**
@@ -44,4 +44,55 @@ export async function updateFromValues(
       ex,
     );
   }
+}
+
+/** SQL texts of `insertRows`, most recently written last; at most INSERT_TEXTS are kept. */
+const insertTexts = new Map<string, string>();
+const INSERT_TEXTS = 256;
+
+/**
+ * `insert into table (columns) values (…), (…) suffix` for `rows` rows, in the dialect's
+ * placeholders (SQLite `?`, PostgreSQL `$n`); written once per shape and kept (bounded).
+ * Column names and `suffix` are the caller's own SQL, never input.
+ */
+export function insertText(postgres: boolean, table: string, columns: readonly string[], rows: number, suffix = '') {
+  const key = `${postgres}|${table}|${columns.join()}|${rows}|${suffix}`;
+  let text = insertTexts.get(key);
+  if (text !== undefined) return text;
+  const width = columns.length;
+  const tuples: string[] = [];
+  for (let r = 0; r < rows; r++) {
+    const marks: string[] = [];
+    for (let c = 1; c <= width; c++) marks.push(postgres ? `$${r * width + c}` : '?');
+    tuples.push(`(${marks.join(', ')})`);
+  }
+  const names = columns.map((c) => `"${c}"`).join(', ');
+  text = `insert into "${table}" (${names}) values ${tuples.join(', ')}${suffix ? ` ${suffix}` : ''}`;
+  if (insertTexts.size >= INSERT_TEXTS) insertTexts.delete(insertTexts.keys().next().value as string);
+  insertTexts.set(key, text);
+  return text;
+}
+
+/**
+ * Inserts rows given as one flat list of values (each row's in `columns` order), in one
+ * statement per MAX_PARAMETERS, without Kysely's query builder: for a wide multi-row insert that
+ * builder cost more than the write (docs/benchmarks.md). Returns what `suffix`'s RETURNING gives.
+ */
+export async function insertRows<Row = never>(
+  ex: Executor,
+  table: string,
+  columns: readonly string[],
+  values: readonly unknown[],
+  suffix = '',
+): Promise<Row[]> {
+  const postgres = !(ex.getExecutor().adapter instanceof SqliteAdapter);
+  const perStatement = Math.floor(MAX_PARAMETERS / columns.length) * columns.length;
+  const out: Row[] = [];
+  for (let at = 0; at < values.length; at += perStatement) {
+    const part = values.length <= perStatement ? values : values.slice(at, at + perStatement);
+    const text = insertText(postgres, table, columns, part.length / columns.length, suffix);
+    const { rows } = await ex.executeQuery<Row>(CompiledQuery.raw(text, part as unknown[]));
+    for (const row of rows) out.push(row);
+  }
+  return out;
 }

@@ -1,5 +1,5 @@
 import { SqliteAdapter, sql } from 'kysely';
-import { chunks, MAX_PARAMETERS, updateFromValues } from '../../db/batches.js';
+import { chunks, insertRows, MAX_PARAMETERS, updateFromValues } from '../../db/batches.js';
 import type { Executor } from '../../db/connect.js';
 import { withDbErrors as guard } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
@@ -14,6 +14,7 @@ export type { TaskRecord } from './tasks-record.js';
 export { toRecord } from './tasks-record.js';
 
 const TASK_COLUMNS = Object.values(COLUMNS);
+const EVENT_COLUMNS = ['task_uuid', 'seq', 'data', 'created_at'] as const;
 
 // Queries on the path of every submit, poll and report, built once (see prepareQuery).
 const insertTaskRow = prepareQuery(TASK_COLUMNS.length, (ex, ...values: unknown[]) =>
@@ -45,16 +46,12 @@ export const tasksRepo = {
       await tasksRepo.insertTask(ex, tasks[0] as TaskRecord);
       return;
     }
-    const rows = tasks.map((task) => {
+    const values: unknown[] = [];
+    for (const task of tasks) {
       const columns = toColumns(task);
-      return Object.fromEntries(TASK_COLUMNS.map((c) => [c, columns[c] ?? null]));
-    });
-    await guard(
-      ex
-        .insertInto('tasks')
-        .values(rows as never)
-        .execute(),
-    );
+      for (const c of TASK_COLUMNS) values.push(columns[c] ?? null);
+    }
+    await guard(insertRows(ex, 'tasks', TASK_COLUMNS, values));
   },
 
   /** Writes the changed fields. */
@@ -159,15 +156,9 @@ export const tasksRepo = {
       await tasksRepo.insertEvent(ex, only);
       return;
     }
-    for (const part of chunks(events, MAX_PARAMETERS / 4)) {
-      const rows = part.map((e) => ({
-        task_uuid: e.taskUuid,
-        seq: e.seq,
-        data: toDbJson(e.data),
-        created_at: e.createdAt,
-      }));
-      await guard(ex.insertInto('task_events').values(rows).execute());
-    }
+    const values: unknown[] = [];
+    for (const e of events) values.push(e.taskUuid, e.seq, toDbJson(e.data), e.createdAt);
+    await guard(insertRows(ex, 'task_events', EVENT_COLUMNS, values));
   },
 
   /** Up to `limit` stored events of a task after `afterSeq`, oldest first (see task-events-fns.ts). */

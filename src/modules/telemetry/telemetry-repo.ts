@@ -1,4 +1,5 @@
 import { CompiledQuery, type Expression, type SqlBool, SqliteAdapter, sql } from 'kysely';
+import { insertRows } from '../../db/batches.js';
 import type { Executor } from '../../db/connect.js';
 import type { TelemetryLogsTable, TelemetrySpansTable } from '../../db/database.js';
 import { withDbErrors as guard } from '../../db/errors.js';
@@ -140,27 +141,14 @@ function spanValues(out: unknown[], userUuid: string, origin: SpanOrigin, receiv
   );
 }
 
-/**
- * The span upsert's SQL for `rows` rows, by dialect and origin, written once each: built by
- * Kysely's query builder, a 50-span insert (1,600 values) cost more than writing it did.
- */
-const upsertTexts = new Map<string, string>();
-function upsertText(postgres: boolean, origin: SpanOrigin, rows: number): string {
-  const key = `${postgres}:${origin}:${rows}`;
-  let text = upsertTexts.get(key);
-  if (text) return text;
-  const width = SPAN_COLUMNS.length;
-  const row = (r: number) => `(${SPAN_COLUMNS.map((_, c) => (postgres ? `$${r * width + c + 1}` : '?')).join(', ')})`;
-  const set = SPAN_COLUMNS.filter((c) => !KEY_COLUMNS.has(c)).map((c) => `"${c}" = excluded."${c}"`);
-  text =
-    `insert into "telemetry_spans" (${SPAN_COLUMNS.map((c) => `"${c}"`).join(', ')}) values ` +
-    `${Array.from({ length: rows }, (_, r) => row(r)).join(', ')} ` +
-    `on conflict ("user_uuid", "trace_id", "span_id") do update set ${set.join(', ')}` +
-    // An ingested span never replaces one of the service's own.
-    `${origin === 'ingest' ? ` where "telemetry_spans"."origin" = 'ingest'` : ''} returning "trace_id", "span_id"`;
-  upsertTexts.set(key, text);
-  return text;
-}
+/** Conflicting ids replace the stored span; an ingested span never replaces one of the service's own. */
+const upsertSuffix = (origin: SpanOrigin) =>
+  `on conflict ("user_uuid", "trace_id", "span_id") do update set ${SPAN_COLUMNS.filter((c) => !KEY_COLUMNS.has(c))
+    .map((c) => `"${c}" = excluded."${c}"`)
+    .join(
+      ', ',
+    )}${origin === 'ingest' ? ` where "telemetry_spans"."origin" = 'ingest'` : ''} returning "trace_id", "span_id"`;
+const UPSERT_SUFFIX = { ingest: upsertSuffix('ingest'), service: upsertSuffix('service') };
 
 /** The only code that touches the telemetry tables. */
 export const telemetryRepo = {
@@ -172,12 +160,15 @@ export const telemetryRepo = {
     if (spans.length === 0) return [];
     const values: unknown[] = [];
     for (const span of spans) spanValues(values, userUuid, origin, receivedAt, span);
-    const postgres = !(ex.getExecutor().adapter instanceof SqliteAdapter);
-    const text = upsertText(postgres, origin, spans.length);
-    const { rows } = await guard(
-      ex.executeQuery<{ trace_id: string; span_id: string }>(CompiledQuery.raw(text, values)),
+    return guard(
+      insertRows<{ trace_id: string; span_id: string }>(
+        ex,
+        'telemetry_spans',
+        SPAN_COLUMNS,
+        values,
+        UPSERT_SUFFIX[origin],
+      ),
     );
-    return rows;
   },
 
   async insertLogs(ex: Executor, userUuid: string, receivedAt: string, logs: StoredLog[]) {
