@@ -1,4 +1,4 @@
-import { CompiledQuery, type Expression, type SqlBool, SqliteAdapter, sql } from 'kysely';
+import { type Expression, type SqlBool, sql } from 'kysely';
 import { insertRows } from '../../db/batches.js';
 import type { Executor } from '../../db/connect.js';
 import type { TelemetryLogsTable, TelemetrySpansTable } from '../../db/database.js';
