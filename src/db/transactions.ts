@@ -117,14 +117,17 @@ function checkedDriver(driver: Driver): Driver {
 /**
  * Row locks for a read that a write in the same transaction depends on: `FOR UPDATE` on
  * PostgreSQL (with `skipLocked`, rows another transaction holds are passed over); nothing on
- * SQLite, whose single writer already serialises transactions.
+ * SQLite, whose single writer already serialises transactions. `noKeyUpdate` takes `FOR NO KEY
+ * UPDATE` instead, for a row whose key the transaction will not change: it still excludes other
+ * such locks, but not the `FOR KEY SHARE` that an insert of a row referencing it takes for its
+ * foreign key check (an agent's row locked by a claim no longer holds up its submits).
  */
-export function lockRows<QB extends { forUpdate(): QB; skipLocked(): QB }>(
+export function lockRows<QB extends { forUpdate(): QB; forNoKeyUpdate(): QB; skipLocked(): QB }>(
   ex: Executor,
   qb: QB,
-  opts: { skipLocked?: boolean } = {},
+  opts: { skipLocked?: boolean; noKeyUpdate?: boolean } = {},
 ): QB {
   if (ex.getExecutor().adapter instanceof SqliteAdapter) return qb;
-  const locked = qb.forUpdate();
+  const locked = opts.noKeyUpdate ? qb.forNoKeyUpdate() : qb.forUpdate();
   return opts.skipLocked ? locked.skipLocked() : locked;
 }

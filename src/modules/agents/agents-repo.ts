@@ -82,7 +82,8 @@ export const agentsRepo = {
       .select(['status', 'concurrency', 'runtime'])
       .where('uuid', '=', uuid)
       .where('deleted_at', 'is', null);
-    const row = await guard(lockRows(trx, query).executeTakeFirst());
+    // Claims of one agent take turns on its row; its submits' foreign key checks do not wait.
+    const row = await guard(lockRows(trx, query, { noKeyUpdate: true }).executeTakeFirst());
     return row && { status: row.status, concurrency: row.concurrency, runtime: fromDbJson<Runtime>(row.runtime) };
   },
 
