@@ -68,7 +68,7 @@ const top = (m, n) =>
     .slice(0, n)
     .map(([k, v]) => `${((100 * v) / total).toFixed(1).padStart(5)}%  ${k}`);
 console.log(`\nself time by function (${(total / 1e6).toFixed(1)} s sampled)`);
-console.log(top(fn, 45).join('\n'));
+console.log(top(fn, Number(process.env.TOP ?? 45)).join('\n'));
 console.log('\nself time by file / package');
-console.log(top(files2, 30).join('\n'));
+console.log(top(files2, Number(process.env.TOP ?? 30)).join('\n'));
 rmSync(dir, { recursive: true, force: true });
