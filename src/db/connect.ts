@@ -76,12 +76,14 @@ function connectSqlite(opts: ConnectOptions): Db {
   native.pragma('busy_timeout = 5000');
   native.pragma('foreign_keys = ON');
   const timing = queryTiming();
+  const writerStatements = withStatementCache(native);
   const kysely = new Kysely<Database>({
-    dialect: checked(new SqliteDialect({ database: withStatementCache(native) }), opts),
+    dialect: checked(new SqliteDialect({ database: writerStatements }), opts),
     log: timing.log,
   });
   const reader = opts.sqliteFile === ':memory:' ? null : openReader(opts.sqliteFile);
   if (reader) registerDirectReader(kysely, reader.read);
+  const stopSchemaWatch = watchSchema(native, reader ? [writerStatements, reader.statements] : [writerStatements]);
   const wal =
     opts.sqliteSynchronous === 'full' && opts.sqliteFile !== ':memory:' ? createWalSync(opts.sqliteFile) : null;
   const groupCommit = createGroupCommitter(kysely, { sync: wal ? () => wal.sync() : undefined });
@@ -97,6 +99,7 @@ function connectSqlite(opts: ConnectOptions): Db {
     close: async () => {
       await groupCommit.drain();
       wal?.close();
+      stopSchemaWatch();
       reader?.close();
       await kysely.destroy();
     },
@@ -191,6 +194,7 @@ function openReader(file: string) {
   native.pragma('query_only = ON');
   const statements = withStatementCache(native);
   return {
+    statements,
     read: (text: string, parameters: readonly unknown[]) => statements.prepare(text).all(...parameters),
     close: () => native.close(),
   };
@@ -206,6 +210,7 @@ function withStatementCache(native: SqliteDatabase.Database) {
   const cache = new Map<string, SqliteDatabase.Statement>();
   return {
     close: () => native.close(),
+    clear: () => cache.clear(),
     prepare(text: string) {
       let stmt = cache.get(text);
       if (!stmt) {
@@ -227,28 +232,67 @@ function withStatementCache(native: SqliteDatabase.Database) {
  */
 function withRowObjects(stmt: SqliteDatabase.Statement): SqliteDatabase.Statement {
   if (!stmt.reader) return stmt;
-  const names = stmt.columns().map((c) => c.name);
-  // The names are SQLite's own column names of our SQL, written as JSON string literals.
-  const toRow = new Function('r', `return {${names.map((n, i) => `${JSON.stringify(n)}: r[${i}]`).join(', ')}};`) as (
-    values: unknown[],
-  ) => Record<string, unknown>;
   const raw = stmt.raw(true);
+  let names: string[] = [];
+  let toRow: (values: unknown[]) => Record<string, unknown> = () => ({});
+  const compile = () => {
+    names = raw.columns().map((c) => c.name);
+    // The names are SQLite's own column names of our SQL, written as JSON string literals.
+    toRow = new Function('r', `return {${names.map((n, i) => `${JSON.stringify(n)}: r[${i}]`).join(', ')}};`) as (
+      values: unknown[],
+    ) => Record<string, unknown>;
+  };
+  compile();
+  // SQLite re-prepares a statement by itself after another connection changed the schema; a
+  // `select *` then returns other columns. A different count is caught here at once; the
+  // connection also drops its statements when the schema version moves (watchSchema).
+  const fresh = (values: unknown[]) => {
+    if (values.length !== names.length) compile();
+  };
   // What Kysely and the reader use of a statement; the native methods are called on the native one.
   const rows = {
     reader: true,
     source: raw.source,
-    all: (...args: unknown[]) => (raw.all(...args) as unknown[][]).map(toRow),
+    all: (...args: unknown[]) => {
+      const found = raw.all(...args) as unknown[][];
+      if (found[0]) fresh(found[0]);
+      return found.map(toRow);
+    },
     get: (...args: unknown[]) => {
       const values = raw.get(...args) as unknown[] | undefined;
-      return values && toRow(values);
+      if (!values) return undefined;
+      fresh(values);
+      return toRow(values);
     },
     *iterate(...args: unknown[]) {
-      for (const values of raw.iterate(...args) as IterableIterator<unknown[]>) yield toRow(values);
+      for (const values of raw.iterate(...args) as IterableIterator<unknown[]>) {
+        fresh(values);
+        yield toRow(values);
+      }
     },
     run: (...args: unknown[]) => raw.run(...args),
     columns: () => raw.columns(),
   };
   return rows as unknown as SqliteDatabase.Statement;
+}
+
+/**
+ * Drops the cached statements of `caches` when the database's schema version moves (another
+ * connection migrated it), looked at every OTHER_WRITERS_POLL_MS: statements prepared afterwards
+ * name the columns as they now are.
+ */
+function watchSchema(native: SqliteDatabase.Database, caches: Array<{ clear(): void }>): () => void {
+  const version = () => native.pragma('schema_version', { simple: true }) as number;
+  let last = version();
+  const timer = setInterval(() => {
+    if (!native.open) return;
+    const now = version();
+    if (now === last) return;
+    last = now;
+    for (const cache of caches) cache.clear();
+  }, OTHER_WRITERS_POLL_MS);
+  timer.unref();
+  return () => clearInterval(timer);
 }
 
 /** Kysely's query log turned into duration listeners (none until a listener subscribes). */

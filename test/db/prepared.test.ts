@@ -1,6 +1,7 @@
 import path from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
 import { CompiledQuery, sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { connectDb, type Db } from '../../src/db/connect.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { prepareQuery, registerNamedStatement, statementName } from '../../src/db/prepared.js';
@@ -76,6 +77,35 @@ describe.each(DATABASES)('prepared hot queries on $name', (database) => {
       for (let i = 0; i < 4; i++) expect((await run()).rows[0]).toEqual({ id: 1, a: 'one', b: 'two' });
     } finally {
       await sql.raw(`drop table ${table}`).execute(db.kysely);
+    }
+  });
+
+  // The SQLite side of the case above: a cached statement's rows are named by the columns as
+  // they are after another connection (the CLI's migrate, another process) changed the table.
+  it.runIf(database.name === 'sqlite')('name the columns a schema change by another connection made', async () => {
+    const table = `rows_probe_${process.pid}_${Date.now()}`;
+    const file = (
+      await sql<{ file: string }>`select file from pragma_database_list where name = 'main'`.execute(db.kysely)
+    ).rows[0]?.file;
+    const other = new SqliteDatabase(file as string);
+    try {
+      other.exec(`create table ${table} (id integer primary key, a text); insert into ${table} values (1, 'one')`);
+      const text = `select * from ${table} where id = ?`;
+      const inTrx = () => db.transaction(async (trx) => (await trx.executeQuery(CompiledQuery.raw(text, [1]))).rows[0]);
+      const outside = async () => (await sql.raw(`select * from ${table} where id = 1`).execute(db.kysely)).rows[0];
+      expect(await inTrx()).toEqual({ id: 1, a: 'one' });
+      expect(await outside()).toEqual({ id: 1, a: 'one' });
+      // A column more: caught on the first read.
+      other.exec(`alter table ${table} add column b text default 'two'`);
+      expect(await inTrx()).toEqual({ id: 1, a: 'one', b: 'two' });
+      expect(await outside()).toEqual({ id: 1, a: 'one', b: 'two' });
+      // As many columns, one renamed: caught when the schema version is next looked at.
+      other.exec(`alter table ${table} rename column a to c`);
+      await vi.waitFor(async () => expect(await inTrx()).toEqual({ id: 1, c: 'one', b: 'two' }), { timeout: 3000 });
+      await vi.waitFor(async () => expect(await outside()).toEqual({ id: 1, c: 'one', b: 'two' }), { timeout: 3000 });
+    } finally {
+      other.exec(`drop table if exists ${table}`);
+      other.close();
     }
   });
 
