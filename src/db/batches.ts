@@ -66,8 +66,9 @@ export function insertText(postgres: boolean, table: string, columns: readonly s
     for (let c = 1; c <= width; c++) marks.push(postgres ? `$${r * width + c}` : '?');
     tuples.push(`(${marks.join(', ')})`);
   }
-  const names = columns.map((c) => `"${c}"`).join(', ');
-  text = `insert into "${table}" (${names}) values ${tuples.join(', ')}${suffix ? ` ${suffix}` : ''}`;
+  const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
+  const names = columns.map(quote).join(', ');
+  text = `insert into ${quote(table)} (${names}) values ${tuples.join(', ')}${suffix ? ` ${suffix}` : ''}`;
   if (insertTexts.size >= INSERT_TEXTS) insertTexts.delete(insertTexts.keys().next().value as string);
   insertTexts.set(key, text);
   return text;
@@ -85,6 +86,9 @@ export async function insertRows<Row = never>(
   values: readonly unknown[],
   suffix = '',
 ): Promise<Row[]> {
+  if (columns.length === 0 || columns.length > MAX_PARAMETERS || values.length % columns.length !== 0) {
+    throw new Error(`insertRows: ${values.length} values do not make rows of ${columns.length} columns`);
+  }
   const postgres = !(ex.getExecutor().adapter instanceof SqliteAdapter);
   const perStatement = Math.floor(MAX_PARAMETERS / columns.length) * columns.length;
   const out: Row[] = [];

@@ -52,7 +52,7 @@ describe.each(DATABASES)('insertRows on $name', (database) => {
         await insertRows(trx, 'rows_test', ['id', 'name'], [-3, 'gone']);
         await insertRows(trx, 'rows_test', ['id', 'name'], [-2, 'duplicate']);
       }),
-    ).rejects.toThrow();
+    ).rejects.toMatchObject({ code: database.name === 'postgres' ? '23505' : 'SQLITE_CONSTRAINT_PRIMARYKEY' });
     const rows = await sql<{
       id: number;
       name: string;
