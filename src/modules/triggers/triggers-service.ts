@@ -75,8 +75,9 @@ export function createTriggersService(deps: {
         updatedAt: at,
       };
       await db.transaction(async (trx) => {
-        // The agent row lock (PostgreSQL) makes the count and the insert one step.
-        await deps.agentsRepo.findForClaim(trx, agentUuid);
+        // The agent row lock (PostgreSQL) makes the count and the insert one step; an agent
+        // deleted while this waited for that lock gets no trigger.
+        if (!(await deps.agentsRepo.findForClaim(trx, agentUuid))) throw notFound('Agent');
         if ((await repo.count(trx, agentUuid)) >= MAX_TRIGGERS_PER_AGENT) {
           throw invalid('agent', `has the maximum of ${MAX_TRIGGERS_PER_AGENT} triggers`);
         }
