@@ -1,14 +1,15 @@
 import { type Expression, type SqlBool, sql } from 'kysely';
 import { insertRows } from '../../db/batches.js';
 import type { Executor } from '../../db/connect.js';
-import type { TelemetryLogsTable, TelemetrySpansTable } from '../../db/database.js';
+import type { TelemetryLogsTable } from '../../db/database.js';
 import { withDbErrors as guard } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
-import { type Attributes, durationMs, type JsonValue } from './otlp-values-fns.js';
-import type { LogRow, SpanKind, SpanRow, SpanStatus } from './telemetry-fns.js';
+import type { Attributes, JsonValue } from './otlp-values-fns.js';
+import { SPAN_COLUMNS, type SpanOrigin, spanFromRow, spanValues, UPSERT_SUFFIX } from './span-rows.js';
+import type { LogRow, SpanRow } from './telemetry-fns.js';
 import { byStart } from './telemetry-query-fns.js';
 
-export type SpanOrigin = 'ingest' | 'service';
+export type { SpanOrigin } from './span-rows.js';
 
 /** Filters of the trace list; every time bound is a zero-padded nanosecond key. */
 export interface TraceFilter {
@@ -45,110 +46,6 @@ export interface LogFilter {
 }
 
 export type StoredLog = LogRow & { uuid: string };
-
-const KEY_COLUMNS = new Set(['user_uuid', 'trace_id', 'span_id']);
-const num = (v: number | string | null) => (v === null ? null : Number(v));
-
-function spanFromRow(r: TelemetrySpansTable): SpanRow {
-  return {
-    ...r,
-    kind: r.kind as SpanKind,
-    status_code: r.status_code as SpanStatus,
-    attributes: fromDbJson<Attributes>(r.attributes),
-    resource_attributes: fromDbJson<Attributes>(r.resource_attributes),
-    events: fromDbJson<SpanRow['events']>(r.events),
-    input_tokens: num(r.input_tokens),
-    output_tokens: num(r.output_tokens),
-    duration_ms: durationMs(BigInt(r.start_time_unix_nano), BigInt(r.end_time_unix_nano)),
-  };
-}
-
-/** The columns of a span row, in the order `spanValues` gives them. */
-const SPAN_COLUMNS = [
-  'user_uuid',
-  'trace_id',
-  'span_id',
-  'parent_span_id',
-  'name',
-  'kind',
-  'start_time_unix_nano',
-  'end_time_unix_nano',
-  'start_key',
-  'end_key',
-  'start_time',
-  'end_time',
-  'status_code',
-  'status_message',
-  'service_name',
-  'scope_name',
-  'scope_version',
-  'attributes',
-  'resource_attributes',
-  'events',
-  'operation_name',
-  'provider_name',
-  'request_model',
-  'response_model',
-  'input_tokens',
-  'output_tokens',
-  'agent_id',
-  'agent_name',
-  'conversation_id',
-  'task_id',
-  'origin',
-  'received_at',
-] as const satisfies ReadonlyArray<keyof TelemetrySpansTable>;
-/** Fails to compile while a column of the table is missing from SPAN_COLUMNS. */
-type Unlisted = Exclude<keyof TelemetrySpansTable, (typeof SPAN_COLUMNS)[number]>;
-const everyColumnListed: [Unlisted] extends [never] ? true : never = true;
-void everyColumnListed;
-
-/** A span's row values in SPAN_COLUMNS order, appended to `out`. */
-function spanValues(out: unknown[], userUuid: string, origin: SpanOrigin, receivedAt: string, s: SpanRow): void {
-  out.push(
-    userUuid,
-    s.trace_id,
-    s.span_id,
-    s.parent_span_id,
-    s.name,
-    s.kind,
-    s.start_time_unix_nano,
-    s.end_time_unix_nano,
-    s.start_key,
-    s.end_key,
-    s.start_time,
-    s.end_time,
-    s.status_code,
-    s.status_message,
-    s.service_name,
-    s.scope_name,
-    s.scope_version,
-    toDbJson(s.attributes),
-    toDbJson(s.resource_attributes),
-    toDbJson(s.events),
-    s.operation_name,
-    s.provider_name,
-    s.request_model,
-    s.response_model,
-    s.input_tokens,
-    s.output_tokens,
-    s.agent_id,
-    s.agent_name,
-    s.conversation_id,
-    s.task_id,
-    origin,
-    receivedAt,
-  );
-}
-
-/** Conflicting ids replace the stored span; an ingested span never replaces one of the service's own. */
-const upsertSuffix = (origin: SpanOrigin) =>
-  `on conflict ("user_uuid", "trace_id", "span_id") do update set ${SPAN_COLUMNS.filter((c) => !KEY_COLUMNS.has(c))
-    .map((c) => `"${c}" = excluded."${c}"`)
-    .join(
-      ', ',
-    )}${origin === 'ingest' ? ` where "telemetry_spans"."origin" = 'ingest'` : ''} returning "trace_id", "span_id"`;
-const UPSERT_SUFFIX = { ingest: upsertSuffix('ingest'), service: upsertSuffix('service') };
 
 /** The only code that touches the telemetry tables. */
 export const telemetryRepo = {
