@@ -1,3 +1,4 @@
+import { chunks } from '../../db/batches.js';
 import type { Db } from '../../db/connect.js';
 import { AppError } from '../../http/errors.js';
 import { newId } from '../../lib/ids.js';
@@ -44,12 +45,6 @@ export interface RangeQuery {
   to?: string | undefined;
 }
 
-function chunks<T>(items: T[]): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += CHUNK) out.push(items.slice(i, i + CHUNK));
-  return out;
-}
-
 const invalid = (field: string, reason: string) =>
   new AppError('INVALID_REQUEST', `Invalid request (querystring): ${field} ${reason}`, { field, reason });
 
@@ -88,7 +83,7 @@ export function createTelemetryService(deps: { db: Db; repo: TelemetryRepo; cloc
     const unique = [...new Map(rows.map((r) => [`${r.trace_id}:${r.span_id}`, r])).values()];
     const receivedAt = iso(clock.now());
     let written = 0;
-    for (const part of chunks(unique)) {
+    for (const part of chunks(unique, CHUNK)) {
       const ids = await db.transaction((trx) => repo.upsertSpans(trx, userUuid, origin, receivedAt, part));
       written += ids.length;
     }
@@ -112,7 +107,7 @@ export function createTelemetryService(deps: { db: Db; repo: TelemetryRepo; cloc
         uuid: newId(),
         ...toLogRow(r, scope, resource, msToNanos(now)),
       }));
-      for (const part of chunks(sorted.rows)) {
+      for (const part of chunks(sorted.rows, CHUNK)) {
         await db.transaction((trx) => repo.insertLogs(trx, userUuid, iso(now), part));
       }
       const { rejected, reason } = sorted;
@@ -220,7 +215,7 @@ export function createTelemetryService(deps: { db: Db; repo: TelemetryRepo; cloc
       const range = rangeKeys(q);
       const spans = await repo.usageSpans(db.kysely, userUuid, { cutoff: cutoff(), ...range, service: q.service });
       const traces = new Map<string, SpanRow[]>();
-      for (const ids of chunks([...new Set(spans.map((s) => s.trace_id))])) {
+      for (const ids of chunks([...new Set(spans.map((s) => s.trace_id))], CHUNK)) {
         for (const s of await repo.spansOfTraces(db.kysely, userUuid, ids, cutoff())) {
           const list = traces.get(s.trace_id) ?? [];
           list.push(s);
