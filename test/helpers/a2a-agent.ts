@@ -27,6 +27,8 @@ import express from 'express';
  * - `text …` completes with a text artifact `echo: <the whole message>`;
  * - `data` completes with a data part `{summary, findings}` (plus a text part);
  * - `ask` asks for input (`Which branch?`), then completes with `reply: <the reply's text>`;
+ * - `ask-resend` as `ask`, but on the reply it first re-sends the task as stored (still
+ *   input-required with the old question), pauses, then works on the reply;
  * - `fail`, `reject`, `self-cancel` end in that state with a status message;
  * - `message` answers with a Message instead of a task;
  * - `wait` stays working until cancelled.
@@ -153,16 +155,23 @@ export async function startA2aAgent(options: A2aAgentOptions): Promise<A2aAgent>
         bus.finished();
         return;
       }
-      bus.publish(
-        AgentEvent.task({
-          id: taskId,
-          contextId,
-          status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: new Date().toISOString() },
-          artifacts: ctx.task?.artifacts ?? [],
-          history: [...(ctx.task?.history ?? []), ctx.userMessage],
-          metadata: undefined,
-        }),
-      );
+      if (first === 'ask-resend' && ctx.task) {
+        // A legitimate first event of a continued task: the task as stored, old question included.
+        bus.publish(AgentEvent.task(ctx.task));
+        // Long enough for a client to look again while the old state is all there is.
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      } else {
+        bus.publish(
+          AgentEvent.task({
+            id: taskId,
+            contextId,
+            status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: new Date().toISOString() },
+            artifacts: ctx.task?.artifacts ?? [],
+            history: [...(ctx.task?.history ?? []), ctx.userMessage],
+            metadata: undefined,
+          }),
+        );
+      }
       status(bus, taskId, contextId, TaskState.TASK_STATE_WORKING);
       if (first.startsWith('text')) {
         artifact(bus, taskId, contextId, [text(`echo: ${texts.join(' | ')}`)]);
@@ -183,9 +192,9 @@ export async function startA2aAgent(options: A2aAgentOptions): Promise<A2aAgent>
           },
         ]);
         status(bus, taskId, contextId, TaskState.TASK_STATE_COMPLETED);
-      } else if (first === 'ask' && !ctx.task) {
+      } else if ((first === 'ask' || first === 'ask-resend') && !ctx.task) {
         status(bus, taskId, contextId, TaskState.TASK_STATE_INPUT_REQUIRED, 'Which branch?');
-      } else if (first === 'ask') {
+      } else if (first === 'ask' || first === 'ask-resend') {
         artifact(bus, taskId, contextId, [text(`reply: ${texts.join(' | ')}`)]);
         status(bus, taskId, contextId, TaskState.TASK_STATE_COMPLETED);
       } else if (first === 'fail') {

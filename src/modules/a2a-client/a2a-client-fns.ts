@@ -8,6 +8,7 @@ import {
   type StreamResponse,
   type Task,
   TaskState,
+  type TaskStatus,
 } from '@a2a-js/sdk';
 import { findingsResultOf } from '../model-runtime/model-runtime-fns.js';
 import type { PushOutcome, TaskResultOut } from '../runtimes/push-runtime.js';
@@ -39,7 +40,50 @@ export interface RemoteTaskState extends A2aEndpoint {
   contextId: string;
   attempt: number;
   phase: 'following' | 'awaiting_input';
+  /** The question the remote task asked last, so the run that carries the reply can tell it from a new state. */
+  asked?: AskedQuestion;
 }
+
+/** What tells one input request of a remote task from another: its status message's id, else its time and text. */
+export interface AskedQuestion {
+  messageId: string;
+  timestamp: string;
+  text: string;
+}
+
+/** The question an interrupted status asks. */
+export function questionOf(status: TaskStatus | undefined): AskedQuestion {
+  return {
+    messageId: status?.message?.messageId ?? '',
+    timestamp: status?.timestamp ?? '',
+    text: textsOf(status?.message?.parts).join('\n'),
+  };
+}
+
+const INTERRUPTED: readonly TaskState[] = [TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED];
+
+/**
+ * Whether `status` is still the question already answered (`asked`): an agent may show its task
+ * as stored, old question included, before it takes the reply up, and that is no new answer. The
+ * same message id is the same question; without ids, the same time and text are.
+ */
+export function isAnsweredQuestion(status: TaskStatus | undefined, asked: AskedQuestion | undefined): boolean {
+  if (!asked || !status || !INTERRUPTED.includes(status.state)) return false;
+  const now = questionOf(status);
+  if (now.messageId !== '' || asked.messageId !== '') return now.messageId === asked.messageId;
+  return now.timestamp === asked.timestamp && now.text === asked.text;
+}
+
+const isAsked = (v: unknown): v is AskedQuestion => {
+  const a = v as Partial<AskedQuestion> | null;
+  return (
+    typeof a === 'object' &&
+    a !== null &&
+    typeof a.messageId === 'string' &&
+    typeof a.timestamp === 'string' &&
+    typeof a.text === 'string'
+  );
+};
 
 /** A card that cannot be used; the message says why. */
 export class CardError extends Error {}
@@ -88,7 +132,9 @@ export function remoteOf(state: Record<string, unknown> | null): RemoteTaskState
     typeof s.streaming === 'boolean' &&
     typeof s.attempt === 'number' &&
     (s.phase === 'following' || s.phase === 'awaiting_input');
-  return ok ? (s as unknown as RemoteTaskState) : null;
+  if (!ok) return null;
+  const { asked, ...rest } = s as unknown as RemoteTaskState;
+  return isAsked(asked) ? { ...rest, asked } : rest;
 }
 
 /** The user's reply to an input request: the messages after the last agent message, joined by "\n". */

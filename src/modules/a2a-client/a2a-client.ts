@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Task } from '@a2a-js/sdk';
+import type { Task, TaskStatus } from '@a2a-js/sdk';
 import type { Transport } from '@a2a-js/sdk/client';
 import { createOutboundDispatcher, type OutboundPolicy, OutboundUrlError } from '../../lib/outbound.js';
 import { type Clock, systemClock } from '../../lib/time.js';
@@ -7,12 +7,15 @@ import type { PushOutcome, PushRuntime } from '../runtimes/push-runtime.js';
 import {
   type A2aEndpoint,
   type A2aRuntime,
+  type AskedQuestion,
   applyStreamEvent,
   CardError,
   deliveryFailed,
+  isAnsweredQuestion,
   outcomeOfMessage,
   outcomeOfTask,
   planOf,
+  questionOf,
   type RemoteTaskState,
   remoteOf,
   sendRequestOf,
@@ -80,16 +83,29 @@ export function createA2aRuntime(deps: A2aRuntimeDeps): PushRuntime<A2aRuntime> 
     }
   }
 
-  /** Follows a remote task by `GetTask` until its state decides the run. */
+  /**
+   * The outcome `view` decides, or null while the remote task is under way or still shows the
+   * question already answered (`asked`). Keeps the deciding status (an input request's question).
+   */
+  function decide(ctx: RunContext, view: Task | TaskView | null, asked: AskedQuestion | undefined) {
+    if (!view || isAnsweredQuestion(view.status, asked)) return null;
+    const outcome = outcomeOfTask(view);
+    if (outcome) ctx.status = view.status;
+    return outcome;
+  }
+
+  /** Follows a remote task by `GetTask` until a state it reached after `asked` was answered decides the run. */
   async function poll(
+    ctx: RunContext,
     transport: Transport,
-    session: A2aSession,
     remote: RemoteTaskState,
     first: Task | TaskView | null,
+    asked: AskedQuestion | undefined,
   ) {
+    const { session } = ctx;
     let view = first;
     for (;;) {
-      const decided = view && outcomeOfTask(view);
+      const decided = decide(ctx, view, asked);
       if (decided) return decided;
       if (view) await sleep(pollIntervalMs, undefined, { signal: session.signal });
       view = await transport.getTask(
@@ -106,6 +122,8 @@ export function createA2aRuntime(deps: A2aRuntimeDeps): PushRuntime<A2aRuntime> 
     remote: RemoteTaskState | null;
     /** The SendMessage of a new remote task is in flight (the remote may have made a task we cannot name yet). */
     sendingNew: boolean;
+    /** The status that decided the run. */
+    status?: TaskStatus;
     save(remote: RemoteTaskState): Promise<void>;
   }
 
@@ -122,9 +140,12 @@ export function createA2aRuntime(deps: A2aRuntimeDeps): PushRuntime<A2aRuntime> 
     const { session } = ctx;
     const transport = await transportOf(session, endpoint);
     const options = { signal: session.signal, serviceParameters: session.headers };
+    // A reply is answered only by a state the remote reached after it: until a status update
+    // arrives, a view still showing the question already answered is the task as it was.
+    let asked = to?.asked;
     const remember = (taskId: string, contextId: string) =>
-      ctx.save({ ...endpoint, taskId, contextId, attempt: ctx.attempt, phase: 'following' });
-    if (to && !texts) return poll(transport, session, to, null);
+      ctx.save({ ...endpoint, taskId, contextId, attempt: ctx.attempt, phase: 'following', ...(asked && { asked }) });
+    if (to && !texts) return poll(ctx, transport, to, null, asked);
     // Saved before the reply goes out: a run that dies now resumes following, never sends it twice.
     if (to) await remember(to.taskId, to.contextId);
     const request = sendRequestOf(texts ?? [], to, endpoint.tenant);
@@ -136,9 +157,10 @@ export function createA2aRuntime(deps: A2aRuntimeDeps): PushRuntime<A2aRuntime> 
         for await (const event of transport.sendMessageStream(request, options)) {
           accepted = true;
           if (event.payload?.$case === 'message' && !view) return outcomeOfMessage(event.payload.value);
+          if (event.payload?.$case === 'statusUpdate') asked = undefined;
           view = applyStreamEvent(view, event);
           if (view && !ctx.remote) await remember(view.id, view.contextId);
-          const decided = view && outcomeOfTask(view);
+          const decided = decide(ctx, view, asked);
           if (decided) return decided;
         }
       } else {
@@ -154,7 +176,7 @@ export function createA2aRuntime(deps: A2aRuntimeDeps): PushRuntime<A2aRuntime> 
       ctx.sendingNew = false;
     }
     if (!ctx.remote) throw new Error('the stream ended before the remote agent named a task');
-    return poll(transport, session, ctx.remote, endpoint.streaming ? null : view);
+    return poll(ctx, transport, ctx.remote, endpoint.streaming ? null : view, asked);
   }
 
   return {
@@ -229,7 +251,8 @@ export function createA2aRuntime(deps: A2aRuntimeDeps): PushRuntime<A2aRuntime> 
           null,
         );
       }
-      if (outcome.kind === 'input_request' && ctx.remote) await ctx.save({ ...ctx.remote, phase: 'awaiting_input' });
+      if (outcome.kind === 'input_request' && ctx.remote)
+        await ctx.save({ ...ctx.remote, phase: 'awaiting_input', asked: questionOf(ctx.status) });
       return outcome;
     } catch (err) {
       if (signal.aborted) return { kind: 'aborted' };

@@ -6,9 +6,11 @@ import {
   deliveryFailed,
   endpointOfCard,
   findingsResultOf,
+  isAnsweredQuestion,
   outcomeOfMessage,
   outcomeOfTask,
   planOf,
+  questionOf,
   type RemoteTaskState,
   remoteOf,
   replyOf,
@@ -126,6 +128,37 @@ describe('the state a run keeps', () => {
     expect(remoteOf({ ...remote, binding: 'GRPC' })).toBeNull();
     expect(remoteOf({ ...remote, attempt: '1' })).toBeNull();
     expect(remoteOf({ ...remote, taskId: undefined })).toBeNull();
+    const asked = { messageId: 'm', timestamp: at, text: 'Which branch?' };
+    expect(remoteOf({ ...remote, asked })).toEqual({ ...remote, asked });
+    expect(remoteOf({ ...remote, asked: { messageId: 1 } })).toEqual(remote);
+  });
+
+  it('a status is the question already answered only while interrupted with the same message', () => {
+    const status = (state: TaskState, messageId: string, said: string, timestamp = at) => ({
+      state,
+      message: { ...message(text(said)), messageId },
+      timestamp,
+    });
+    const input = TaskState.TASK_STATE_INPUT_REQUIRED;
+    const asked = questionOf(status(input, 'm1', 'Which branch?'));
+    expect(asked).toEqual({ messageId: 'm1', timestamp: at, text: 'Which branch?' });
+    const cases: Array<[ReturnType<typeof status> | undefined, boolean]> = [
+      [status(input, 'm1', 'Which branch?'), true],
+      [status(TaskState.TASK_STATE_AUTH_REQUIRED, 'm1', 'Which branch?'), true],
+      [status(input, 'm1', 'Which branch?', '2026-11-22T10:00:01.000Z'), true],
+      [status(input, 'm2', 'Which branch?'), false],
+      [status(input, '', 'Which branch?'), false],
+      [status(TaskState.TASK_STATE_WORKING, 'm1', 'Which branch?'), false],
+      [status(TaskState.TASK_STATE_COMPLETED, 'm1', 'Which branch?'), false],
+      [undefined, false],
+    ];
+    for (const [now, answered] of cases) expect(isAnsweredQuestion(now, asked)).toBe(answered);
+    expect(isAnsweredQuestion(status(input, 'm1', 'Which branch?'), undefined)).toBe(false);
+    // Without message ids, the same time and text are the same question.
+    const bare = questionOf(status(input, '', 'Which branch?'));
+    expect(isAnsweredQuestion(status(input, '', 'Which branch?'), bare)).toBe(true);
+    expect(isAnsweredQuestion(status(input, '', 'Which tag?'), bare)).toBe(false);
+    expect(isAnsweredQuestion(status(input, '', 'Which branch?', '2026-11-22T10:00:01.000Z'), bare)).toBe(false);
   });
 
   it('the reply is what the user said after the last agent message, several joined by a newline', () => {

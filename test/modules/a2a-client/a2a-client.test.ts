@@ -113,6 +113,27 @@ describe.each([
     expect(runner.saved.at(-1)).toMatchObject({ taskId: asked?.taskId, phase: 'following' });
   });
 
+  it('a reply to a remote task that first re-sends itself (old question) waits for the state after the reply', async () => {
+    const { agent, runner } = await setup();
+    const first = taskOf([['user', 'ask-resend']]);
+    expect(await runner.run(first)).toEqual({ kind: 'input_request', message: 'Which branch?' });
+    const answered = {
+      ...first,
+      messages: [
+        ...first.messages,
+        ...taskOf([
+          ['agent', 'Which branch?'],
+          ['user', 'main'],
+        ]).messages,
+      ],
+    };
+    expect(await runner.run(answered)).toEqual({
+      kind: 'completed',
+      result: { summary: 'reply: main', findings: [] },
+    });
+    expect(agent.received.map((r) => r.continued)).toEqual([false, true]);
+  });
+
   it.each([
     [
       'fail',

@@ -59,6 +59,15 @@ describe.each(DATABASES)('an agent whose runtime is a remote A2A agent, through 
     expect(new Set(turns.map((r) => r.taskId)).size).toBe(1);
   });
 
+  it('a reply is not answered by the old question of a remote task that re-sends itself first', async () => {
+    const { task_id } = await submitTask(t, user, agent, { message: 'ask-resend' });
+    await waitForStatus(t, user, agent, task_id, 'awaiting_input');
+    expect((await sendMessage(t, user, agent, task_id, 'main')).statusCode).toBe(200);
+    const done = await waitForStatus(t, user, agent, task_id, 'completed');
+    expect(done.result?.summary).toBe('reply: main');
+    expect(done.messages?.map((m) => m.role)).toEqual(['user', 'agent', 'user']);
+  });
+
   it('fails with AGENT_ERROR when the remote fails, and a cancel is forwarded', async () => {
     const failed = await submitTask(t, user, agent, { message: 'fail' });
     const f = await waitForStatus(t, user, agent, failed.task_id, 'failed');
