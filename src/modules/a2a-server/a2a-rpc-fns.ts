@@ -147,8 +147,11 @@ export function parseSendParams(params: Record<string, unknown>): SendParams {
   if (typeof messageId !== 'string' || messageId === '' || messageId.length > 256) {
     throw invalidParams('message.messageId is required (a string of 1 to 256 characters)');
   }
-  if (message.role !== undefined && message.role !== 'ROLE_USER') {
-    throw invalidParams('message.role must be ROLE_USER');
+  // A2A 1.0 makes `role` a required field of every Message: a message that says nothing is refused.
+  if (message.role !== 'ROLE_USER') {
+    throw invalidParams(
+      message.role === undefined ? 'message.role is required (ROLE_USER)' : 'message.role must be ROLE_USER',
+    );
   }
   const taskId = optionalString(message.taskId, 'message.taskId');
   const contextId = optionalString(message.contextId, 'message.contextId');
@@ -201,6 +204,23 @@ export interface ListParams {
   pageSize: number;
   offset: number;
   historyLength: number | undefined;
+  /** Only tasks whose status timestamp is later than this (an ISO timestamp in ms, UTC). */
+  statusTimestampAfter: string | undefined;
+  /** Artifacts are left out of a listed task unless asked for. */
+  includeArtifacts: boolean;
+}
+
+/** An RFC 3339 timestamp, the JSON form of a protobuf Timestamp. */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;
+
+/** `statusTimestampAfter` as an ISO timestamp in UTC with milliseconds (what the tasks hold), or undefined. */
+function parseTimestampAfter(value: unknown): string | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  const ms = typeof value === 'string' && RFC3339.test(value) ? Date.parse(value) : Number.NaN;
+  if (Number.isNaN(ms)) {
+    throw invalidParams('statusTimestampAfter must be an RFC 3339 timestamp, e.g. 2026-01-31T09:00:00Z');
+  }
+  return new Date(ms).toISOString();
 }
 
 const MAX_OFFSET = 1_000_000;
@@ -228,12 +248,16 @@ export function parseListParams(params: Record<string, unknown>): ListParams {
     if (!match || Number(match[1]) > MAX_OFFSET) throw invalidParams('pageToken is not one this server issued');
     offset = Number(match[1]);
   }
+  const includeArtifacts = params.includeArtifacts ?? false;
+  if (typeof includeArtifacts !== 'boolean') throw invalidParams('includeArtifacts must be a boolean');
   return {
     contextId,
     state,
     pageSize,
     offset,
     historyLength: parseHistoryLength(params.historyLength, 'historyLength'),
+    statusTimestampAfter: parseTimestampAfter(params.statusTimestampAfter),
+    includeArtifacts,
   };
 }
 

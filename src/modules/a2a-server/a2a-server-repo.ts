@@ -98,20 +98,30 @@ export const a2aServerRepo = {
     );
   },
 
-  /** The agent's tasks newest first, optionally of one status and one A2A context. */
+  /**
+   * The agent's tasks newest first, optionally of one status, one A2A context, and changed after
+   * `changedAfter` (an ISO timestamp; every change of a task moves its `updated_at`). `page` null:
+   * every task that matches.
+   */
   async listTasks(
     ex: Executor,
-    filter: { agentUuid: string; userUuid: string; status?: TaskStatus | undefined; contextId?: string | undefined },
-    offset: number,
-    limit: number,
+    filter: {
+      agentUuid: string;
+      userUuid: string;
+      status?: TaskStatus | undefined;
+      contextId?: string | undefined;
+      changedAfter?: string | undefined;
+    },
+    page: { offset: number; limit: number } | null,
   ): Promise<{ tasks: TaskRecord[]; total: number }> {
-    const { contextId, status } = filter;
+    const { contextId, status, changedAfter } = filter;
     const base = ex
       .selectFrom('tasks')
       .leftJoin('a2a_task_contexts as c', 'c.task_uuid', 'tasks.uuid')
       .where('tasks.agent_uuid', '=', filter.agentUuid)
       .where('tasks.user_uuid', '=', filter.userUuid)
       .$if(status !== undefined, (qb) => qb.where('tasks.status', '=', status as string))
+      .$if(changedAfter !== undefined, (qb) => qb.where('tasks.updated_at', '>', changedAfter as string))
       .$if(contextId !== undefined, (qb) =>
         qb.where((eb) =>
           eb.or([
@@ -126,8 +136,7 @@ export const a2aServerRepo = {
           .selectAll('tasks')
           .orderBy('tasks.created_at', 'desc')
           .orderBy('tasks.uuid', 'desc')
-          .offset(offset)
-          .limit(limit)
+          .$if(page !== null, (qb) => qb.offset(page?.offset ?? 0).limit(page?.limit ?? 0))
           .execute(),
       ),
       guard(base.select(sql<number | string>`count(*)`.as('n')).executeTakeFirstOrThrow()),

@@ -12,7 +12,7 @@ import type { TaskRef, TasksService } from '../tasks/tasks-service.js';
 import { taskView } from '../tasks/tasks-view.js';
 import { invalidParams, type ListParams, pageToken, RPC_ERRORS, RpcError, type SendParams } from './a2a-rpc-fns.js';
 import type { A2aServerRepo } from './a2a-server-repo.js';
-import { type A2aTask, agentCard, statusOfState, toA2aTask } from './a2a-task-fns.js';
+import { type A2aTask, agentCard, stateTimestamp, statusOfState, toA2aTask } from './a2a-task-fns.js';
 
 const DAY_MS = 86_400_000;
 const SETTLED = new Set(['completed', 'failed', 'cancelled', 'awaiting_input']);
@@ -193,27 +193,26 @@ export function createA2aServerService(deps: {
       return a2aTask(await requireTask(ref));
     },
 
-    /** ListTasks: the agent's tasks newest first, a page at a time. */
+    /**
+     * ListTasks: the agent's tasks newest first, a page at a time; artifacts only when asked for.
+     * `pageSize` in the answer is the page size used (asked for, or 50), as A2A's proto defines it.
+     */
     async list(agent: AgentRow, userUuid: string, p: ListParams) {
       const status = p.state === undefined ? undefined : statusOfState(p.state);
       if (status === null) return { tasks: [], nextPageToken: '', pageSize: p.pageSize, totalSize: 0 };
-      const page = await repo.listTasks(
-        db.kysely,
-        { agentUuid: agent.uuid, userUuid, status, contextId: p.contextId },
-        p.offset,
-        p.pageSize,
-      );
+      const page = await listPage({ agentUuid: agent.uuid, userUuid, status, contextId: p.contextId }, p);
       const extras = await repo.extras(
         db.kysely,
         page.tasks.map((t) => t.uuid),
       );
-      const list = page.tasks.map((t) =>
-        toA2aTask(
+      const list = page.tasks.map((t) => {
+        const { artifacts, ...task } = toA2aTask(
           taskView(t),
           { contextId: extras.contexts.get(t.uuid), messageIds: extras.messageIds.get(t.uuid) ?? new Map() },
           p.historyLength,
-        ),
-      );
+        );
+        return p.includeArtifacts && artifacts ? { ...task, artifacts } : task;
+      });
       return {
         tasks: list,
         nextPageToken: pageToken(p.offset + list.length, page.total),
@@ -222,6 +221,23 @@ export function createA2aServerService(deps: {
       };
     },
   };
+
+  /**
+   * One page of the agent's tasks. With `statusTimestampAfter`, the tasks changed since then are
+   * read and kept when their status timestamp is later: a status timestamp is computed from the
+   * task's body (stateTimestamp) and is never later than its last change, so the one rule that
+   * says what a status timestamp is also decides the filter.
+   */
+  async function listPage(
+    filter: { agentUuid: string; userUuid: string; status: TaskView['status'] | undefined; contextId?: string },
+    p: ListParams,
+  ) {
+    const after = p.statusTimestampAfter;
+    if (after === undefined) return repo.listTasks(db.kysely, filter, { offset: p.offset, limit: p.pageSize });
+    const changed = await repo.listTasks(db.kysely, { ...filter, changedAfter: after }, null);
+    const kept = changed.tasks.filter((t) => stateTimestamp(taskView(t)) > after);
+    return { tasks: kept.slice(p.offset, p.offset + p.pageSize), total: kept.length };
+  }
 }
 
 /** A2A's error for a refusal of the tasks service; anything else is passed on unchanged. */

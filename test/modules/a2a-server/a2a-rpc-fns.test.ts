@@ -96,6 +96,8 @@ describe('SendMessage params', () => {
     [{ message: message({ messageId: '' }) }, -32602],
     [{ message: message({ messageId: 5 }) }, -32602],
     [{ message: message({ role: 'user' }) }, -32602],
+    [{ message: message({ role: undefined }) }, -32602],
+    [{ message: message({ role: 'ROLE_UNSPECIFIED' }) }, -32602],
     [{ message: message({ parts: 'hi' }) }, -32602],
     [{ message: message({ parts: [{ text: '' }] }) }, -32602],
     [{ message: message({ parts: [{ data: null }] }) }, -32602],
@@ -121,7 +123,16 @@ describe('ListTasks params and page tokens', () => {
       pageSize: 50,
       offset: 0,
       historyLength: undefined,
+      statusTimestampAfter: undefined,
+      includeArtifacts: false,
     });
+  });
+
+  it('reads statusTimestampAfter as a UTC instant with milliseconds', () => {
+    const read = (value: string) => parseListParams({ statusTimestampAfter: value }).statusTimestampAfter;
+    expect(read('2026-01-31T09:00:00Z')).toBe('2026-01-31T09:00:00.000Z');
+    expect(read('2026-01-31T10:00:00.5+01:00')).toBe('2026-01-31T09:00:00.500Z');
+    expect(read('')).toBeUndefined();
   });
 
   it('reads back the token of the next page', () => {
@@ -140,6 +151,11 @@ describe('ListTasks params and page tokens', () => {
     [{ status: 'TASK_STATE_NOPE' }],
     [{ status: 2 }],
     [{ historyLength: -1 }],
+    [{ includeArtifacts: 'true' }],
+    [{ statusTimestampAfter: 'yesterday' }],
+    [{ statusTimestampAfter: '2026-01-31' }],
+    [{ statusTimestampAfter: '2026-01-31T25:00:00Z' }],
+    [{ statusTimestampAfter: 1769850000 }],
   ])('refuses %j with -32602', (params) => {
     expect(codeOf(() => parseListParams(params))).toBe(-32602);
   });

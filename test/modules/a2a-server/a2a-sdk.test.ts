@@ -311,6 +311,11 @@ describe.each(DATABASES)('a taskhook agent driven by the A2A SDK on $name', (dat
     const page2 = await list({ pageSize: 2, pageToken: page1.nextPageToken });
     expect(page2.tasks.map((x) => x.id)).toEqual([ids[1], ids[0]]);
     expect(page2.nextPageToken).toBe('');
+    // `pageSize` is the page size used, not the number of tasks on a short last page.
+    const short = await list({ pageSize: 3, pageToken: page1.nextPageToken });
+    expect(short.tasks).toHaveLength(2);
+    expect(short.pageSize).toBe(3);
+    expect((await list({})).pageSize).toBe(50);
 
     expect((await list({ contextId })).tasks.map((x) => x.id)).toEqual([ids[2], ids[1], ids[0]]);
     const byTaskId = await list({ contextId: rest.task_id });
@@ -318,5 +323,49 @@ describe.each(DATABASES)('a taskhook agent driven by the A2A SDK on $name', (dat
     expect((await list({ status: 'TASK_STATE_SUBMITTED' })).totalSize).toBe(4);
     expect((await list({ status: 'TASK_STATE_COMPLETED' })).totalSize).toBe(0);
     expect((await list({ historyLength: 0 })).tasks.every((x) => x.history.length === 0)).toBe(true);
+  });
+
+  it('ListTasks leaves artifacts out unless includeArtifacts is true', async () => {
+    const { client } = await setup();
+    const done = wire(await client.sendMessage(sendRequest('quick')));
+    expect(done.status.state).toBe('TASK_STATE_COMPLETED');
+    const list = (params: Record<string, unknown>) => client.listTasks(ListTasksRequest.fromJSON(params));
+    expect((await list({})).tasks.map((x) => x.artifacts)).toEqual([[]]);
+    expect((await list({ includeArtifacts: false })).tasks.map((x) => x.artifacts)).toEqual([[]]);
+    const full = await list({ includeArtifacts: true });
+    expect(full.tasks.map((x) => x.artifacts.map((a) => a.artifactId))).toEqual([['result']]);
+    expect((await client.getTask({ tenant: '', id: done.id })).artifacts).toHaveLength(1);
+  });
+
+  it('ListTasks keeps only tasks whose status changed after statusTimestampAfter, and refuses a bad one', async () => {
+    const { client } = await setup();
+    const done = wire(await client.sendMessage(sendRequest('quick')));
+    const at: string = done.status.timestamp;
+    const list = (params: Record<string, unknown>) => client.listTasks(ListTasksRequest.fromJSON(params));
+    const justBefore = new Date(Date.parse(at) - 1).toISOString();
+    const before = await list({ statusTimestampAfter: justBefore });
+    expect(before.tasks.map((x) => x.id)).toEqual([done.id]);
+    expect(before.totalSize).toBe(1);
+    // The same instant in another offset is the same time.
+    const inParis = new Date(Date.parse(justBefore) + 3_600_000).toISOString().replace('Z', '+01:00');
+    expect((await list({ statusTimestampAfter: inParis })).totalSize).toBe(1);
+    const after = await list({ statusTimestampAfter: at });
+    expect(after.tasks).toEqual([]);
+    expect(after.totalSize).toBe(0);
+    for (const bad of ['yesterday', '2026-13-01T00:00:00Z', '2026-01-01']) {
+      await expect(list({ statusTimestampAfter: bad })).rejects.toMatchObject({ envelopeCode: -32602 });
+    }
+  });
+
+  it('refuses a message without role (a required field) with -32602, creating nothing', async () => {
+    const { client } = await setup({ worker: false });
+    for (const role of [undefined, 'ROLE_UNSPECIFIED']) {
+      await expect(
+        client.sendMessage(sendRequest('no role', { role }, { returnImmediately: true })),
+      ).rejects.toMatchObject({
+        envelopeCode: -32602,
+      });
+    }
+    expect((await client.listTasks(ListTasksRequest.fromJSON({}))).totalSize).toBe(0);
   });
 });
