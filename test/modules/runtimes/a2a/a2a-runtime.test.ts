@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
-import type { A2aRuntime } from '../../../src/modules/a2a-client/a2a-client.js';
-import { a2aServers, loopback, runnerFor, TRACEPARENT, taskOf } from '../../helpers/a2a-runs.js';
+import type { A2aRuntime } from '../../../../src/modules/runtimes/a2a/a2a-runtime.js';
+import { a2aServers, loopback, runnerFor, TRACEPARENT, taskOf } from '../../../helpers/a2a-runs.js';
 
 const { agentWith } = a2aServers();
 

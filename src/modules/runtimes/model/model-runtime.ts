@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
-import type { PushOutcome, PushRuntime } from '../runtimes/push-runtime.js';
-import { ProxyError } from '../spotlight/spotlight-fns.js';
-import type { SpotlightService } from '../spotlight/spotlight-service.js';
+import { ProxyError } from '../../spotlight/spotlight-fns.js';
+import type { SpotlightService } from '../../spotlight/spotlight-service.js';
+import type { PushOutcome, PushRuntime } from '../push-runtime.js';
 import {
   type ConversationMessage,
   chatRequestOf,

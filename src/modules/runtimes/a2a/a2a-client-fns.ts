@@ -10,9 +10,9 @@ import {
   TaskState,
   type TaskStatus,
 } from '@a2a-js/sdk';
-import { findingsResultOf } from '../model-runtime/model-runtime-fns.js';
-import type { PushOutcome, TaskResultOut } from '../runtimes/push-runtime.js';
-import type { ConversationMessage } from '../tasks/tasks-schemas.js';
+import type { ConversationMessage } from '../../tasks/tasks-schemas.js';
+import { findingsResultOf } from '../model/model-runtime-fns.js';
+import type { PushOutcome, TaskResultOut } from '../push-runtime.js';
 
 /** An agent whose runtime is a remote A2A agent; header values already decrypted. */
 export interface A2aRuntime {

@@ -16,7 +16,7 @@ import {
   replyOf,
   resultOfTask,
   sendRequestOf,
-} from '../../../src/modules/a2a-client/a2a-client-fns.js';
+} from '../../../../src/modules/runtimes/a2a/a2a-client-fns.js';
 
 const text = (value: string): Part => ({
   content: { $case: 'text', value },

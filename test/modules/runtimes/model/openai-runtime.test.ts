@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildTestApp, call, type TestApp } from '../../helpers/app.js';
-import { DATABASES, ownDatabase } from '../../helpers/databases.js';
-import { createAgent, createUser, type TestUser } from '../../helpers/factories.js';
-import { type FakeOpenAi, startFakeOpenAi } from '../../helpers/fake-openai.js';
-import { createCredential, eventually } from '../../helpers/spotlight.js';
-import { cancelTask, getTask, sendMessage, submitTask, waitForStatus } from '../../helpers/tasks.js';
+import { buildTestApp, call, type TestApp } from '../../../helpers/app.js';
+import { DATABASES, ownDatabase } from '../../../helpers/databases.js';
+import { createAgent, createUser, type TestUser } from '../../../helpers/factories.js';
+import { type FakeOpenAi, startFakeOpenAi } from '../../../helpers/fake-openai.js';
+import { createCredential, eventually } from '../../../helpers/spotlight.js';
+import { cancelTask, getTask, sendMessage, submitTask, waitForStatus } from '../../../helpers/tasks.js';
 
 describe.each(DATABASES)('agents that are a model (openai runtime) on $name', (shared) => {
   let t: TestApp;

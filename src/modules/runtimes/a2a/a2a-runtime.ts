@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Task, TaskStatus } from '@a2a-js/sdk';
 import type { Transport } from '@a2a-js/sdk/client';
-import { createOutboundDispatcher, type OutboundPolicy, OutboundUrlError } from '../../lib/outbound.js';
-import { type Clock, systemClock } from '../../lib/time.js';
-import type { PushOutcome, PushRuntime } from '../runtimes/push-runtime.js';
+import { createOutboundDispatcher, type OutboundPolicy, OutboundUrlError } from '../../../lib/outbound.js';
+import { type Clock, systemClock } from '../../../lib/time.js';
+import type { PushOutcome, PushRuntime } from '../push-runtime.js';
 import {
   type A2aEndpoint,
   type A2aRuntime,

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type A2aAgent, startA2aAgent } from '../../helpers/a2a-agent.js';
-import { buildTestApp, call, type TestApp } from '../../helpers/app.js';
-import { DATABASES, ownDatabase } from '../../helpers/databases.js';
-import { createAgent, createUser, type TestUser } from '../../helpers/factories.js';
-import { cancelTask, sendMessage, submitTask, waitForStatus } from '../../helpers/tasks.js';
+import { type A2aAgent, startA2aAgent } from '../../../helpers/a2a-agent.js';
+import { buildTestApp, call, type TestApp } from '../../../helpers/app.js';
+import { DATABASES, ownDatabase } from '../../../helpers/databases.js';
+import { createAgent, createUser, type TestUser } from '../../../helpers/factories.js';
+import { cancelTask, sendMessage, submitTask, waitForStatus } from '../../../helpers/tasks.js';
 
 // The same task API drives a remote A2A agent: the app's own dispatcher pushes each task to the
 // agent (storage of its own, so no other test file's dispatcher takes these tasks).

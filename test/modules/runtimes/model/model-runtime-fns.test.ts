@@ -7,7 +7,7 @@ import {
   resultOf,
   retryAfterMs,
   retryDelayMs,
-} from '../../../src/modules/model-runtime/model-runtime-fns.js';
+} from '../../../../src/modules/runtimes/model/model-runtime-fns.js';
 
 const runtime = { type: 'openai' as const, provider_credential_uuid: 'c', model: 'gpt-4o' };
 const finding = { file: 'a.ts', line: 1, severity: 'low', message: 'm' };

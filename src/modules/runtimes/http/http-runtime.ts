@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
 import { type Dispatcher, request } from 'undici';
-import { isPrivateAddress } from '../../lib/outbound.js';
-import { iso } from '../../lib/time.js';
-import type { HttpRuntime } from '../agents/agents-schemas.js';
-import { retryAfterSeconds, signatureHeader } from '../callbacks/callbacks-fns.js';
-import type { PushOutcome, PushRun, PushRuntime } from '../runtimes/push-runtime.js';
-import { claimItemOf } from '../tasks/tasks-view.js';
+import { isPrivateAddress } from '../../../lib/outbound.js';
+import { iso } from '../../../lib/time.js';
+import type { HttpRuntime } from '../../agents/agents-schemas.js';
+import { retryAfterSeconds, signatureHeader } from '../../callbacks/callbacks-fns.js';
+import { claimItemOf } from '../../tasks/tasks-view.js';
+import type { PushOutcome, PushRun, PushRuntime } from '../push-runtime.js';
 import {
   DEFAULT_LEASE_SECONDS,
   DEFAULT_TIMEOUT_SECONDS,

@@ -1,10 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildTestApp, call, type TestApp } from '../../helpers/app.js';
-import { eventually, type Receiver, startReceiver, verifyCallback } from '../../helpers/callbacks.js';
-import { DATABASES, ownDatabase } from '../../helpers/databases.js';
-import { createAgent, createUser } from '../../helpers/factories.js';
-import { cancelsOf, pushAgent, pushBodyOf, runsOf, usePushApp } from '../../helpers/push-agent.js';
-import { cancelTask, getTask, reportComplete, reportProgress, submitTask, waitForStatus } from '../../helpers/tasks.js';
+import { buildTestApp, call, type TestApp } from '../../../helpers/app.js';
+import { eventually, type Receiver, startReceiver, verifyCallback } from '../../../helpers/callbacks.js';
+import { DATABASES, ownDatabase } from '../../../helpers/databases.js';
+import { createAgent, createUser } from '../../../helpers/factories.js';
+import { cancelsOf, pushAgent, pushBodyOf, runsOf, usePushApp } from '../../../helpers/push-agent.js';
+import {
+  cancelTask,
+  getTask,
+  reportComplete,
+  reportProgress,
+  submitTask,
+  waitForStatus,
+} from '../../../helpers/tasks.js';
 
 /*
  * Cancel and timeout of a task an http agent holds: the POST in flight is closed at once and the

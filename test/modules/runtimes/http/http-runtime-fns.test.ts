@@ -4,7 +4,7 @@ import {
   reportUrls,
   taskCancelledBody,
   taskRunBody,
-} from '../../../src/modules/http-runtime/http-runtime-fns.js';
+} from '../../../../src/modules/runtimes/http/http-runtime-fns.js';
 
 const answer = (status: number, body: unknown, retryAfterMs: number | null = null) =>
   outcomeOfAnswer({

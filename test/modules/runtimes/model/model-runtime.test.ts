@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSecretBox } from '../../../src/lib/crypto.js';
-import { createModelRuntime, type ModelRun } from '../../../src/modules/model-runtime/model-runtime.js';
-import { createProvidersModule } from '../../../src/modules/providers/providers-module.js';
-import { createSpotlightModule } from '../../../src/modules/spotlight/spotlight-module.js';
-import { buildTestApp, call, type TestApp } from '../../helpers/app.js';
-import { DATABASES } from '../../helpers/databases.js';
-import { createAgent, createUser, type TestUser } from '../../helpers/factories.js';
-import { type FakeOpenAi, REVIEW, startFakeOpenAi } from '../../helpers/fake-openai.js';
-import { createCredential, eventually } from '../../helpers/spotlight.js';
+import { createSecretBox } from '../../../../src/lib/crypto.js';
+import { createProvidersModule } from '../../../../src/modules/providers/providers-module.js';
+import { createModelRuntime, type ModelRun } from '../../../../src/modules/runtimes/model/model-runtime.js';
+import { createSpotlightModule } from '../../../../src/modules/spotlight/spotlight-module.js';
+import { buildTestApp, call, type TestApp } from '../../../helpers/app.js';
+import { DATABASES } from '../../../helpers/databases.js';
+import { createAgent, createUser, type TestUser } from '../../../helpers/factories.js';
+import { type FakeOpenAi, REVIEW, startFakeOpenAi } from '../../../helpers/fake-openai.js';
+import { createCredential, eventually } from '../../../helpers/spotlight.js';
 
 describe.each(DATABASES)('the model runtime on $name', (database) => {
   let t: TestApp;

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { call } from '../../helpers/app.js';
-import { eventually, verifyCallback } from '../../helpers/callbacks.js';
-import { DATABASES } from '../../helpers/databases.js';
-import { pushBodyOf, runsOf, usePushApp } from '../../helpers/push-agent.js';
+import { call } from '../../../helpers/app.js';
+import { eventually, verifyCallback } from '../../../helpers/callbacks.js';
+import { DATABASES } from '../../../helpers/databases.js';
+import { pushBodyOf, runsOf, usePushApp } from '../../../helpers/push-agent.js';
 import {
   getTask,
   reportComplete,
@@ -11,7 +11,7 @@ import {
   submitTask,
   waitForStatus,
   workerHeaders,
-} from '../../helpers/tasks.js';
+} from '../../../helpers/tasks.js';
 
 /*
  * Agents that are an HTTP endpoint: the production app on storage of its own, a real receiver on

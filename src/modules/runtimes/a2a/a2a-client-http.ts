@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto';
 import { AgentCard } from '@a2a-js/sdk';
 import { JsonRpcTransportFactory, RestTransportFactory, type Transport } from '@a2a-js/sdk/client';
 import { type Dispatcher, fetch as undiciFetch } from 'undici';
-import { checkOutboundUrl, type OutboundPolicy } from '../../lib/outbound.js';
-import type { Clock } from '../../lib/time.js';
-import { retryAfterMs } from '../model-runtime/model-runtime-fns.js';
+import { checkOutboundUrl, type OutboundPolicy } from '../../../lib/outbound.js';
+import type { Clock } from '../../../lib/time.js';
+import { retryAfterMs } from '../model/model-runtime-fns.js';
 import { type A2aEndpoint, CardError, endpointOfCard } from './a2a-client-fns.js';
 
 const MAX_CARD_BYTES = 1024 * 1024;

@@ -1,7 +1,7 @@
 import { Value } from '@sinclair/typebox/value';
-import type { PushOutcome, TaskResultOut } from '../runtimes/push-runtime.js';
-import type { ClaimedTask } from '../tasks/tasks-schemas.js';
-import { MAX_MESSAGE_CHARS, ResultSchema } from '../tasks/tasks-schemas.js';
+import type { ClaimedTask } from '../../tasks/tasks-schemas.js';
+import { MAX_MESSAGE_CHARS, ResultSchema } from '../../tasks/tasks-schemas.js';
+import type { PushOutcome, TaskResultOut } from '../push-runtime.js';
 
 /** Pure rules of the `http` runtime: the task.run body, and what an answer means for the task. */
 

@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
-import { a2aServers, configOf, loopback, runnerFor, taskOf } from '../../helpers/a2a-runs.js';
-import { manualClock } from '../../helpers/app.js';
+import { a2aServers, configOf, loopback, runnerFor, taskOf } from '../../../helpers/a2a-runs.js';
+import { manualClock } from '../../../helpers/app.js';
 
 const { agentWith } = a2aServers();
 

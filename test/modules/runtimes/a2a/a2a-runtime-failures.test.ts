@@ -1,8 +1,8 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createA2aRuntime } from '../../../src/modules/a2a-client/a2a-client.js';
-import { a2aServers, configOf, loopback, runnerFor, taskOf } from '../../helpers/a2a-runs.js';
+import { createA2aRuntime } from '../../../../src/modules/runtimes/a2a/a2a-runtime.js';
+import { a2aServers, configOf, loopback, runnerFor, taskOf } from '../../../helpers/a2a-runs.js';
 
 const { agentWith, answering, closedPort } = a2aServers();
 
