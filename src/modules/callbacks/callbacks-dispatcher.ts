@@ -1,11 +1,14 @@
 import { isIP } from 'node:net';
 import { type Dispatcher, request } from 'undici';
 import type { Db } from '../../db/connect.js';
+import { scheduledDelaySeconds } from '../../lib/backoff.js';
 import { isPrivateAddress } from '../../lib/outbound.js';
+import { retryAfterSeconds } from '../../lib/retry-after.js';
+import { signatureHeader } from '../../lib/standard-webhooks.js';
 import { type Clock, iso } from '../../lib/time.js';
 import { callbackSpan, type ServiceSpan, type TaskTrace } from '../telemetry/service-spans-fns.js';
 import { deriveSpanId, formatTraceparent } from '../telemetry/trace-context-fns.js';
-import { classify, nextDelaySeconds, pickFair, retryAfterSeconds, signatureHeader } from './callbacks-fns.js';
+import { classify, pickFair } from './callbacks-fns.js';
 import type { Attempt, CallbackRow, CallbacksRepo } from './callbacks-repo.js';
 
 const POLL_MS = 500;
@@ -96,7 +99,7 @@ export function createDispatcher(deps: {
       });
       await res.body.dump().catch(() => undefined);
       const header = res.headers['retry-after'];
-      const retryAfter = retryAfterSeconds(Array.isArray(header) ? header[0] : header, deps.clock.now());
+      const retryAfter = retryAfterSeconds(header, deps.clock.now());
       const ok = classify(res.statusCode) === 'delivered';
       return done(res.statusCode, ok ? null : `HTTP ${res.statusCode}`, retryAfter);
     } catch (err) {
@@ -144,7 +147,7 @@ export function createDispatcher(deps: {
     let status: CallbackRow['status'] = outcome === 'delivered' ? 'delivered' : 'failed';
     let nextAttemptAt: string | null = null;
     if (outcome === 'retry') {
-      const delay = nextDelaySeconds(deps.schedule, attempts.length);
+      const delay = scheduledDelaySeconds(deps.schedule, attempts.length);
       if (delay !== null) {
         status = 'pending';
         nextAttemptAt = iso(nowMs + Math.max(delay, retryAfter ?? 0) * 1000);

@@ -1,5 +1,5 @@
 import type { TaskRecord } from '../tasks/tasks-record.js';
-import type { Finding } from './model/model-runtime-fns.js';
+import type { Finding } from './findings-fns.js';
 
 /**
  * What every push runtime (the service hands the task to a model, an HTTP endpoint or a remote

@@ -1,5 +1,6 @@
 import type { Db, Executor } from '../../db/connect.js';
 import { AppError } from '../../http/errors.js';
+import { retryDelayMs } from '../../lib/backoff.js';
 import { type Clock, iso } from '../../lib/time.js';
 import type { Runtime } from '../agents/agents-schemas.js';
 import { MAX_ATTEMPTS } from '../tasks/tasks-fns.js';
@@ -10,11 +11,6 @@ import type { TaskWriter } from '../tasks/tasks-writer.js';
 import { type TaskInput, transition } from '../tasks/transition-fns.js';
 import type { PushOutcome, PushRuntime } from './push-runtime.js';
 import { runtimesRepo } from './runtimes-repo.js';
-
-/** Backoff of a retryable failure: 1 s × 2^(attempt − 1), or the upstream's Retry-After if longer; at most 60 s. */
-export function retryDelayMs(attempt: number, retryAfterMs: number | null): number {
-  return Math.min(60_000, Math.max(1000 * 2 ** (attempt - 1), retryAfterMs ?? 0));
-}
 
 /** Why a run's signal was aborted. */
 export const ABORT = {

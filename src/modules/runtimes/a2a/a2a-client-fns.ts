@@ -11,7 +11,7 @@ import {
   type TaskStatus,
 } from '@a2a-js/sdk';
 import type { ConversationMessage } from '../../tasks/tasks-schemas.js';
-import { findingsResultOf } from '../model/model-runtime-fns.js';
+import { findingsResultOf } from '../findings-fns.js';
 import type { PushOutcome, TaskResultOut } from '../push-runtime.js';
 
 /** An agent whose runtime is a remote A2A agent; header values already decrypted. */
@@ -200,9 +200,6 @@ export function sendRequestOf(
 export function textsOf(parts: Part[] | undefined): string[] {
   return (parts ?? []).flatMap((p) => (p.content?.$case === 'text' ? [p.content.value] : []));
 }
-
-/** `{summary, findings}` of a data part's value of that shape (other keys dropped): the models' rule. */
-export { findingsResultOf };
 
 /**
  * The result of a completed remote task: the first data part of the `{summary, findings}` shape in

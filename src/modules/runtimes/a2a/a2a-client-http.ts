@@ -3,8 +3,8 @@ import { AgentCard } from '@a2a-js/sdk';
 import { JsonRpcTransportFactory, RestTransportFactory, type Transport } from '@a2a-js/sdk/client';
 import { type Dispatcher, fetch as undiciFetch } from 'undici';
 import { checkOutboundUrl, type OutboundPolicy } from '../../../lib/outbound.js';
+import { retryAfterMs } from '../../../lib/retry-after.js';
 import type { Clock } from '../../../lib/time.js';
-import { retryAfterMs } from '../model/model-runtime-fns.js';
 import { type A2aEndpoint, CardError, endpointOfCard } from './a2a-client-fns.js';
 
 const MAX_CARD_BYTES = 1024 * 1024;
@@ -84,13 +84,7 @@ export function openSession(
         redirect: 'manual',
       } as Parameters<typeof undiciFetch>[1]);
       if (!res.ok) {
-        session.retryAfterMs = retryAfterMs(
-          {
-            'retry-after': res.headers.get('retry-after') ?? undefined,
-            'retry-after-ms': res.headers.get('retry-after-ms') ?? undefined,
-          },
-          deps.clock.now(),
-        );
+        session.retryAfterMs = retryAfterMs(res.headers.get('retry-after'), deps.clock.now());
       }
       return capped(res as unknown as Response, deps.maxAnswerBytes ?? MAX_ANSWER_BYTES);
     }) as typeof fetch,

@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
 import { type Dispatcher, request } from 'undici';
 import { isPrivateAddress } from '../../../lib/outbound.js';
+import { retryAfterMs } from '../../../lib/retry-after.js';
+import { signatureHeader } from '../../../lib/standard-webhooks.js';
 import { iso } from '../../../lib/time.js';
 import type { HttpRuntime } from '../../agents/agents-schemas.js';
-import { retryAfterSeconds, signatureHeader } from '../../callbacks/callbacks-fns.js';
 import { claimItemOf } from '../../tasks/tasks-view.js';
 import type { PushOutcome, PushRun, PushRuntime } from '../push-runtime.js';
 import {
@@ -104,12 +105,10 @@ export function createHttpRuntime(deps: {
           signal,
         });
         const text = await textOf(res.body, deps.maxAnswerBytes);
-        const header = res.headers['retry-after'];
-        const retryAfter = retryAfterSeconds(Array.isArray(header) ? header[0] : header, deps.now());
         return outcomeOfAnswer({
           status: res.statusCode,
           body: text,
-          retryAfterMs: retryAfter === null ? null : retryAfter * 1000,
+          retryAfterMs: retryAfterMs(res.headers['retry-after'], deps.now()),
           leaseSeconds: runtime.lease_seconds ?? DEFAULT_LEASE_SECONDS,
         });
       } catch (err) {

@@ -1,5 +1,7 @@
 /** Pure rules of agents that are a model: the request, reading the answer, and failures. */
 
+import { type Finding, findingsResultOf } from '../findings-fns.js';
+
 /** The stored runtime of such an agent. */
 export interface OpenAiRuntime {
   type: 'openai';
@@ -14,13 +16,6 @@ export interface OpenAiRuntime {
 export interface ConversationMessage {
   role: 'user' | 'agent';
   content: string;
-}
-
-export interface Finding {
-  file: string;
-  line: number;
-  severity: string;
-  message: string;
 }
 
 export type ModelOutcome =
@@ -55,37 +50,6 @@ export function chatRequestOf(runtime: OpenAiRuntime, conversation: Conversation
     ...(runtime.max_output_tokens === undefined ? {} : { max_completion_tokens: runtime.max_output_tokens }),
     ...(runtime.allow_input_requests ? { tools: [REQUEST_INPUT_TOOL] } : {}),
   };
-}
-
-const isFinding = (f: unknown): f is Finding => {
-  const o = f as Record<string, unknown>;
-  return (
-    typeof f === 'object' &&
-    f !== null &&
-    !Array.isArray(f) &&
-    typeof o.file === 'string' &&
-    typeof o.line === 'number' &&
-    typeof o.severity === 'string' &&
-    typeof o.message === 'string'
-  );
-};
-
-/**
- * `{summary, findings}` of a value of that shape (an object whose `summary` is a string and whose
- * `findings` are all findings; other keys dropped), else null. The rule every runtime uses to read
- * an agent's structured result (a model's JSON text, an A2A data part).
- */
-export function findingsResultOf(value: unknown): { summary: string; findings: Finding[] } | null {
-  const o = value as Record<string, unknown>;
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
-  if (typeof o.summary !== 'string' || !Array.isArray(o.findings) || !o.findings.every(isFinding)) return null;
-  const findings = (o.findings as Finding[]).map(({ file, line, severity, message }) => ({
-    file,
-    line,
-    severity,
-    message,
-  }));
-  return { summary: o.summary, findings };
 }
 
 /**
@@ -138,24 +102,4 @@ export function outcomeOfAnswer(answer: unknown, allowInputRequests: boolean): M
 /** Statuses worth another attempt: the provider was busy, slow, conflicting or broken. */
 export function isRetryableStatus(status: number): boolean {
   return status === 408 || status === 409 || status === 429 || status >= 500;
-}
-
-/** Milliseconds asked for by `retry-after-ms` or `retry-after` (seconds or an HTTP date), if any. */
-export function retryAfterMs(headers: Record<string, string | undefined>, now: number): number | null {
-  const ms = Number(headers['retry-after-ms']);
-  if (headers['retry-after-ms'] !== undefined && Number.isFinite(ms) && ms >= 0) return ms;
-  const raw = headers['retry-after'];
-  if (raw === undefined) return null;
-  if (/^\d+(\.\d+)?$/.test(raw.trim())) return Number(raw) * 1000;
-  const date = Date.parse(raw);
-  return Number.isNaN(date) ? null : Math.max(0, date - now);
-}
-
-/**
- * When a task whose attempt `attempt` (1-based) failed retryably may be handed out again: 1 s,
- * then 2 s, or the provider's Retry-After when longer, at most 60 s.
- */
-export function retryDelayMs(attempt: number, askedMs: number | null): number {
-  const backoff = 1000 * 2 ** (attempt - 1);
-  return Math.max(backoff, Math.min(askedMs ?? 0, 60_000));
 }

@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import { retryAfterMs } from '../../../lib/retry-after.js';
 import { ProxyError } from '../../spotlight/spotlight-fns.js';
 import type { SpotlightService } from '../../spotlight/spotlight-service.js';
 import type { PushOutcome, PushRuntime } from '../push-runtime.js';
@@ -9,7 +10,6 @@ import {
   type ModelOutcome,
   type OpenAiRuntime,
   outcomeOfAnswer,
-  retryAfterMs,
 } from './model-runtime-fns.js';
 
 /** One run of a task by its model: who, which task, the whole conversation so far. */
@@ -86,7 +86,7 @@ export function createModelRuntime(deps: { spotlight: Pick<SpotlightService, 'ch
       return {
         kind: 'failed',
         retryable: isRetryableStatus(answer.status),
-        retryAfterMs: retryAfterMs(answer.headers, deps.now()),
+        retryAfterMs: retryAfterMs(answer.headers['retry-after'], deps.now()),
         message: `The provider answered HTTP ${answer.status}: ${upstreamMessage(text)}`,
         callId,
       };

@@ -5,7 +5,6 @@ import {
   CardError,
   deliveryFailed,
   endpointOfCard,
-  findingsResultOf,
   isAnsweredQuestion,
   outcomeOfMessage,
   outcomeOfTask,
@@ -17,6 +16,7 @@ import {
   resultOfTask,
   sendRequestOf,
 } from '../../../../src/modules/runtimes/a2a/a2a-client-fns.js';
+import { findingsResultOf } from '../../../../src/modules/runtimes/findings-fns.js';
 
 const text = (value: string): Part => ({
   content: { $case: 'text', value },

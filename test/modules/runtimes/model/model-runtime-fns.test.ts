@@ -5,8 +5,6 @@ import {
   outcomeOfAnswer,
   REQUEST_INPUT_TOOL,
   resultOf,
-  retryAfterMs,
-  retryDelayMs,
 } from '../../../../src/modules/runtimes/model/model-runtime-fns.js';
 
 const runtime = { type: 'openai' as const, provider_credential_uuid: 'c', model: 'gpt-4o' };
@@ -101,24 +99,5 @@ describe('failures', () => {
     expect([400, 401, 403, 404, 408, 409, 422, 429, 500, 502, 503, 504].filter(isRetryableStatus)).toEqual([
       408, 409, 429, 500, 502, 503, 504,
     ]);
-  });
-
-  it('reads Retry-After in milliseconds, seconds or as a date', () => {
-    const now = Date.parse('2026-11-22T10:00:00Z');
-    expect(retryAfterMs({ 'retry-after-ms': '1500', 'retry-after': '9' }, now)).toBe(1500);
-    expect(retryAfterMs({ 'retry-after': '7' }, now)).toBe(7000);
-    expect(retryAfterMs({ 'retry-after': 'Sun, 22 Nov 2026 10:00:30 GMT' }, now)).toBe(30_000);
-    expect(retryAfterMs({ 'retry-after': 'soon' }, now)).toBeNull();
-    expect(retryAfterMs({}, now)).toBeNull();
-  });
-
-  it('waits 1 s, then 2 s, or longer when asked, at most 60 s', () => {
-    expect([
-      retryDelayMs(1, null),
-      retryDelayMs(2, null),
-      retryDelayMs(1, 7000),
-      retryDelayMs(2, 500),
-      retryDelayMs(1, 600_000),
-    ]).toEqual([1000, 2000, 7000, 2000, 60_000]);
   });
 });
