@@ -2,7 +2,6 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
 import { afterCommit } from '../../db/transactions.js';
 import type { SecretBox } from '../../lib/crypto.js';
-import { createOutboundDispatcher } from '../../lib/outbound.js';
 import type { Runtime as ServiceRuntime } from '../../runtime.js';
 import type { AccountsService } from '../accounts/accounts-service.js';
 import { agentsRepo } from '../agents/agents-repo.js';
@@ -11,16 +10,22 @@ import type { SpotlightService } from '../spotlight/spotlight-service.js';
 import type { TasksModule } from '../tasks/tasks-module.js';
 import { tasksRepo } from '../tasks/tasks-repo.js';
 import type { TaskChangeEvent } from '../tasks/tasks-writer.js';
-import { createA2aRuntime } from './a2a/a2a-runtime.js';
+import { a2aAdapter } from './a2a/a2a-adapter.js';
 import { createDispatcher } from './dispatcher.js';
-import { createHttpRuntime } from './http/http-runtime.js';
-import { createModelRuntime, modelPushRuntime } from './model/model-runtime.js';
+import { httpAdapter } from './http/http-adapter.js';
+import { modelAdapter } from './model/model-adapter.js';
+import type { PushAdapter } from './push-adapter.js';
 import { runtimesRepo } from './runtimes-repo.js';
 import { createTaskRunner, type PushRuntimes } from './task-runner.js';
 
 const FINISHED = new Set(['completed', 'failed', 'cancelled']);
-/** The longest an http agent may take to answer (timeout_seconds is at most 300). */
-const HTTP_MAX_TIMEOUT_MS = 300_000;
+
+/** The push runtimes by agent runtime `type`: a new runtime is a folder `runtimes/<name>/` and a line here. */
+const ADAPTERS = {
+  openai: modelAdapter,
+  http: httpAdapter,
+  a2a: a2aAdapter,
+} satisfies Partial<Record<keyof PushRuntimes, PushAdapter>>;
 
 /**
  * Wires push runtimes: the dispatcher that hands queued tasks of `openai`, `http` and `a2a`
@@ -36,32 +41,13 @@ export function createRuntimesModule(deps: {
   tasks: Pick<TasksModule, 'writer' | 'notifier' | 'onStatusChange'>;
   accounts: Pick<AccountsService, 'activeSigningSecrets'>;
   spotlight: Pick<SpotlightService, 'chatCompletions'>;
-  /** More push runtimes by type (e.g. `a2a`). */
+  /** More push runtimes by type, or replacements of the registered ones (tests give their own). */
   extra?: PushRuntimes;
 }) {
   const { runtime, config } = deps;
-  const now = () => runtime.clock.now();
-  const model = createModelRuntime({ spotlight: deps.spotlight, now });
-  const http = createHttpRuntime({
-    signingSecrets: (userUuid) => deps.accounts.activeSigningSecrets(userUuid),
-    dispatcher: createOutboundDispatcher({
-      allowPrivate: config.allowPrivateUrls,
-      lookup: runtime.lookup,
-      timeoutMs: HTTP_MAX_TIMEOUT_MS,
-    }),
-    allowPrivate: config.allowPrivateUrls,
-    publicUrl: config.publicUrl,
-    maxAnswerBytes: config.maxBodyBytes,
-    now,
-  });
-  const a2a = createA2aRuntime({
-    outbound: { allowPrivate: config.allowPrivateUrls, lookup: runtime.lookup },
-    clock: runtime.clock,
-  });
+  const ctx = { config, deps: runtime, accounts: deps.accounts, spotlight: deps.spotlight };
   const runtimes: PushRuntimes = {
-    openai: modelPushRuntime(model) as PushRuntimes['openai'],
-    http: http as PushRuntimes['http'],
-    a2a: a2a as PushRuntimes['a2a'],
+    ...Object.fromEntries(Object.entries(ADAPTERS).map(([type, adapter]) => [type, adapter(ctx)])),
     ...deps.extra,
   };
   let wakeAfter: (delayMs: number) => void = () => undefined;

@@ -1,0 +1,22 @@
+import type { Config } from '../../config.js';
+import type { Runtime as ProcessDeps } from '../../runtime.js';
+import type { AccountsService } from '../accounts/accounts-service.js';
+import type { SpotlightService } from '../spotlight/spotlight-service.js';
+import type { PushRuntime } from './push-runtime.js';
+
+/**
+ * What the runtimes module hands every adapter to build its push runtime from, once per process:
+ * the settings, the process dependencies, and the few services an adapter may call.
+ */
+export interface PushContext {
+  config: Pick<Config, 'allowPrivateUrls' | 'publicUrl' | 'maxBodyBytes'>;
+  deps: Pick<ProcessDeps, 'clock' | 'lookup'>;
+  accounts: Pick<AccountsService, 'activeSigningSecrets'>;
+  spotlight: Pick<SpotlightService, 'chatCompletions'>;
+}
+
+/**
+ * An adapter's registration: builds its push runtime. The runtime type parameter is erased here
+ * (the dispatcher hands each runtime only agents of its own `type`).
+ */
+export type PushAdapter = (ctx: PushContext) => PushRuntime<never>;
