@@ -242,6 +242,10 @@ export async function buildApp(
     spotlight: spotlight.service,
   });
   await app.register(runtimes.routes);
+  metrics.metrics.watchOutbound('callbacks', callbacks.outbound.stats);
+  metrics.metrics.watchOutbound('http_runtime', runtimes.outbound.http.stats);
+  metrics.metrics.watchOutbound('a2a_runtime', runtimes.outbound.a2a.stats);
+  metrics.metrics.watchPushRuns(runtimes.dispatcher.stats);
 
   // Background work on demand, so tests need not wait for its timers.
   app.decorate('background', {

@@ -1,7 +1,8 @@
 import { isIP } from 'node:net';
-import { type Dispatcher, request } from 'undici';
+import { request } from 'undici';
 import type { Db } from '../../db/connect.js';
 import { isPrivateAddress } from '../../lib/outbound.js';
+import type { FairOutbound } from '../../lib/outbound-fair.js';
 import { type Clock, iso } from '../../lib/time.js';
 import { callbackSpan, type ServiceSpan, type TaskTrace } from '../telemetry/service-spans-fns.js';
 import { deriveSpanId, formatTraceparent } from '../telemetry/trace-context-fns.js';
@@ -34,7 +35,8 @@ export function createDispatcher(deps: {
   db: Db;
   repo: CallbacksRepo;
   signingSecrets: (userUuid: string) => Promise<string[]>;
-  dispatcher: Dispatcher;
+  /** The outbound guard's per-account lanes. */
+  outbound: Pick<FairOutbound, 'forAccount'>;
   allowPrivate: boolean;
   schedule: number[];
   timeoutMs: number;
@@ -78,7 +80,7 @@ export function createDispatcher(deps: {
       const res = await request(row.url, {
         method: 'POST',
         body: row.payload,
-        dispatcher: deps.dispatcher,
+        dispatcher: deps.outbound.forAccount(row.userUuid),
         signal: AbortSignal.timeout(deps.timeoutMs),
         headers: {
           'content-type': 'application/json',

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
 import { afterCommit } from '../../db/transactions.js';
 import type { SecretBox } from '../../lib/crypto.js';
-import { createOutboundDispatcher } from '../../lib/outbound.js';
+import { createFairOutboundDispatcher } from '../../lib/outbound.js';
 import type { Runtime as ServiceRuntime } from '../../runtime.js';
 import { createA2aRuntime } from '../a2a-client/a2a-client.js';
 import type { AccountsService } from '../accounts/accounts-service.js';
@@ -21,6 +21,8 @@ import { createTaskRunner, type PushRuntimes } from './task-runner.js';
 const FINISHED = new Set(['completed', 'failed', 'cancelled']);
 /** The longest an http agent may take to answer (timeout_seconds is at most 300). */
 const HTTP_MAX_TIMEOUT_MS = 300_000;
+/** Connect and answer timeout of each A2A request. */
+const A2A_TIMEOUT_MS = 30_000;
 
 /**
  * Wires push runtimes: the dispatcher that hands queued tasks of `openai`, `http` and `a2a`
@@ -42,21 +44,29 @@ export function createRuntimesModule(deps: {
   const { runtime, config } = deps;
   const now = () => runtime.clock.now();
   const model = createModelRuntime({ spotlight: deps.spotlight, now });
+  const policy = { allowPrivate: config.allowPrivateUrls, lookup: runtime.lookup };
+  // Per-account lanes over each feature's guarded pool: one account never fills either.
+  const outbound = {
+    http: createFairOutboundDispatcher({
+      ...policy,
+      timeoutMs: HTTP_MAX_TIMEOUT_MS,
+      perAccount: config.outboundPerAccount,
+    }),
+    a2a: createFairOutboundDispatcher({ ...policy, timeoutMs: A2A_TIMEOUT_MS, perAccount: config.outboundPerAccount }),
+  };
   const http = createHttpRuntime({
     signingSecrets: (userUuid) => deps.accounts.activeSigningSecrets(userUuid),
-    dispatcher: createOutboundDispatcher({
-      allowPrivate: config.allowPrivateUrls,
-      lookup: runtime.lookup,
-      timeoutMs: HTTP_MAX_TIMEOUT_MS,
-    }),
+    outbound: outbound.http,
     allowPrivate: config.allowPrivateUrls,
     publicUrl: config.publicUrl,
     maxAnswerBytes: config.maxBodyBytes,
     now,
   });
   const a2a = createA2aRuntime({
-    outbound: { allowPrivate: config.allowPrivateUrls, lookup: runtime.lookup },
+    outbound: policy,
     clock: runtime.clock,
+    timeoutMs: A2A_TIMEOUT_MS,
+    lanes: outbound.a2a,
   });
   const runtimes: PushRuntimes = {
     openai: modelPushRuntime(model) as PushRuntimes['openai'],
@@ -85,6 +95,7 @@ export function createRuntimesModule(deps: {
     openRuntime: (stored) => openRuntimeHeaders(stored, deps.box),
     clock: runtime.clock,
     intervalMs: config.sweepIntervalMs,
+    perAccount: config.pushRunsPerAccount,
     log: runtime.logger,
   });
   wakeAfter = dispatcher.wakeAfter;
@@ -112,5 +123,5 @@ export function createRuntimesModule(deps: {
     app.addHook('onReady', async () => dispatcher.start());
     app.addHook('preClose', async () => dispatcher.stop());
   }
-  return { dispatcher, routes };
+  return { dispatcher, outbound, routes };
 }
