@@ -4,6 +4,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/helpers/global-setup.ts'],
+    // Every test file: connections and name lookups outside loopback are refused and fail the test.
+    setupFiles: ['test/helpers/loopback-guard.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',

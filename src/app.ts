@@ -242,6 +242,11 @@ export async function buildApp(
     spotlight: spotlight.service,
   });
   await app.register(runtimes.routes);
+  metrics.metrics.watchOutbound('callbacks', callbacks.outbound.stats);
+  for (const [feature, lanes] of Object.entries(runtimes.outbound)) {
+    metrics.metrics.watchOutbound(`${feature}_runtime`, lanes.stats);
+  }
+  metrics.metrics.watchPushRuns(runtimes.dispatcher.stats);
 
   // Background work on demand, so tests need not wait for its timers.
   app.decorate('background', {

@@ -125,6 +125,18 @@ export const SETTINGS = {
     default: 10_000,
     doc: 'How long a callback attempt may take before it counts as failed.',
   }),
+  outboundPerAccount: setting({
+    env: 'TASKHOOK_OUTBOUND_PER_ACCOUNT',
+    schema: Type.Integer({ minimum: 1, maximum: 1000 }),
+    default: 16,
+    doc: "Outbound requests of one account in flight at once on one instance, per feature (`http` and `a2a` runtimes, callbacks): the rest wait in the account's own queue, so one account never holds more than this many of a feature's 64 connections per destination. A request's deadline counts from the start of its wait.",
+  }),
+  pushRunsPerAccount: setting({
+    env: 'TASKHOOK_PUSH_RUNS_PER_ACCOUNT',
+    schema: Type.Integer({ minimum: 1, maximum: 10_000 }),
+    default: 32,
+    doc: "Tasks of one account's push agents (`openai`, `http`, `a2a`) that one instance runs at once, all its agents together; the rest stay queued until one of its runs ends.",
+  }),
   a2aMaxWaitSeconds: setting({
     env: 'TASKHOOK_A2A_MAX_WAIT_SECONDS',
     schema: Type.Integer({ minimum: 1, maximum: 3600 }),

@@ -1,15 +1,19 @@
 import { type TSchema, Type } from '@sinclair/typebox';
-import { ERROR_CODES } from './errors.js';
+import { ERROR_CODES, type ErrorCode } from './errors.js';
 
 /** The envelope of every error other than authentication failures (docs/api.md §2.2). */
 export const ErrorEnvelopeSchema = Type.Object(
   {
     success: Type.Literal(false),
     error: Type.Object({
-      code: Type.Union(
-        ERROR_CODES.map((c) => Type.Literal(c)),
-        { description: 'Machine-readable error code.' },
-      ),
+      // An enum, not a union of literals: the response serializer writes an enum as a plain
+      // string, while a union makes it run (and, on a route's first error, compile) a schema
+      // validator to pick the branch, which stalled the event loop at the start of a login flood.
+      code: Type.Unsafe<ErrorCode>({
+        type: 'string',
+        enum: [...ERROR_CODES],
+        description: 'Machine-readable error code.',
+      }),
       message: Type.String({ description: 'Human-readable explanation.' }),
       details: Type.Optional(
         Type.Object({

@@ -2,7 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { AuthMode, Principal } from '../lib/principal.js';
 import { errorBody } from './error-handler.js';
 import { AppError, AUTH_MESSAGES, AuthError } from './errors.js';
-import type { RateLimiter } from './rate-limit.js';
+import { hitEach, type RateLimiter, userScope } from './rate-limit.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -10,8 +10,11 @@ declare module 'fastify' {
     auth?: AuthMode;
     /** Routes of the agents feature answer 403 to accounts that do not have it. */
     feature?: 'agents';
-    /** Rate-limit scope for unauthenticated routes (e.g. a trigger); null falls back to the client address. */
-    rateLimitScope?: (request: FastifyRequest) => Promise<string | null>;
+    /**
+     * Rate-limit scope for unauthenticated routes; several count the request in each (a trigger's
+     * delivery: the trigger and its owner); null falls back to the client address.
+     */
+    rateLimitScope?: (request: FastifyRequest) => Promise<string | string[] | null>;
     /**
      * Count the request once its body is read (a preHandler), because `rateLimitScope` needs the
      * body (a trigger's signature is over it). A request refused before that (413, a body that
@@ -48,9 +51,11 @@ export function registerGuard(app: FastifyInstance, deps: { authenticate: Authen
   /** Requests whose count waits for their body (`rateLimitAfterBody`) and has not happened yet. */
   const uncounted = new WeakSet<FastifyRequest>();
 
-  /** Counts the request against `scope` (the client address when null), sets the headers, reports a 429. */
-  async function count(request: FastifyRequest, reply: FastifyReply, scope: string | null) {
-    const result = await deps.rateLimit(scope ?? `ip:${request.ip}`);
+  /** Counts the request against each scope (the client address when null), sets the headers, reports a 429. */
+  async function count(request: FastifyRequest, reply: FastifyReply, scope: string | string[] | null) {
+    const result = Array.isArray(scope)
+      ? await hitEach(deps.rateLimit, scope)
+      : await deps.rateLimit(scope ?? `ip:${request.ip}`);
     reply.headers({
       'x-ratelimit-limit': result.limit,
       'x-ratelimit-remaining': result.remaining,
@@ -81,7 +86,7 @@ export function registerGuard(app: FastifyInstance, deps: { authenticate: Authen
         failure = err;
       }
     }
-    let scope = request.principal ? `user:${request.principal.userUuid}` : null;
+    let scope: string | string[] | null = request.principal ? userScope(request.principal.userUuid) : null;
     if (!scope && !failure && config.rateLimitScope) scope = await config.rateLimitScope(request);
     const result = await count(request, reply, scope);
     if (result.exceeded) throw refuse(reply, result);

@@ -64,3 +64,19 @@ export function createRateLimiter(opts: {
 }
 
 export type RateLimiter = ReturnType<typeof createRateLimiter>;
+
+/** The scope of an authenticated user's requests (all their keys and sessions together). */
+export const userScope = (userUuid: string) => `user:${userUuid}`;
+
+/**
+ * Counts one request in each of `scopes` (a webhook delivery counts in its trigger's window and
+ * in its owner's) and answers for the tightest: a window that is used up first, else the one
+ * with the fewest requests left.
+ */
+export async function hitEach(hit: RateLimiter, scopes: string[]): Promise<RateLimitResult> {
+  const results = await Promise.all(scopes.map((scope) => hit(scope)));
+  return results.reduce((tightest, next) => {
+    if (next.exceeded !== tightest.exceeded) return next.exceeded ? next : tightest;
+    return next.remaining < tightest.remaining ? next : tightest;
+  });
+}

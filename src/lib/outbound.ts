@@ -1,6 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
 import { Agent, type Dispatcher } from 'undici';
+import { createFairOutbound, type FairOutbound } from './outbound-fair.js';
 
 /**
  * Every outbound call (task callbacks, later push agents) goes through here: http(s) only, no
@@ -154,4 +155,16 @@ export function createOutboundDispatcher(policy: OutboundPolicy & { timeoutMs: n
     bodyTimeout: policy.timeoutMs,
     connections: 64,
   });
+}
+
+/**
+ * The guarded dispatcher of `createOutboundDispatcher`, shared by every account through per-account
+ * lanes (lib/outbound-fair.ts): one account holds at most `perAccount` of its connections, and a
+ * request's deadline ends it whether or not it ever got a socket. Use `forAccount(account)` as
+ * undici's `dispatcher` for each request.
+ */
+export function createFairOutboundDispatcher(
+  policy: OutboundPolicy & { timeoutMs: number; perAccount: number },
+): FairOutbound {
+  return createFairOutbound({ dispatcher: createOutboundDispatcher(policy), perAccount: policy.perAccount });
 }

@@ -26,8 +26,13 @@ export const argon2id: Argon2 = {
 const EQUALISER_HASH =
   '$argon2id$v=19$m=19456,t=2,p=1$MZeGCIwDBuidH1xrAYZrHQ$32n+CIkYm8glWLFXmSYOQp/4eFr+6M1KSSdjAXCdRrk';
 
-/** At most this many hashes run at once by default (they are CPU-bound). */
-export const DEFAULT_HASH_CONCURRENCY = 2 * availableParallelism();
+/**
+ * At most this many hashes run at once by default: one per core. They are CPU-bound, so more
+ * threads add no throughput, only contention: with 2 × cores of them runnable the event loop got
+ * a fifth of the CPU of a 2-core machine during a login flood instead of a third, and every
+ * request it served (the flood's own, a submit) took that much longer.
+ */
+export const DEFAULT_HASH_CONCURRENCY = availableParallelism();
 /** How long a hash may wait for its turn before the request is refused. */
 export const DEFAULT_HASH_WAIT_MS = 5000;
 

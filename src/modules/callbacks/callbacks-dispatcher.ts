@@ -1,8 +1,9 @@
 import { isIP } from 'node:net';
-import { type Dispatcher, request } from 'undici';
+import { request } from 'undici';
 import type { Db } from '../../db/connect.js';
 import { scheduledDelaySeconds } from '../../lib/backoff.js';
 import { isPrivateAddress } from '../../lib/outbound.js';
+import type { FairOutbound } from '../../lib/outbound-fair.js';
 import { retryAfterSeconds } from '../../lib/retry-after.js';
 import { signatureHeader } from '../../lib/standard-webhooks.js';
 import { type Clock, iso } from '../../lib/time.js';
@@ -37,7 +38,8 @@ export function createDispatcher(deps: {
   db: Db;
   repo: CallbacksRepo;
   signingSecrets: (userUuid: string) => Promise<string[]>;
-  dispatcher: Dispatcher;
+  /** The outbound guard's per-account lanes. */
+  outbound: Pick<FairOutbound, 'forAccount'>;
   allowPrivate: boolean;
   schedule: number[];
   timeoutMs: number;
@@ -81,7 +83,7 @@ export function createDispatcher(deps: {
       const res = await request(row.url, {
         method: 'POST',
         body: row.payload,
-        dispatcher: deps.dispatcher,
+        dispatcher: deps.outbound.forAccount(row.userUuid),
         signal: AbortSignal.timeout(deps.timeoutMs),
         headers: {
           'content-type': 'application/json',

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
-import { createOutboundDispatcher } from '../../lib/outbound.js';
+import { createFairOutboundDispatcher } from '../../lib/outbound.js';
 import type { Runtime } from '../../runtime.js';
 import type { AccountsService } from '../accounts/accounts-service.js';
 import type { TasksModule } from '../tasks/tasks-module.js';
@@ -25,15 +25,17 @@ export function createCallbacksModule(deps: {
   onAttempt?: (outcome: 'delivered' | 'retrying' | 'gave_up') => void;
 }) {
   const { config, runtime } = deps;
+  const outbound = createFairOutboundDispatcher({
+    allowPrivate: config.allowPrivateUrls,
+    lookup: runtime.lookup,
+    timeoutMs: config.callbackTimeoutMs,
+    perAccount: config.outboundPerAccount,
+  });
   const dispatcher = createDispatcher({
     db: runtime.db,
     repo: callbacksRepo,
     signingSecrets: (userUuid) => deps.accounts.activeSigningSecrets(userUuid),
-    dispatcher: createOutboundDispatcher({
-      allowPrivate: config.allowPrivateUrls,
-      lookup: runtime.lookup,
-      timeoutMs: config.callbackTimeoutMs,
-    }),
+    outbound,
     allowPrivate: config.allowPrivateUrls,
     schedule: config.callbackRetrySchedule,
     timeoutMs: config.callbackTimeoutMs,
@@ -65,5 +67,5 @@ export function createCallbacksModule(deps: {
     await app.register(callbacksRoutes(service));
   }
 
-  return { service, dispatcher, routes };
+  return { service, dispatcher, outbound, routes };
 }

@@ -82,6 +82,7 @@ export function createMetrics(deps: { db: Db; clock: Clock }) {
     registers: [registry],
   });
 
+  const fairness = createFairnessGauges(registry);
   const storage = createStorageGauges(registry, deps);
   return {
     registry,
@@ -91,10 +92,59 @@ export function createMetrics(deps: { db: Db; clock: Clock }) {
     webhookDeliveries,
     webhookRefusalsUnlogged,
     callbackAttempts,
+    ...fairness,
     /** The exposition text; storage gauges are refreshed first when they are stale. */
     async render(): Promise<string> {
       await storage.refresh();
       return registry.metrics();
+    },
+  };
+}
+
+export interface OutboundCounts {
+  inFlight: number;
+  queued: number;
+}
+
+/**
+ * Outbound fairness, all accounts together (a label per account would grow without bound): each
+ * feature's requests in flight and waiting in their account's queue, and push runs in flight.
+ */
+function createFairnessGauges(registry: Registry) {
+  const outbound = new Map<string, () => OutboundCounts>();
+  let pushRuns: () => { inFlight: number; accountsAtCap: number } = () => ({ inFlight: 0, accountsAtCap: 0 });
+  new Gauge({
+    name: 'taskhook_outbound_requests',
+    help: 'Outbound requests by feature (http_runtime, a2a_runtime, callbacks) and state: in_flight (in the shared connection pool) or queued (waiting for a slot of their account, TASKHOOK_OUTBOUND_PER_ACCOUNT).',
+    labelNames: ['feature', 'state'] as const,
+    registers: [registry],
+    collect() {
+      for (const [feature, read] of outbound) {
+        const { inFlight, queued } = read();
+        this.set({ feature, state: 'in_flight' }, inFlight);
+        this.set({ feature, state: 'queued' }, queued);
+      }
+    },
+  });
+  new Gauge({
+    name: 'taskhook_push_runs',
+    help: 'Push runs on this instance: in_flight, and accounts_at_cap (accounts whose queued tasks wait because they have TASKHOOK_PUSH_RUNS_PER_ACCOUNT runs in flight).',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    collect() {
+      const { inFlight, accountsAtCap } = pushRuns();
+      this.set({ state: 'in_flight' }, inFlight);
+      this.set({ state: 'accounts_at_cap' }, accountsAtCap);
+    },
+  });
+  return {
+    /** Reports a feature's per-account outbound lanes under `feature`. */
+    watchOutbound(feature: string, read: () => OutboundCounts) {
+      outbound.set(feature, read);
+    },
+    /** Reports the push dispatcher's runs. */
+    watchPushRuns(read: () => { inFlight: number; accountsAtCap: number }) {
+      pushRuns = read;
     },
   };
 }

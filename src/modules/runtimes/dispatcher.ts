@@ -51,10 +51,13 @@ export function createDispatcher(deps: {
   openRuntime: (runtime: Runtime) => Runtime;
   clock: Clock;
   intervalMs: number;
+  /** Runs of one account (all its agents) in flight at once on this instance. */
+  perAccount: number;
   log: Log;
 }) {
   const { db, writer } = deps;
   const inFlight = new Map<string, AbortController>();
+  const runsOf = createAccountRuns(deps.perAccount);
   let timer: NodeJS.Timeout | undefined;
   let stopped = true;
   let pass: Promise<Array<Promise<void>>> | null = null;
@@ -68,12 +71,14 @@ export function createDispatcher(deps: {
 
   /** Claims what the agent may run now, in one transaction. */
   async function claimFor(agent: WaitingAgent): Promise<Array<{ task: TaskRecord; runtime: Runtime }>> {
+    const room = runsOf.room(agent.userUuid);
+    if (room <= 0) return [];
     const nowMs = deps.clock.now();
     const claimed = await db.transaction(async (trx) => {
       const row = await deps.agentsRepo.findForClaim(trx, agent.uuid);
       if (row?.status !== 'active' || !deps.isPush(row.runtime.type)) return [];
       const runtime = row.runtime;
-      const free = row.concurrency - (await deps.tasksRepo.countHeld(trx, agent.uuid));
+      const free = Math.min(room, row.concurrency - (await deps.tasksRepo.countHeld(trx, agent.uuid)));
       if (free <= 0) return [];
       const decisions: Parameters<typeof writer.saveMany>[1] = [];
       for (const task of await runtimesRepo.lockDispatchable(trx, agent.uuid, free, iso(nowMs))) {
@@ -86,6 +91,7 @@ export function createDispatcher(deps: {
       // Written together, as a worker's claim is: a constant number of statements for the batch.
       return (await writer.saveMany(trx, decisions)).map(({ task }) => ({ task, runtime }));
     });
+    runsOf.add(agent.userUuid, claimed.length);
     return claimed.map(({ task, runtime }) => ({ task, runtime: deps.openRuntime(runtime) }));
   }
 
@@ -106,6 +112,8 @@ export function createDispatcher(deps: {
     return deps.runner.run(task, runtime, controller).finally(() => {
       unsubscribe();
       inFlight.delete(task.uuid);
+      // An account held back by its cap has queued work that nothing else would wake.
+      if (runsOf.end(task.userUuid)) schedule();
     });
   }
 
@@ -170,6 +178,8 @@ export function createDispatcher(deps: {
   });
 
   return {
+    /** Runs in flight on this instance, and accounts whose cap holds back their queued tasks (metrics). */
+    stats: () => ({ inFlight: inFlight.size, accountsAtCap: runsOf.atCap() }),
     /** One pass for tests: claims what may run and waits for those runs to finish. */
     async runOnce(): Promise<number> {
       const runs = await lookOnce();
@@ -197,3 +207,26 @@ export function createDispatcher(deps: {
 }
 
 export type Dispatcher = ReturnType<typeof createDispatcher>;
+
+/**
+ * Push runs in flight per account on this instance, so one account's hanging runs (each agent may
+ * have up to 1,000 and an account any number of agents) cannot take every run this instance makes.
+ */
+function createAccountRuns(perAccount: number) {
+  const running = new Map<string, number>();
+  return {
+    /** How many more runs the account may start now. */
+    room: (account: string) => perAccount - (running.get(account) ?? 0),
+    add(account: string, count: number) {
+      if (count > 0) running.set(account, (running.get(account) ?? 0) + count);
+    },
+    /** Counts one run of the account as ended; true when the account was at its cap until now. */
+    end(account: string): boolean {
+      const before = running.get(account) ?? 0;
+      if (before <= 1) running.delete(account);
+      else running.set(account, before - 1);
+      return before >= perAccount;
+    },
+    atCap: () => [...running.values()].filter((n) => n >= perAccount).length,
+  };
+}

@@ -1,4 +1,5 @@
 import type { Config } from '../../config.js';
+import type { FairOutbound } from '../../lib/outbound-fair.js';
 import type { Runtime as ProcessDeps } from '../../runtime.js';
 import type { AccountsService } from '../accounts/accounts-service.js';
 import type { SpotlightService } from '../spotlight/spotlight-service.js';
@@ -11,6 +12,11 @@ import type { PushRuntime } from './push-runtime.js';
 export interface PushContext {
   config: Pick<Config, 'allowPrivateUrls' | 'publicUrl' | 'maxBodyBytes'>;
   deps: Pick<ProcessDeps, 'clock' | 'lookup'>;
+  /**
+   * The guarded outbound pool of one feature (`http`, `a2a`) with a lane per account in front of
+   * it, made once per process; `timeoutMs` bounds each request.
+   */
+  lanes(feature: string, timeoutMs: number): FairOutbound;
   accounts: Pick<AccountsService, 'activeSigningSecrets'>;
   spotlight: Pick<SpotlightService, 'chatCompletions'>;
 }

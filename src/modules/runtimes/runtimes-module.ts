@@ -2,6 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
 import { afterCommit } from '../../db/transactions.js';
 import type { SecretBox } from '../../lib/crypto.js';
+import { createFairOutboundDispatcher } from '../../lib/outbound.js';
+import type { FairOutbound } from '../../lib/outbound-fair.js';
 import type { Runtime as ServiceRuntime } from '../../runtime.js';
 import type { AccountsService } from '../accounts/accounts-service.js';
 import { agentsRepo } from '../agents/agents-repo.js';
@@ -45,7 +47,18 @@ export function createRuntimesModule(deps: {
   extra?: PushRuntimes;
 }) {
   const { runtime, config } = deps;
-  const ctx = { config, deps: runtime, accounts: deps.accounts, spotlight: deps.spotlight };
+  // Per-account lanes over each feature's guarded pool, one per feature and process (for metrics too).
+  const outbound: Record<string, FairOutbound> = {};
+  const lanes = (feature: string, timeoutMs: number) => {
+    outbound[feature] ??= createFairOutboundDispatcher({
+      allowPrivate: config.allowPrivateUrls,
+      lookup: runtime.lookup,
+      timeoutMs,
+      perAccount: config.outboundPerAccount,
+    });
+    return outbound[feature];
+  };
+  const ctx = { config, deps: runtime, accounts: deps.accounts, spotlight: deps.spotlight, lanes };
   const runtimes: PushRuntimes = {
     ...Object.fromEntries(Object.entries(ADAPTERS).map(([type, adapter]) => [type, adapter(ctx)])),
     ...deps.extra,
@@ -71,6 +84,7 @@ export function createRuntimesModule(deps: {
     openRuntime: (stored) => openRuntimeHeaders(stored, deps.box),
     clock: runtime.clock,
     intervalMs: config.sweepIntervalMs,
+    perAccount: config.pushRunsPerAccount,
     log: runtime.logger,
   });
   wakeAfter = dispatcher.wakeAfter;
@@ -98,5 +112,5 @@ export function createRuntimesModule(deps: {
     app.addHook('onReady', async () => dispatcher.start());
     app.addHook('preClose', async () => dispatcher.stop());
   }
-  return { dispatcher, routes };
+  return { dispatcher, outbound, routes };
 }

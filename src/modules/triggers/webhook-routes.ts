@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { errorResponses } from '../../http/error-schemas.js';
 import { notFound } from '../../http/errors.js';
+import { userScope } from '../../http/rate-limit.js';
 import { isUuid } from '../../lib/ids.js';
 import type { TriggerRow } from './triggers-repo.js';
 import { WebhookAccepted } from './triggers-schemas.js';
@@ -42,13 +43,14 @@ export function webhookRoutes(service: WebhookService) {
       '/v1/webhooks/triggers/:trigger_uuid',
       {
         config: {
-          // Counted per trigger once the secret or signature (over the body) checks out; anything
-          // else (an unknown address, no or a wrong secret) counts against the client address, so
-          // a stranger who knows the address cannot use up the real sender's window.
+          // Counted per trigger and in its owner's window once the secret or signature (over the
+          // body) checks out, so an account's triggers cannot create tasks beyond its own quota;
+          // anything else (an unknown address, no or a wrong secret) counts against the client
+          // address, so a stranger who knows the address cannot use up the sender's or owner's window.
           rateLimitAfterBody: true,
           rateLimitScope: async (request) => {
             const { trigger, auth } = await addressed(service, request);
-            return trigger && auth === 'ok' ? `trigger:${trigger.uuid}` : null;
+            return trigger && auth === 'ok' ? [`trigger:${trigger.uuid}`, userScope(trigger.userUuid)] : null;
           },
         },
         schema: {

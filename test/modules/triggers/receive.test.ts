@@ -491,7 +491,7 @@ describe.each(DATABASES)('webhook rate limit on $name', (database) => {
     reset: Number(res.headers['x-ratelimit-reset']),
   });
 
-  it('counts per trigger: the 6th delivery is 429 with Retry-After while another trigger still accepts', async () => {
+  it("counts per trigger and in the owner's window: the 6th delivery is 429 with Retry-After, on any trigger", async () => {
     const { token, agent, first, second } = await setup();
     const start = nextWindow();
     const reset = start / 1000 + 60;
@@ -520,16 +520,58 @@ describe.each(DATABASES)('webhook rate limit on $name', (database) => {
     expect(stranger.statusCode).toBe(401);
     expect(limits(stranger)).toEqual({ limit: LIMIT, remaining: LIMIT - 1, reset });
 
+    // The owner's window is used up too: another trigger of theirs, and their own API, wait.
     const other = await fire(second);
-    expect(other.statusCode, other.body).toBe(202);
-    expect(limits(other)).toEqual({ limit: LIMIT, remaining: LIMIT - 1, reset });
-    // The owner's own API budget is separate from the triggers'.
-    const list = await call(t.app, 'GET', `/agent/${agent}/tasks`, { token });
-    expect(list.statusCode).toBe(200);
-    expect(list.json().pagination.total).toBe(LIMIT + 1);
+    expect(other.statusCode).toBe(429);
+    expect(other.headers['retry-after']).toBe('40');
+    expect((await call(t.app, 'GET', `/agent/${agent}/tasks`, { token })).statusCode).toBe(429);
 
     nextWindow();
+    expect((await fire(second)).statusCode).toBe(202);
+    const list = await call(t.app, 'GET', `/agent/${agent}/tasks`, { token });
+    expect(list.json().pagination.total).toBe(LIMIT + 1);
+  });
+
+  it("shares the owner's window between their own submits and their triggers' deliveries", async () => {
+    const { token, agent, first, second } = await setup();
+    const start = nextWindow();
+    const reset = start / 1000 + 60;
+    const fire = (trigger: CreatedTrigger) =>
+      deliver(t, trigger.uuid, { body: { n: 1 }, secret: trigger.webhook_secret, remoteAddress: uniqueAddress() });
+    const submit = () => call(t.app, 'POST', `/agent/request/${agent}`, { token, body: { message: 'by hand' } });
+
+    expect((await submit()).statusCode).toBe(202);
+    expect((await submit()).statusCode).toBe(202);
+    const firstDelivery = await fire(first);
+    expect(firstDelivery.statusCode, firstDelivery.body).toBe(202);
+    // The owner's window (3 used) is tighter than the trigger's (1 used): its count is the one shown.
+    expect(limits(firstDelivery)).toEqual({ limit: LIMIT, remaining: LIMIT - 3, reset });
+    expect((await fire(second)).statusCode).toBe(202);
     expect((await fire(first)).statusCode).toBe(202);
+    // Five tasks in the owner's window: neither a trigger (each has room in its own window) nor
+    // the owner gets a sixth.
+    expect((await fire(second)).statusCode).toBe(429);
+    expect((await fire(first)).statusCode).toBe(429);
+    expect((await submit()).statusCode).toBe(429);
+
+    nextWindow();
+    const list = await call(t.app, 'GET', `/agent/${agent}/tasks`, { token });
+    expect(list.json().pagination.total).toBe(LIMIT);
+  });
+
+  it("does not let strangers without the secret use up the owner's window", async () => {
+    const { token, agent, first } = await setup();
+    nextWindow();
+    const address = uniqueAddress();
+    for (let i = 0; i < LIMIT * 2; i++) {
+      const res = await deliver(t, first.uuid, { body: { n: 1 }, secret: 'whs_wrong', remoteAddress: address });
+      expect([401, 429]).toContain(res.statusCode);
+    }
+    const own = await call(t.app, 'GET', `/agent/${agent}/tasks`, { token });
+    expect(own.statusCode).toBe(200);
+    expect(limits(own).remaining).toBe(LIMIT - 1);
+    const real = await deliver(t, first.uuid, { body: { n: 1 }, secret: first.webhook_secret, remoteAddress: address });
+    expect(real.statusCode, real.body).toBe(202);
   });
 
   it('puts X-RateLimit-* on every webhook response; unknown addresses count against the client address', async () => {

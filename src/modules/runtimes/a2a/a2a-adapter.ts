@@ -2,9 +2,14 @@ import type { PushAdapter } from '../push-adapter.js';
 import type { PushRuntime } from '../push-runtime.js';
 import { createA2aRuntime } from './a2a-runtime.js';
 
-/** The `a2a` push runtime: one guarded connection pool and one agent-card cache per process. */
-export const a2aAdapter: PushAdapter = ({ config, deps }) =>
+/** Connect and answer timeout of each A2A request. */
+const A2A_TIMEOUT_MS = 30_000;
+
+/** The `a2a` push runtime: one agent-card cache and the feature's guarded pool, a lane per account. */
+export const a2aAdapter: PushAdapter = ({ config, deps, lanes }) =>
   createA2aRuntime({
     outbound: { allowPrivate: config.allowPrivateUrls, lookup: deps.lookup },
     clock: deps.clock,
+    timeoutMs: A2A_TIMEOUT_MS,
+    lanes: lanes('a2a', A2A_TIMEOUT_MS),
   }) as PushRuntime<never>;

@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Task, TaskStatus } from '@a2a-js/sdk';
 import type { Transport } from '@a2a-js/sdk/client';
-import { createOutboundDispatcher, type OutboundPolicy, OutboundUrlError } from '../../../lib/outbound.js';
+import { createFairOutboundDispatcher, type OutboundPolicy, OutboundUrlError } from '../../../lib/outbound.js';
+import type { FairOutbound } from '../../../lib/outbound-fair.js';
 import { type Clock, systemClock } from '../../../lib/time.js';
 import type { PushOutcome, PushRuntime } from '../push-runtime.js';
 import {
@@ -37,6 +38,8 @@ export interface A2aRuntimeDeps {
   cardTtlMs?: number;
   /** Most bytes one answer (or one stream) of the agent may carry; default MAX_ANSWER_BYTES (16 MiB). */
   maxAnswerBytes?: number;
+  /** Per-account lanes over the guarded dispatcher; default its own, 16 requests per account. */
+  lanes?: FairOutbound;
 }
 
 /** Why a request failed, in words for the task's error (never the request's headers). */
@@ -60,18 +63,18 @@ export function createA2aRuntime(deps: A2aRuntimeDeps): PushRuntime<A2aRuntime> 
   const clock = deps.clock ?? systemClock;
   const timeoutMs = deps.timeoutMs ?? 30_000;
   const pollIntervalMs = deps.pollIntervalMs ?? 1000;
-  const dispatcher = createOutboundDispatcher({ ...deps.outbound, timeoutMs });
+  const lanes = deps.lanes ?? createFairOutboundDispatcher({ ...deps.outbound, timeoutMs, perAccount: 16 });
   const cards = createCardCache({ clock, ttlMs: deps.cardTtlMs ?? 5 * 60_000 });
-  const sessionOf = (runtime: A2aRuntime, traceparent: string | null, signal: AbortSignal) =>
+  const sessionOf = (account: string, runtime: A2aRuntime, traceparent: string | null, signal: AbortSignal) =>
     openSession(
-      { outbound: deps.outbound, dispatcher, clock, maxAnswerBytes: deps.maxAnswerBytes },
+      { outbound: deps.outbound, dispatcher: lanes.forAccount(account), clock, maxAnswerBytes: deps.maxAnswerBytes },
       headersOf(runtime.headers, traceparent),
       signal,
     );
 
   /** One CancelTask for a remote task, its outcome ignored. */
-  async function cancelRemote(runtime: A2aRuntime, remote: RemoteTaskState): Promise<void> {
-    const session = sessionOf(runtime, null, AbortSignal.timeout(10_000));
+  async function cancelRemote(account: string, runtime: A2aRuntime, remote: RemoteTaskState): Promise<void> {
+    const session = sessionOf(account, runtime, null, AbortSignal.timeout(10_000));
     try {
       const transport = await transportOf(session, remote);
       await transport.cancelTask(
@@ -202,14 +205,14 @@ export function createA2aRuntime(deps: A2aRuntimeDeps): PushRuntime<A2aRuntime> 
         else signal.addEventListener('abort', onAbort, { once: true });
       });
       const ctx: RunContext = {
-        session: sessionOf(runtime, run.traceparent, requests.signal),
+        session: sessionOf(task.userUuid, runtime, run.traceparent, requests.signal),
         attempt: task.attempt,
         remote: plan.kind === 'new' ? null : saved,
         sendingNew: false,
         async save(remote) {
           if (abandoned) {
             requests.abort(signal.reason);
-            void cancelRemote(runtime, remote);
+            void cancelRemote(task.userUuid, runtime, remote);
             return;
           }
           ctx.remote = remote;
@@ -221,9 +224,9 @@ export function createA2aRuntime(deps: A2aRuntimeDeps): PushRuntime<A2aRuntime> 
       return Promise.race([work, ended]);
     },
 
-    async cancelled({ runtime, state }) {
+    async cancelled({ task, runtime, state }) {
       const remote = remoteOf(state);
-      if (remote) await cancelRemote(runtime, remote);
+      if (remote) await cancelRemote(task.userUuid, runtime, remote);
     },
   };
 
@@ -237,7 +240,7 @@ export function createA2aRuntime(deps: A2aRuntimeDeps): PushRuntime<A2aRuntime> 
     const { task, runtime, signal } = run;
     // A remote task this run does not continue (an earlier attempt's, or one left waiting for a
     // reply that never came) may still run or wait: it is not wanted any more.
-    if (plan.kind === 'new' && saved) void cancelRemote(runtime, saved);
+    if (plan.kind === 'new' && saved) void cancelRemote(task.userUuid, runtime, saved);
     try {
       let outcome: PushOutcome;
       if (plan.kind !== 'new' && saved) {
@@ -257,7 +260,7 @@ export function createA2aRuntime(deps: A2aRuntimeDeps): PushRuntime<A2aRuntime> 
     } catch (err) {
       if (signal.aborted) return { kind: 'aborted' };
       // The remote task this run gives up on would otherwise work on for nobody.
-      if (ctx.remote) void cancelRemote(runtime, ctx.remote);
+      if (ctx.remote) void cancelRemote(task.userUuid, runtime, ctx.remote);
       return deliveryFailed(`A2A call failed: ${reasonOf(err)}`, ctx.session.retryAfterMs);
     }
   }

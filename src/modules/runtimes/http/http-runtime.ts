@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
-import { type Dispatcher, request } from 'undici';
+import { request } from 'undici';
 import { isPrivateAddress } from '../../../lib/outbound.js';
+import type { FairOutbound } from '../../../lib/outbound-fair.js';
 import { retryAfterMs } from '../../../lib/retry-after.js';
 import { signatureHeader } from '../../../lib/standard-webhooks.js';
 import { iso } from '../../../lib/time.js';
@@ -42,8 +43,8 @@ async function textOf(body: AsyncIterable<Buffer>, limit: number): Promise<strin
  */
 export function createHttpRuntime(deps: {
   signingSecrets: (userUuid: string) => Promise<string[]>;
-  /** The outbound guard's dispatcher: private addresses refused at connect time, no redirects. */
-  dispatcher: Dispatcher;
+  /** The outbound guard's per-account lanes: private addresses refused at connect time, no redirects. */
+  outbound: Pick<FairOutbound, 'forAccount'>;
   allowPrivate: boolean;
   publicUrl: string;
   /** The largest answer body read, in bytes. */
@@ -71,7 +72,7 @@ export function createHttpRuntime(deps: {
     return request(args.url, {
       method: 'POST',
       body: args.body,
-      dispatcher: deps.dispatcher,
+      dispatcher: deps.outbound.forAccount(args.userUuid),
       signal: args.signal,
       headers: {
         ...args.headers,
