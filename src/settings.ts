@@ -295,6 +295,30 @@ export const SETTINGS = {
     default: 20 * 1024 * 1024,
     doc: "Model proxy: largest chat-completion request body (413 in OpenAI's error shape).",
   }),
+  proxyMaxAnswerBytes: setting({
+    env: 'TASKHOOK_PROXY_MAX_ANSWER_BYTES',
+    schema: Type.Integer({ minimum: 1024 }),
+    default: 16 * 1024 * 1024,
+    doc: 'Model proxy: largest non-streamed upstream answer (it is read whole to count usage); a larger one is dropped and answered 502 `upstream_error` naming the limit.',
+  }),
+  proxyMaxEventBytes: setting({
+    env: 'TASKHOOK_PROXY_MAX_EVENT_BYTES',
+    schema: Type.Integer({ minimum: 1024 }),
+    default: 1024 * 1024,
+    doc: 'Model proxy: largest single event of a streamed answer (text up to its blank line); past it the stream ends with an error event and the call is recorded as `upstream_error`.',
+  }),
+  proxyMaxStreamBytes: setting({
+    env: 'TASKHOOK_PROXY_MAX_STREAM_BYTES',
+    schema: Type.Integer({ minimum: 1024 }),
+    default: 32 * 1024 * 1024,
+    doc: 'Model proxy: largest whole streamed answer; past it the stream ends with an error event and the call is recorded as `upstream_error`.',
+  }),
+  proxyMaxInFlightPerAccount: setting({
+    env: 'TASKHOOK_PROXY_MAX_IN_FLIGHT_PER_ACCOUNT',
+    schema: Type.Integer({ minimum: 1 }),
+    default: 32,
+    doc: "Model proxy: calls (`/spotlight/v1/*`) one user may have in flight on one instance; one more is answered 429 `LIMIT_EXCEEDED` in OpenAI's error shape with `Retry-After`.",
+  }),
   spotlightRetentionDays: setting({
     env: 'TASKHOOK_SPOTLIGHT_RETENTION_DAYS',
     schema: Type.Integer({ minimum: 1, maximum: 36500 }),
