@@ -182,8 +182,8 @@ export const SETTINGS = {
   pgStatementTimeoutMs: setting({
     env: 'TASKHOOK_PG_STATEMENT_TIMEOUT_MS',
     schema: Type.Integer({ minimum: 0 }),
-    default: 0,
-    doc: "PostgreSQL `statement_timeout` of the pool's connections (0: the server's own setting).",
+    default: 10_000,
+    doc: "PostgreSQL `statement_timeout` of the pool's connections, so no request's query holds a connection for long (0: the server's own setting). Migrations run without it.",
   }),
   pgPreparedStatements: setting({
     env: 'TASKHOOK_PG_PREPARED_STATEMENTS',
@@ -282,6 +282,12 @@ export const SETTINGS = {
     schema: Type.Integer({ minimum: 1024 }),
     default: 4 * 1024 * 1024,
     doc: 'Largest OTLP ingest body, counted after gzip inflation (413 beyond). `TASKHOOK_MAX_BODY_BYTES` does not apply to ingest.',
+  }),
+  telemetryMaxRecords: setting({
+    env: 'TASKHOOK_TELEMETRY_MAX_RECORDS',
+    schema: Type.Integer({ minimum: 1000 }),
+    default: 5_000_000,
+    doc: 'Most spans and log records one account keeps within retention. An export that would go beyond is refused whole: 200 with `partialSuccess` rejecting all of it and an `errorMessage` naming this setting (so exporters do not retry).',
   }),
   proxyTimeoutMs: setting({
     env: 'TASKHOOK_PROXY_TIMEOUT_MS',

@@ -68,6 +68,7 @@ export const telemetryRepo = {
     );
   },
 
+  /** Inserts log records; one whose id is already stored (a retried request) is skipped. */
   async insertLogs(ex: Executor, userUuid: string, receivedAt: string, logs: StoredLog[]) {
     if (logs.length === 0) return;
     const values: TelemetryLogsTable[] = logs.map((l) => ({
@@ -78,7 +79,13 @@ export const telemetryRepo = {
       attributes: toDbJson(l.attributes),
       resource_attributes: toDbJson(l.resource_attributes),
     }));
-    await guard(ex.insertInto('telemetry_logs').values(values).execute());
+    await guard(
+      ex
+        .insertInto('telemetry_logs')
+        .values(values)
+        .onConflict((oc) => oc.column('uuid').doNothing())
+        .execute(),
+    );
   },
 
   /** One page of trace aggregates, newest first by earliest span start. */
@@ -140,6 +147,54 @@ export const telemetryRepo = {
         .execute(),
     );
     return rows.map(spanFromRow).sort(byStart);
+  },
+
+  /**
+   * The first `limit` live spans of one trace by start, then span id. The sort key is written
+   * `start_key || ''` so that SQLite still finds the trace by its key (see spansOfTraces) and
+   * sorts only that trace's spans.
+   */
+  async firstSpansOfTrace(ex: Executor, userUuid: string, traceId: string, cutoff: string, limit: number) {
+    const rows = await guard(
+      ex
+        .selectFrom('telemetry_spans')
+        .selectAll()
+        .where('user_uuid', '=', userUuid)
+        .where('trace_id', '=', traceId)
+        .where('end_time', '>=', cutoff)
+        .orderBy(sql`start_key || ''`)
+        .orderBy('span_id')
+        .limit(limit)
+        .execute(),
+    );
+    return rows.map(spanFromRow);
+  },
+
+  /** The user's live spans plus log records, counting no further than `upTo` of each. */
+  async countLiveRecords(ex: Executor, userUuid: string, cutoff: string, upTo: number): Promise<number> {
+    const spans = ex
+      .selectFrom('telemetry_spans')
+      .select(sql<number>`1`.as('one'))
+      .where('user_uuid', '=', userUuid)
+      .where('end_time', '>=', cutoff)
+      .limit(upTo);
+    const logs = ex
+      .selectFrom('telemetry_logs')
+      .select(sql<number>`1`.as('one'))
+      .where('user_uuid', '=', userUuid)
+      .where('time', '>=', cutoff)
+      .limit(upTo);
+    const [a, b] = await Promise.all(
+      [spans, logs].map((q) =>
+        guard(
+          ex
+            .selectFrom(q.as('live'))
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow(),
+        ),
+      ),
+    );
+    return Number(a?.n ?? 0) + Number(b?.n ?? 0);
   },
 
   /** Live spans carrying usage, started within the bounds. */
