@@ -18,12 +18,12 @@ import {
   toSpanRow,
 } from './telemetry-fns.js';
 import {
-  aggregateUsage,
   decodeCursor,
   encodeCursor,
   inTreeOrder,
   summarise,
   type UsageKey,
+  usageAnswer,
 } from './telemetry-query-fns.js';
 import { createRecordQuota } from './telemetry-quota.js';
 import type { SpanOrigin, TelemetryRepo } from './telemetry-repo.js';
@@ -253,17 +253,8 @@ export function createTelemetryService(deps: {
         }
         keys.add(part);
       }
-      const range = rangeKeys(q);
-      const spans = await repo.usageSpans(db.kysely, userUuid, { cutoff: cutoff(), ...range, service: q.service });
-      const traces = new Map<string, SpanRow[]>();
-      for (const ids of chunks([...new Set(spans.map((s) => s.trace_id))], CHUNK)) {
-        for (const s of await repo.spansOfTraces(db.kysely, userUuid, ids, cutoff())) {
-          const list = traces.get(s.trace_id) ?? [];
-          list.push(s);
-          traces.set(s.trace_id, list);
-        }
-      }
-      return aggregateUsage(spans, traces, keys);
+      const filter = { cutoff: cutoff(), ...rangeKeys(q), service: q.service };
+      return usageAnswer(await repo.usageGroups(db.kysely, userUuid, filter, keys), keys);
     },
 
     /**

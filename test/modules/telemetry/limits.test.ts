@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { telemetryRepo } from '../../../src/modules/telemetry/telemetry-repo.js';
 import { buildTestApp, call, type TestApp } from '../../helpers/app.js';
 import { DATABASES } from '../../helpers/databases.js';
 import { createUser } from '../../helpers/factories.js';
@@ -117,6 +118,23 @@ describe.each(DATABASES)('telemetry bounds ($name)', (database) => {
     } finally {
       await big.close();
     }
+  });
+
+  it('sums usage in the database: one row per group leaves it, not one per span', async () => {
+    const user = await createUser(t);
+    const token = await ingestToken(t, user);
+    const usage = [
+      { key: 'gen_ai.request.model', value: { stringValue: 'm' } },
+      { key: 'gen_ai.usage.input_tokens', value: { intValue: '3' } },
+    ];
+    const spans = Array.from({ length: 200 }, () => jsonSpan({ attributes: usage }));
+    expect((await postOtlpJson(t, 'traces', token, tracesRequest(spans))).json()).toEqual({});
+    const rows = await telemetryRepo.usageGroups(t.runtime.db.kysely, user.uuid, { cutoff: '' }, new Set(['model']));
+    expect(rows).toEqual([
+      { day: null, model: 'm', agent_id: null, input_tokens: 600, output_tokens: 0, span_count: 200 },
+    ]);
+    const answer = (await call(t.app, 'GET', '/telemetry/fetch_usage?group_by=model', { token: user.token })).json();
+    expect(answer.totals).toEqual({ input_tokens: 600, output_tokens: 0, total_tokens: 600, span_count: 200 });
   });
 
   it('gives PostgreSQL request queries a statement timeout by default', async () => {
