@@ -118,7 +118,8 @@ describe.each(DATABASES)('telemetry bounds ($name)', (database) => {
     } finally {
       await big.close();
     }
-  });
+    // Ten thousand spans take a while to store on a loaded machine; nothing here measures time.
+  }, 180_000);
 
   it('sums usage in the database: one row per group leaves it, not one per span', async () => {
     const user = await createUser(t);
