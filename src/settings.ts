@@ -194,8 +194,8 @@ export const SETTINGS = {
   pgStatementTimeoutMs: setting({
     env: 'TASKHOOK_PG_STATEMENT_TIMEOUT_MS',
     schema: Type.Integer({ minimum: 0 }),
-    default: 0,
-    doc: "PostgreSQL `statement_timeout` of the pool's connections (0: the server's own setting).",
+    default: 10_000,
+    doc: "PostgreSQL `statement_timeout` of the pool's connections, so no request's query holds a connection for long (0: the server's own setting). Migrations run without it.",
   }),
   pgPreparedStatements: setting({
     env: 'TASKHOOK_PG_PREPARED_STATEMENTS',
@@ -295,6 +295,12 @@ export const SETTINGS = {
     default: 4 * 1024 * 1024,
     doc: 'Largest OTLP ingest body, counted after gzip inflation (413 beyond). `TASKHOOK_MAX_BODY_BYTES` does not apply to ingest.',
   }),
+  telemetryMaxRecords: setting({
+    env: 'TASKHOOK_TELEMETRY_MAX_RECORDS',
+    schema: Type.Integer({ minimum: 1000 }),
+    default: 5_000_000,
+    doc: 'Most spans and log records one account keeps within retention. An export that would go beyond is refused whole: 200 with `partialSuccess` rejecting all of it and an `errorMessage` naming this setting (so exporters do not retry).',
+  }),
   proxyTimeoutMs: setting({
     env: 'TASKHOOK_PROXY_TIMEOUT_MS',
     schema: Type.Integer({ minimum: 100 }),
@@ -306,6 +312,30 @@ export const SETTINGS = {
     schema: Type.Integer({ minimum: 1024 }),
     default: 20 * 1024 * 1024,
     doc: "Model proxy: largest chat-completion request body (413 in OpenAI's error shape).",
+  }),
+  proxyMaxAnswerBytes: setting({
+    env: 'TASKHOOK_PROXY_MAX_ANSWER_BYTES',
+    schema: Type.Integer({ minimum: 1024 }),
+    default: 16 * 1024 * 1024,
+    doc: 'Model proxy: largest non-streamed upstream answer (it is read whole to count usage); a larger one is dropped and answered 502 `upstream_error` naming the limit.',
+  }),
+  proxyMaxEventBytes: setting({
+    env: 'TASKHOOK_PROXY_MAX_EVENT_BYTES',
+    schema: Type.Integer({ minimum: 1024 }),
+    default: 1024 * 1024,
+    doc: 'Model proxy: largest single event of a streamed answer (text up to its blank line); past it the stream ends with an error event and the call is recorded as `upstream_error`.',
+  }),
+  proxyMaxStreamBytes: setting({
+    env: 'TASKHOOK_PROXY_MAX_STREAM_BYTES',
+    schema: Type.Integer({ minimum: 1024 }),
+    default: 32 * 1024 * 1024,
+    doc: 'Model proxy: largest whole streamed answer; past it the stream ends with an error event and the call is recorded as `upstream_error`.',
+  }),
+  proxyMaxInFlightPerAccount: setting({
+    env: 'TASKHOOK_PROXY_MAX_IN_FLIGHT_PER_ACCOUNT',
+    schema: Type.Integer({ minimum: 1 }),
+    default: 32,
+    doc: "Model proxy: calls (`/spotlight/v1/*`) one user may have in flight on one instance; one more is answered 429 `LIMIT_EXCEEDED` in OpenAI's error shape with `Retry-After`.",
   }),
   spotlightRetentionDays: setting({
     env: 'TASKHOOK_SPOTLIGHT_RETENTION_DAYS',

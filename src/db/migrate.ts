@@ -43,7 +43,13 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
     async getMigrations() {
       const out: Record<string, Migration> = {};
       for (const [name, m] of Object.entries(MIGRATIONS)) {
-        out[name] = { up: (k: Kysely<unknown>) => m.up(k, db.dialect) };
+        out[name] = {
+          up: async (k: Kysely<unknown>) => {
+            // The pool's statement_timeout bounds request queries; a migration may rightly take longer.
+            if (db.dialect === 'postgres') await sql`set local statement_timeout = 0`.execute(k);
+            await m.up(k, db.dialect);
+          },
+        };
       }
       return out;
     },

@@ -1,12 +1,19 @@
 import { AppError } from './errors.js';
 
-/** What a user holds open: an SSE stream, or a request parked waiting for work (long poll, blocking send). */
-export type ConnectionKind = 'stream' | 'wait';
+/**
+ * What a user holds open: an SSE stream, a request parked waiting for work (long poll, blocking
+ * send), or a model proxy call (its upstream connection).
+ */
+export type ConnectionKind = 'stream' | 'wait' | 'proxy';
 
 /** At most this many of each kind per user, on each instance. */
-export const CONNECTION_LIMITS: Readonly<Record<ConnectionKind, number>> = { stream: 50, wait: 100 };
+export const CONNECTION_LIMITS: Readonly<Record<ConnectionKind, number>> = { stream: 50, wait: 100, proxy: 32 };
 
-const WHAT: Record<ConnectionKind, string> = { stream: 'open event streams', wait: 'waiting requests' };
+const WHAT: Record<ConnectionKind, string> = {
+  stream: 'open event streams',
+  wait: 'waiting requests',
+  proxy: 'model proxy calls in flight',
+};
 
 /**
  * Counts what each user holds open on this instance. A count lives in the process that holds the
@@ -14,7 +21,8 @@ const WHAT: Record<ConnectionKind, string> = { stream: 'open event streams', wai
  * instance's sockets, memory and wake-ups). Behind a load balancer a user may hold the limit on
  * each instance.
  */
-export function createConnectionLimits(limits: Readonly<Record<ConnectionKind, number>> = CONNECTION_LIMITS) {
+export function createConnectionLimits(overrides: Readonly<Partial<Record<ConnectionKind, number>>> = {}) {
+  const limits = { ...CONNECTION_LIMITS, ...overrides };
   const counts = new Map<string, number>();
 
   return {

@@ -19,8 +19,11 @@ export interface SeenRequest {
  * - `hang`: never answers (until the caller goes away: `closed` counts such requests);
  * - `stall`: streams one chunk, then never another;
  * - `reset`: streams one chunk, then drops the connection;
- * - `findings`: answers a review as fenced JSON; `ask`: calls the request_input tool when offered.
- * GET /models lists two models; a key of `bad-key` gets 401, one of `slow-key` no answer at all.
+ * - `findings`: answers a review as fenced JSON; `ask`: calls the request_input tool when offered;
+ * - `huge`: a 256 KiB answer, or streamed: one event that never ends (up to 4 MiB, while read);
+ * - `long`: streamed: small whole events, 4 MiB in all (while read).
+ * GET /models lists two models; a key of `bad-key` gets 401, one of `slow-key` no answer at all,
+ * one of `huge-models-key` a 2 MiB list. `state.modelsPeak` is the most /models requests open at once.
  */
 export async function startFakeOpenAi() {
   const seen: SeenRequest[] = [];
@@ -28,7 +31,7 @@ export async function startFakeOpenAi() {
   let gate = new Promise<void>((resolve) => {
     releaseGate = resolve;
   });
-  const state = { closed: 0 };
+  const state = { closed: 0, modelsOpen: 0, modelsPeak: 0 };
   const open = new Set<ServerResponse>();
 
   const server: Server = createServer(async (req, res) => {
@@ -40,10 +43,21 @@ export async function startFakeOpenAi() {
     const body = text ? (JSON.parse(text) as Record<string, unknown>) : null;
     const path = (req.url ?? '').replace(/^\/v1/, '');
     seen.push({ method: req.method ?? '', path, headers: req.headers, body });
+    if (req.method === 'GET' && path === '/models') {
+      state.modelsOpen += 1;
+      state.modelsPeak = Math.max(state.modelsPeak, state.modelsOpen);
+      res.once('close', () => {
+        state.modelsOpen -= 1;
+      });
+    }
     if (req.headers.authorization === 'Bearer bad-key')
       return json(res, 401, errorBody('Incorrect API key provided', 'invalid_api_key'));
     if (req.headers.authorization === 'Bearer slow-key') return; // never answers
     if (req.method === 'GET' && path === '/models') {
+      if (req.headers.authorization === 'Bearer huge-models-key') {
+        const many = Array.from({ length: 20_000 }, (_, i) => model(`m-${i}-${'x'.repeat(40)}`));
+        return json(res, 200, { object: 'list', data: many });
+      }
       return json(res, 200, { object: 'list', data: [model('gpt-4o-mini'), model('gpt-4o')] });
     }
     if (req.method !== 'POST' || path !== '/chat/completions' || !body)
@@ -68,7 +82,11 @@ export async function startFakeOpenAi() {
       });
       return;
     }
+    if (name === 'huge' && body.stream !== true) {
+      return json(res, 200, { ...completion(name, body), padding: 'x'.repeat(256 * 1024) });
+    }
     if (body.stream !== true) return json(res, 200, completion(name, body));
+    if (name === 'huge' || name === 'long') return streamFlood(res, name);
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     res.flushHeaders();
     const send = (data: unknown) => res.write(`data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`);
@@ -112,6 +130,30 @@ export async function startFakeOpenAi() {
 export type FakeOpenAi = Awaited<ReturnType<typeof startFakeOpenAi>>;
 
 export const USAGE = { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 };
+
+/** Streams 4 MiB while the reader keeps up: one unended event (`huge`) or many small ones (`long`). */
+async function streamFlood(res: ServerResponse, name: string) {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  const piece =
+    name === 'huge' ? 'x'.repeat(16 * 1024) : `data: ${JSON.stringify(chunk(name, { content: 'y'.repeat(900) }))}\n\n`;
+  if (name === 'huge') res.write('data: ');
+  for (let sent = 0; sent < 4 * 1024 * 1024 && !res.destroyed; sent += piece.length) {
+    if (!res.write(piece)) await drainedOrClosed(res);
+  }
+  res.end();
+}
+
+function drainedOrClosed(res: ServerResponse) {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
 
 function json(res: ServerResponse, status: number, body: unknown) {
   res.writeHead(status, { 'content-type': 'application/json' });

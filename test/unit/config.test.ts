@@ -119,7 +119,7 @@ describe('loadConfig refuses bad values, naming the variable', () => {
     expect(loadConfig({})).toMatchObject({
       pgPoolSize: 10,
       pgIdleTimeoutMs: 10_000,
-      pgStatementTimeoutMs: 0,
+      pgStatementTimeoutMs: 10_000,
       pgPreparedStatements: true,
       credentialCacheMs: 1000,
       agentCacheMs: 1000,

@@ -4,7 +4,7 @@ import { AppError } from '../../src/http/errors.js';
 
 describe('connection limits', () => {
   it('are 50 streams and 100 waits per user by default', () => {
-    expect(CONNECTION_LIMITS).toEqual({ stream: 50, wait: 100 });
+    expect(CONNECTION_LIMITS).toEqual({ stream: 50, wait: 100, proxy: 32 });
   });
 
   it('refuses one more than the limit with 429 LIMIT_EXCEEDED, per user and per kind', () => {

@@ -69,23 +69,68 @@ export function upstreamChatBody(body: Record<string, unknown>, upstreamModel: s
   return { body: out, stream, callerWantsUsage };
 }
 
-/** Splits an SSE byte stream into whole events (text up to a blank line), across chunk boundaries. */
-export function createSseSplitter() {
-  let buffer = '';
+/** An SSE event grew past the splitter's cap without its closing blank line. */
+export class SseEventTooLarge extends Error {
+  constructor(readonly maxEventBytes: number) {
+    super(`Upstream sent an event larger than ${maxEventBytes} bytes without ending it`);
+  }
+}
+
+const BOUNDARY = /\r?\n\r?\n/g;
+/** A boundary is at most 4 characters: the last 3 of the open event may start one. */
+const CARRY = 3;
+
+/**
+ * Splits an SSE text stream into whole events (text up to a blank line), across chunk boundaries.
+ * Each push searches only the new text and the last 3 characters before it (a boundary split
+ * between two chunks), and the open event is kept as a list of pieces joined once when it ends:
+ * the work is linear in the stream's length whatever the chunk sizes. `scanned` counts the
+ * characters searched, so a test can hold it to that.
+ * @throws SseEventTooLarge from push when the open event passes `maxEventBytes` (UTF-8 bytes).
+ */
+export function createSseSplitter(maxEventBytes = Number.POSITIVE_INFINITY) {
+  let pieces: string[] = [];
+  let openBytes = 0;
+  let tail = '';
+  let scanned = 0;
+
+  function keep(text: string) {
+    if (text === '') return;
+    pieces.push(text);
+    openBytes += Buffer.byteLength(text);
+    if (openBytes > maxEventBytes) throw new SseEventTooLarge(maxEventBytes);
+    tail = (tail + text).slice(-CARRY);
+  }
+
   return {
     push(text: string): string[] {
-      buffer += text;
       const events: string[] = [];
+      const window = tail + text;
+      // Where the text not yet kept in pieces starts, and where the next search starts.
+      let start = tail.length;
+      let from = 0;
       for (;;) {
-        const match = /\r?\n\r?\n/.exec(buffer);
+        BOUNDARY.lastIndex = from;
+        const match = BOUNDARY.exec(window);
+        scanned += (match ? match.index + match[0].length : window.length) - from;
         if (!match) break;
-        events.push(buffer.slice(0, match.index));
-        buffer = buffer.slice(match.index + match[0].length);
+        const open = pieces.join('');
+        const cut = match.index - start;
+        events.push(cut >= 0 ? open + window.slice(start, match.index) : open.slice(0, open.length + cut));
+        from = start = match.index + match[0].length;
+        pieces = [];
+        openBytes = 0;
+        tail = '';
       }
+      keep(window.slice(start));
       return events;
     },
     /** Whatever remains after the stream ended (an event without its closing blank line). */
-    rest: () => buffer,
+    rest: () => pieces.join(''),
+    /** Characters searched so far. */
+    get scanned() {
+      return scanned;
+    },
   };
 }
 

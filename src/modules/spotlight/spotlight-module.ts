@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
+import { createConnectionLimits } from '../../http/connection-limits.js';
 import { createOutboundDispatcher } from '../../lib/outbound.js';
 import { iso } from '../../lib/time.js';
 import type { Runtime } from '../../runtime.js';
@@ -35,7 +36,17 @@ export function createSpotlightModule(deps: {
     db: runtime.db,
     repo: spotlightRepo,
     providers: deps.providers,
-    upstream: { dispatcher, outbound, timeoutMs: config.proxyTimeoutMs, now: runtime.clock.now },
+    upstream: {
+      dispatcher,
+      outbound,
+      timeoutMs: config.proxyTimeoutMs,
+      limits: {
+        maxAnswerBytes: config.proxyMaxAnswerBytes,
+        maxEventBytes: config.proxyMaxEventBytes,
+        maxStreamBytes: config.proxyMaxStreamBytes,
+      },
+      now: runtime.clock.now,
+    },
     clock: runtime.clock,
     prices: loadPriceTable(config.modelPricesFile),
     observers: deps.observers ?? [],
@@ -50,7 +61,10 @@ export function createSpotlightModule(deps: {
   }
 
   async function routes(app: FastifyInstance) {
-    await app.register(proxyRoutes(service, { maxBodyBytes: config.proxyMaxBodyBytes }), { prefix: '/spotlight/v1' });
+    const slots = createConnectionLimits({ proxy: config.proxyMaxInFlightPerAccount });
+    await app.register(proxyRoutes(service, { maxBodyBytes: config.proxyMaxBodyBytes, slots }), {
+      prefix: '/spotlight/v1',
+    });
     await app.register(usageRoutes(queries));
     let timer: NodeJS.Timeout | undefined;
     const run = () => sweep().catch((err) => runtime.logger.warn({ err }, 'spotlight retention sweep failed'));

@@ -5,8 +5,6 @@ import type { OpenedCredential } from '../providers/providers-service.js';
 import { openAiError, ProxyError, upstreamErrorBody } from './spotlight-fns.js';
 import type { CallError } from './spotlight-repo.js';
 
-/** Largest upstream body the proxy holds in memory (non-streamed answers are read whole to count usage). */
-const MAX_UPSTREAM_BODY = 64 * 1024 * 1024;
 const RELAYED_HEADERS = ['retry-after', 'retry-after-ms'];
 
 /** What the caller is answered: status, headers, and a body (a live stream for SSE). */
@@ -30,10 +28,21 @@ export interface CallOutcome {
   endedAt: number;
 }
 
+/** How much of an upstream answer the proxy holds or relays (bytes as received). */
+export interface ProxyLimits {
+  /** A non-streamed answer, read whole to count its usage. */
+  maxAnswerBytes: number;
+  /** One SSE event of a stream (its text up to the blank line). */
+  maxEventBytes: number;
+  /** A whole streamed answer. */
+  maxStreamBytes: number;
+}
+
 export interface UpstreamDeps {
   dispatcher: Dispatcher;
   outbound: OutboundPolicy;
   timeoutMs: number;
+  limits: ProxyLimits;
   now: () => number;
 }
 
@@ -61,15 +70,19 @@ function failureOf(err: unknown, aborted: boolean): Failure {
 const failureAnswer = (f: Failure) =>
   new ProxyError(f.status, openAiError(`Upstream ${f.message}`, 'upstream_error', f.code));
 
-/** Reads a whole body, at most MAX_UPSTREAM_BODY bytes. */
-async function readAll(body: Readable): Promise<Buffer> {
+/**
+ * Reads a whole body of at most `maxBytes`.
+ * @throws ProxyError 502 `upstream_error` naming the limit when the body is larger.
+ */
+async function readAll(body: Readable, maxBytes: number): Promise<Buffer> {
   const parts: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
     size += (chunk as Buffer).length;
-    if (size > MAX_UPSTREAM_BODY) {
+    if (size > maxBytes) {
       body.destroy();
-      throw Object.assign(new Error('upstream body too large'), { code: 'UPSTREAM_TOO_LARGE' });
+      const message = `Upstream answer is larger than ${maxBytes} bytes (the proxy's limit for a non-streamed answer)`;
+      throw new ProxyError(502, openAiError(message, 'upstream_error', 'upstream_error'));
     }
     parts.push(chunk as Buffer);
   }
@@ -118,11 +131,15 @@ export async function callUpstream(
   }
 }
 
-/** Reads a non-streamed answer whole (bounded by the timeout) and relays it. */
+/**
+ * Reads a non-streamed answer whole (bounded by the timeout and by `maxBytes`) and relays it.
+ * @throws ProxyError 502 when the body is larger than `maxBytes`, 504/502 when reading it fails.
+ */
 export async function relayWhole(
   deps: UpstreamDeps,
   res: Dispatcher.ResponseData,
   signal: AbortSignal,
+  maxBytes = deps.limits.maxAnswerBytes,
 ): Promise<{ answer: ProxyAnswer; text: string; errorMessage: string | null }> {
   const timer = setTimeout(
     () => res.body.destroy(Object.assign(new Error('body timeout'), { code: 'UND_ERR_BODY_TIMEOUT' })),
@@ -130,8 +147,9 @@ export async function relayWhole(
   );
   let raw: Buffer;
   try {
-    raw = await readAll(res.body);
+    raw = await readAll(res.body, maxBytes);
   } catch (err) {
+    if (err instanceof ProxyError && !signal.aborted) throw err;
     throw failureAnswer(failureOf(err, signal.aborted));
   } finally {
     clearTimeout(timer);

@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ConnectionLimits } from '../../http/connection-limits.js';
 import { handleError } from '../../http/error-handler.js';
 import { AppError, AuthError } from '../../http/errors.js';
 import { principalOf } from '../../http/guard.js';
@@ -9,7 +10,9 @@ import type { SpotlightService } from './spotlight-service.js';
 
 const tags = ['model proxy'];
 const config = { auth: 'user' as const };
-const openAiErrors = Object.fromEntries([400, 404, 413, 415, 500, 502, 504].map((s) => [s, OpenAiErrorSchema]));
+const openAiErrors = Object.fromEntries([400, 404, 413, 415, 429, 500, 502, 504].map((s) => [s, OpenAiErrorSchema]));
+/** Seconds a caller at the in-flight cap is asked to wait: calls usually end within seconds. */
+const IN_FLIGHT_RETRY_AFTER_S = 1;
 
 const header = (request: FastifyRequest, name: string) => {
   const v = request.headers[name];
@@ -22,6 +25,11 @@ function openAiErrorHandler(err: FastifyError, request: FastifyRequest, reply: F
     return handleError(err, request, reply);
   }
   if (err instanceof ProxyError) return sendJson(reply, err.status, JSON.stringify(err.body));
+  if (err instanceof AppError && err.code === 'LIMIT_EXCEEDED') {
+    reply.header('retry-after', String(IN_FLIGHT_RETRY_AFTER_S));
+    const body = openAiError(err.message, 'invalid_request_error', 'LIMIT_EXCEEDED');
+    return sendJson(reply, err.status, JSON.stringify(body));
+  }
   // Refused by the app's own body parser (e.g. JSON nested too deep): the same refusal, in OpenAI's shape.
   if (err instanceof AppError && err.status < 500) {
     const body = openAiError(err.message, 'invalid_request_error', null, err.details?.field ?? null);
@@ -68,8 +76,25 @@ function callerGone(reply: FastifyReply): AbortSignal {
   return controller.signal;
 }
 
-/** The OpenAI-compatible proxy under /spotlight/v1 (a JWT or a platform key). */
-export function proxyRoutes(service: SpotlightService, opts: { maxBodyBytes: number }) {
+/**
+ * Takes one of the caller's in-flight slots until the answer has ended (a stream included) or the
+ * caller has gone.
+ * @throws AppError 429 LIMIT_EXCEEDED when the caller already holds them all.
+ */
+function holdSlot(slots: Pick<ConnectionLimits, 'acquire'>, request: FastifyRequest, reply: FastifyReply) {
+  const release = slots.acquire(principalOf(request).userUuid, 'proxy');
+  reply.raw.once('close', release);
+}
+
+/**
+ * The OpenAI-compatible proxy under /spotlight/v1 (a JWT or a platform key). `slots` bounds the
+ * calls one user has in flight on this instance, so one account cannot hold every upstream
+ * connection.
+ */
+export function proxyRoutes(
+  service: SpotlightService,
+  opts: { maxBodyBytes: number; slots: Pick<ConnectionLimits, 'acquire'> },
+) {
   return async function routes(app: FastifyInstance) {
     app.setNotFoundHandler((request, reply) =>
       sendJson(
@@ -99,6 +124,7 @@ export function proxyRoutes(service: SpotlightService, opts: { maxBodyBytes: num
         },
       },
       async (request, reply) => {
+        holdSlot(opts.slots, request, reply);
         const answer = await service.chatCompletions({
           userUuid: principalOf(request).userUuid,
           body: request.body,
@@ -125,15 +151,11 @@ export function proxyRoutes(service: SpotlightService, opts: { maxBodyBytes: num
           response: { 200: ModelListReply, ...openAiErrors },
         },
       },
-      async (request, reply) =>
-        send(
-          reply,
-          await service.models(
-            principalOf(request).userUuid,
-            header(request, 'x-taskhook-credential'),
-            callerGone(reply),
-          ),
-        ),
+      async (request, reply) => {
+        holdSlot(opts.slots, request, reply);
+        const userUuid = principalOf(request).userUuid;
+        return send(reply, await service.models(userUuid, header(request, 'x-taskhook-credential'), callerGone(reply)));
+      },
     );
   };
 }

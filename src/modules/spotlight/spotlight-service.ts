@@ -18,6 +18,12 @@ import type { CallObserver, RecordedCall } from './spotlight-telemetry.js';
 
 /** How long one credential's model list may take when listing all of them. */
 const MODEL_LIST_TIMEOUT_MS = 15_000;
+/** How long listing all of them may take: credentials not asked by then are left out. */
+const MODEL_LISTS_DEADLINE_MS = 30_000;
+/** Credentials asked at once when listing all of them. */
+const MODEL_LIST_CONCURRENCY = 4;
+/** Largest model list read from one upstream (real lists are tens of kilobytes). */
+export const MODEL_LIST_MAX_BYTES = 1024 * 1024;
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Who calls and for what: the proxy's request, as plain data. */
@@ -108,16 +114,40 @@ export function createSpotlightService(deps: {
     ]);
     try {
       const res = await callUpstream(deps.upstream, credential, '/models', { method: 'GET', signal });
-      const { answer, text } = await relayWhole(deps.upstream, res, signal);
+      const { answer, text } = await relayWhole(deps.upstream, res, signal, MODEL_LIST_MAX_BYTES);
       if (answer.status < 200 || answer.status >= 300) return null;
       const data = (JSON.parse(text) as { data?: unknown }).data;
       if (!Array.isArray(data)) return null;
       return data
         .filter((m): m is Record<string, unknown> => typeof m === 'object' && m !== null && typeof m.id === 'string')
         .map((m) => ({ ...m, id: `${credential.name}/${m.id}` }));
-    } catch {
+    } catch (err) {
+      if (!caller.aborted) deps.log(err, `model list of credential ${credential.uuid} left out`);
       return null;
     }
+  }
+
+  /**
+   * Every credential's prefixed models, asking at most MODEL_LIST_CONCURRENCY upstreams at once
+   * and none after MODEL_LISTS_DEADLINE_MS: a user with many slow credentials holds a few
+   * connections for a bounded time, not one per credential.
+   */
+  async function allModels(userUuid: string, caller: AbortSignal): Promise<unknown[]> {
+    const credentials = await deps.providers.openAll(userUuid);
+    const signal = AbortSignal.any([
+      caller,
+      AbortSignal.timeout(Math.min(deps.upstream.timeoutMs, MODEL_LISTS_DEADLINE_MS)),
+    ]);
+    const lists: Array<unknown[] | null> = credentials.map(() => null);
+    let next = 0;
+    const worker = async () => {
+      while (next < credentials.length && !signal.aborted) {
+        const at = next++;
+        lists[at] = await prefixedModels(credentials[at] as OpenedCredential, signal);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(MODEL_LIST_CONCURRENCY, credentials.length) }, worker));
+    return lists.flatMap((list) => list ?? []);
   }
 
   return {
@@ -135,10 +165,9 @@ export function createSpotlightService(deps: {
             'credential_not_found',
           );
         const res = await callUpstream(deps.upstream, credential, '/models', { method: 'GET', signal });
-        return (await relayWhole(deps.upstream, res, signal)).answer;
+        return (await relayWhole(deps.upstream, res, signal, MODEL_LIST_MAX_BYTES)).answer;
       }
-      const lists = await Promise.all((await deps.providers.openAll(userUuid)).map((c) => prefixedModels(c, signal)));
-      const data = lists.flatMap((list) => list ?? []);
+      const data = await allModels(userUuid, signal);
       return {
         status: 200,
         headers: { 'content-type': 'application/json' },
@@ -208,6 +237,8 @@ export function createSpotlightService(deps: {
     if (res.statusCode >= 200 && res.statusCode < 300 && type.startsWith('text/event-stream')) {
       return relayStream(res, {
         callerWantsUsage: upstream.callerWantsUsage,
+        maxEventBytes: deps.upstream.limits.maxEventBytes,
+        maxStreamBytes: deps.upstream.limits.maxStreamBytes,
         signal,
         upstreamStartedAt,
         now: deps.clock.now,

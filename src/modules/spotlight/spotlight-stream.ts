@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import { chunkFacts, createSseSplitter, sseData } from './spotlight-fns.js';
+import { chunkFacts, createSseSplitter, SseEventTooLarge, sseData } from './spotlight-fns.js';
 import type { CallOutcome, ProxyAnswer } from './spotlight-proxy.js';
 
 const TIMEOUT_CODES = new Set(['UND_ERR_BODY_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT']);
@@ -12,11 +12,17 @@ const TIMEOUT_CODES = new Set(['UND_ERR_BODY_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT'
  * the proxy asked for is dropped unless the caller asked for it too. A stream that fails after it
  * started ends with one error event and no [DONE]. `onEnd` runs (the record is written) before the
  * answer closes, so a caller that has read the whole stream finds the record.
+ *
+ * Nothing is held without bound: one event may reach `maxEventBytes` and the whole answer
+ * `maxStreamBytes`; past either the upstream request is dropped and the stream ends with an error
+ * event (`upstream_error`) that names the limit, as does the call record.
  */
 export function relayStream(
   res: Dispatcher.ResponseData,
   opts: {
     callerWantsUsage: boolean;
+    maxEventBytes: number;
+    maxStreamBytes: number;
     signal: AbortSignal;
     upstreamStartedAt: number;
     now: () => number;
@@ -70,10 +76,13 @@ export function relayStream(
   }
 
   async function pump() {
-    const splitter = createSseSplitter();
+    const splitter = createSseSplitter(opts.maxEventBytes);
     const decoder = new TextDecoder();
+    let received = 0;
     try {
       for await (const chunk of res.body) {
+        received += (chunk as Buffer).length;
+        if (received > opts.maxStreamBytes) throw new StreamTooLarge(opts.maxStreamBytes);
         for (const event of splitter.push(decoder.decode(chunk as Buffer, { stream: true }))) {
           if (inspect(event)) await write(`${event}\n\n`);
         }
@@ -81,21 +90,33 @@ export function relayStream(
       const rest = splitter.push(`${decoder.decode()}\n\n`).join('');
       if (rest.trim() !== '' && inspect(rest)) await write(`${rest}\n\n`);
     } catch (err) {
-      const timeout = TIMEOUT_CODES.has((err as { code?: string }).code ?? '');
-      if (opts.signal.aborted) {
-        outcome.error = { code: 'client_closed', message: 'the caller closed the connection' };
-      } else {
-        const code = timeout ? 'upstream_timeout' : 'upstream_error';
-        const message = timeout ? 'Upstream stopped sending in time' : 'Upstream stream failed';
-        outcome.error = { code, message };
-        await write(
-          `data: ${JSON.stringify({ error: { message, type: 'upstream_error', param: null, code } })}\n\n`,
-        ).catch(() => undefined);
-      }
+      await fail(err);
     }
     outcome.endedAt = opts.now();
     await opts.onEnd(outcome).catch(() => undefined);
     out.end();
+  }
+
+  /** Records why the stream broke and, unless the caller left, tells it in a last event. */
+  async function fail(err: unknown) {
+    if (opts.signal.aborted) {
+      outcome.error = { code: 'client_closed', message: 'the caller closed the connection' };
+      return;
+    }
+    const tooLarge = err instanceof SseEventTooLarge || err instanceof StreamTooLarge;
+    // Stop reading what upstream still sends: the answer is over for the caller.
+    if (tooLarge) res.body.destroy();
+    const timeout = TIMEOUT_CODES.has((err as { code?: string }).code ?? '');
+    const code = timeout ? 'upstream_timeout' : 'upstream_error';
+    const message = tooLarge
+      ? (err as Error).message
+      : timeout
+        ? 'Upstream stopped sending in time'
+        : 'Upstream stream failed';
+    outcome.error = { code, message };
+    await write(`data: ${JSON.stringify({ error: { message, type: 'upstream_error', param: null, code } })}\n\n`).catch(
+      () => undefined,
+    );
   }
 
   void pump();
@@ -104,4 +125,11 @@ export function relayStream(
     headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' },
     body: out,
   };
+}
+
+/** The streamed answer as a whole passed its cap. */
+class StreamTooLarge extends Error {
+  constructor(maxStreamBytes: number) {
+    super(`Upstream answer is larger than ${maxStreamBytes} bytes (the proxy's limit for one streamed answer)`);
+  }
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { gunzip } from 'node:zlib';
@@ -98,7 +99,7 @@ function ingest(service: TelemetryService, user: string, signal: Signal, encodin
   const batches = decodeOr400(signal, encoding, () =>
     proto ? decodeLogsProto(body) : decodeLogsJson(body.toString('utf8')),
   );
-  return service.ingestLogs(user, batches);
+  return service.ingestLogs(user, batches, createHash('sha256').update(body).digest('hex'));
 }
 
 function sendOutcome(reply: FastifyReply, signal: Signal, encoding: Encoding, outcome: IngestOutcome) {

@@ -32,6 +32,7 @@ export function createTelemetryModule(deps: {
     repo: telemetryRepo,
     clock: runtime.clock,
     retentionDays: config.telemetryRetentionDays,
+    maxRecords: config.telemetryMaxRecords,
   });
 
   // The service's own spans of tasks; app.ts subscribes `tracer.onChange` to the tasks' changes.

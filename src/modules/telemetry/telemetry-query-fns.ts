@@ -135,31 +135,33 @@ export interface UsageGroup {
 const nullsLast = (a: string | null | undefined, b: string | null | undefined) =>
   a === b ? 0 : a == null ? 1 : b == null ? -1 : a < b ? -1 : 1;
 
-/**
- * Usage grouped by the given keys. `spans` are the candidate spans (usage-carrying, in range);
- * `traces` maps each of their trace ids to every live span of that trace.
- */
-export function aggregateUsage(spans: SpanRow[], traces: Map<string, SpanRow[]>, keys: Set<UsageKey>) {
-  const groups = new Map<string, UsageGroup>();
+/** One group as the database sums it (keys not asked for are null). */
+export interface UsageSums {
+  day: string | null;
+  model: string | null;
+  agent_id: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  span_count: number;
+}
+
+/** The fetch_usage answer from the database's sums: only the asked keys, sorted, with totals. */
+export function usageAnswer(rows: UsageSums[], keys: ReadonlySet<UsageKey>) {
   const totals = { input_tokens: 0, output_tokens: 0, total_tokens: 0, span_count: 0 };
-  for (const s of spans) {
-    const traceSpans = traces.get(s.trace_id) ?? [s];
-    if (!countsForUsage(s, traceSpans)) continue;
+  const groups = rows.map((r) => {
     const group: UsageGroup = { input_tokens: 0, output_tokens: 0, total_tokens: 0, span_count: 0 };
-    if (keys.has('model')) group.model = s.response_model ?? s.request_model ?? null;
-    if (keys.has('agent')) group.agent_id = s.agent_id ?? traceIdentity(traceSpans).agent_id;
-    if (keys.has('day')) group.day = s.start_time.slice(0, 10);
-    const id = JSON.stringify([group.day, group.model, group.agent_id]);
-    const into = groups.get(id) ?? group;
-    groups.set(id, into);
-    for (const t of [into, totals]) {
-      t.input_tokens += s.input_tokens ?? 0;
-      t.output_tokens += s.output_tokens ?? 0;
-      t.total_tokens += (s.input_tokens ?? 0) + (s.output_tokens ?? 0);
-      t.span_count += 1;
+    if (keys.has('model')) group.model = r.model;
+    if (keys.has('agent')) group.agent_id = r.agent_id;
+    if (keys.has('day')) group.day = r.day;
+    for (const t of [group, totals]) {
+      t.input_tokens += r.input_tokens;
+      t.output_tokens += r.output_tokens;
+      t.total_tokens += r.input_tokens + r.output_tokens;
+      t.span_count += r.span_count;
     }
-  }
-  const sorted = [...groups.values()].sort(
+    return group;
+  });
+  const sorted = groups.sort(
     (a, b) => nullsLast(a.day, b.day) || nullsLast(a.model, b.model) || nullsLast(a.agent_id, b.agent_id),
   );
   return { groups: sorted, totals };

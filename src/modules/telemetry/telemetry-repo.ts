@@ -47,6 +47,22 @@ export interface LogFilter {
 
 export type StoredLog = LogRow & { uuid: string };
 
+export interface UsageFilter {
+  cutoff: string;
+  fromKey?: string | undefined;
+  toKey?: string | undefined;
+  service?: string | undefined;
+}
+
+interface UsageRow {
+  day: string | null;
+  model: string | null;
+  agent_id: string | null;
+  input_tokens: number | string;
+  output_tokens: number | string;
+  span_count: number | string;
+}
+
 /** The only code that touches the telemetry tables. */
 export const telemetryRepo = {
   /**
@@ -68,6 +84,7 @@ export const telemetryRepo = {
     );
   },
 
+  /** Inserts log records; one whose id is already stored (a retried request) is skipped. */
   async insertLogs(ex: Executor, userUuid: string, receivedAt: string, logs: StoredLog[]) {
     if (logs.length === 0) return;
     const values: TelemetryLogsTable[] = logs.map((l) => ({
@@ -78,7 +95,13 @@ export const telemetryRepo = {
       attributes: toDbJson(l.attributes),
       resource_attributes: toDbJson(l.resource_attributes),
     }));
-    await guard(ex.insertInto('telemetry_logs').values(values).execute());
+    await guard(
+      ex
+        .insertInto('telemetry_logs')
+        .values(values)
+        .onConflict((oc) => oc.column('uuid').doNothing())
+        .execute(),
+    );
   },
 
   /** One page of trace aggregates, newest first by earliest span start. */
@@ -142,22 +165,97 @@ export const telemetryRepo = {
     return rows.map(spanFromRow).sort(byStart);
   },
 
-  /** Live spans carrying usage, started within the bounds. */
-  async usageSpans(
-    ex: Executor,
-    userUuid: string,
-    f: { cutoff: string; fromKey?: string | undefined; toKey?: string | undefined; service?: string | undefined },
-  ): Promise<SpanRow[]> {
-    let q = ex
+  /**
+   * The first `limit` live spans of one trace by start, then span id. The sort key is written
+   * `start_key || ''` so that SQLite still finds the trace by its key (see spansOfTraces) and
+   * sorts only that trace's spans.
+   */
+  async firstSpansOfTrace(ex: Executor, userUuid: string, traceId: string, cutoff: string, limit: number) {
+    const rows = await guard(
+      ex
+        .selectFrom('telemetry_spans')
+        .selectAll()
+        .where('user_uuid', '=', userUuid)
+        .where('trace_id', '=', traceId)
+        .where('end_time', '>=', cutoff)
+        .orderBy(sql`start_key || ''`)
+        .orderBy('span_id')
+        .limit(limit)
+        .execute(),
+    );
+    return rows.map(spanFromRow);
+  },
+
+  /** The user's live spans plus log records, counting no further than `upTo` of each. */
+  async countLiveRecords(ex: Executor, userUuid: string, cutoff: string, upTo: number): Promise<number> {
+    const spans = ex
       .selectFrom('telemetry_spans')
-      .selectAll()
+      .select(sql<number>`1`.as('one'))
       .where('user_uuid', '=', userUuid)
-      .where('end_time', '>=', f.cutoff)
-      .where((eb) => eb.or([eb('input_tokens', 'is not', null), eb('output_tokens', 'is not', null)]));
-    if (f.fromKey) q = q.where('start_key', '>=', f.fromKey);
-    if (f.toKey) q = q.where('start_key', '<', f.toKey);
-    if (f.service !== undefined) q = q.where('service_name', '=', f.service);
-    return (await guard(q.execute())).map(spanFromRow);
+      .where('end_time', '>=', cutoff)
+      .limit(upTo);
+    const logs = ex
+      .selectFrom('telemetry_logs')
+      .select(sql<number>`1`.as('one'))
+      .where('user_uuid', '=', userUuid)
+      .where('time', '>=', cutoff)
+      .limit(upTo);
+    const [a, b] = await Promise.all(
+      [spans, logs].map((q) =>
+        guard(
+          ex
+            .selectFrom(q.as('live'))
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow(),
+        ),
+      ),
+    );
+    return Number(a?.n ?? 0) + Number(b?.n ?? 0);
+  },
+
+  /**
+   * Usage summed by the database, one row per group of `keys`, by the rules of fetch_usage:
+   * spans carrying usage within the bounds; an agent span only when no other live span of its
+   * trace carries usage; `agent` is the span's agent, else its trace's (that of the earliest live
+   * span that names one). Nothing but the groups leaves the database.
+   */
+  async usageGroups(ex: Executor, userUuid: string, f: UsageFilter, keys: ReadonlySet<'model' | 'agent' | 'day'>) {
+    const traceAgent = sql`(select t.agent_id from telemetry_spans t
+      where t.user_uuid = s.user_uuid and t.trace_id = s.trace_id and t.end_time >= ${f.cutoff}
+        and t.agent_id is not null
+      order by t.start_key, t.span_id limit 1)`;
+    const columns = [
+      keys.has('day') ? sql`substr(s.start_time, 1, 10)` : sql`null`,
+      keys.has('model') ? sql`coalesce(s.response_model, s.request_model)` : sql`null`,
+      keys.has('agent') ? sql`coalesce(s.agent_id, ${traceAgent})` : sql`null`,
+    ];
+    const conds = [
+      sql`s.user_uuid = ${userUuid}`,
+      sql`s.end_time >= ${f.cutoff}`,
+      sql`(s.input_tokens is not null or s.output_tokens is not null)`,
+      sql`(coalesce(s.operation_name, '') not in ('invoke_agent', 'create_agent') or not exists (
+        select 1 from telemetry_spans o
+        where o.user_uuid = s.user_uuid and o.trace_id = s.trace_id and o.span_id <> s.span_id
+          and o.end_time >= ${f.cutoff} and (o.input_tokens is not null or o.output_tokens is not null)))`,
+    ];
+    if (f.fromKey) conds.push(sql`s.start_key >= ${f.fromKey}`);
+    if (f.toKey) conds.push(sql`s.start_key < ${f.toKey}`);
+    if (f.service !== undefined) conds.push(sql`s.service_name = ${f.service}`);
+    const { rows } = await guard(
+      sql<UsageRow>`select ${columns[0]} as day, ${columns[1]} as model, ${columns[2]} as agent_id,
+          sum(coalesce(s.input_tokens, 0)) as input_tokens, sum(coalesce(s.output_tokens, 0)) as output_tokens,
+          count(*) as span_count
+        from telemetry_spans s where ${sql.join(conds, sql` and `)}
+        group by 1, 2, 3`.execute(ex),
+    );
+    return rows.map((r) => ({
+      day: r.day,
+      model: r.model,
+      agent_id: r.agent_id,
+      input_tokens: Number(r.input_tokens),
+      output_tokens: Number(r.output_tokens),
+      span_count: Number(r.span_count),
+    }));
   },
 
   async listLogs(ex: Executor, userUuid: string, f: LogFilter): Promise<StoredLog[]> {

@@ -121,7 +121,14 @@ const sums = {
 };
 
 export const TracesReply = Type.Object({ traces: Type.Array(TraceSummarySchema), next_cursor: NullableString });
-export const TraceReply = Type.Object({ trace_id: Type.String(), spans: Type.Array(SpanSchema) });
+export const TraceReply = Type.Object({
+  trace_id: Type.String(),
+  spans: Type.Array(SpanSchema),
+  truncated: Type.Boolean({
+    description:
+      'true when the trace has more than 10,000 spans: `spans` then holds the first 10,000 by start time, then span id.',
+  }),
+});
 export const LogsReply = Type.Object({ logs: Type.Array(LogSchema), next_cursor: NullableString });
 export const UsageReply = Type.Object({
   groups: Type.Array(

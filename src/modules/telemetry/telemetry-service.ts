@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { chunks } from '../../db/batches.js';
 import type { Db } from '../../db/connect.js';
 import { AppError } from '../../http/errors.js';
@@ -17,13 +18,14 @@ import {
   toSpanRow,
 } from './telemetry-fns.js';
 import {
-  aggregateUsage,
   decodeCursor,
   encodeCursor,
   inTreeOrder,
   summarise,
   type UsageKey,
+  usageAnswer,
 } from './telemetry-query-fns.js';
+import { createRecordQuota } from './telemetry-quota.js';
 import type { SpanOrigin, TelemetryRepo } from './telemetry-repo.js';
 
 /**
@@ -34,6 +36,8 @@ import type { SpanOrigin, TelemetryRepo } from './telemetry-repo.js';
  */
 const CHUNK = 50;
 const DAY_MS = 86_400_000;
+/** Most spans fetch_trace returns; a larger trace is cut there and flagged `truncated`. */
+export const MAX_TRACE_SPANS = 10_000;
 
 export interface IngestOutcome {
   rejected: number;
@@ -66,6 +70,13 @@ export function rangeKeys(q: RangeQuery): { fromKey?: string; toKey?: string } {
   return out;
 }
 
+/** A UUID-shaped id (version 8) derived from the user, the request digest and a record's place. */
+function derivedId(userUuid: string, requestKey: string, index: number): string {
+  const hex = createHash('sha256').update(`${userUuid}\n${requestKey}\n${index}`).digest('hex');
+  const variant = ((Number.parseInt(hex[16] ?? '0', 16) & 0x3) | 0x8).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
 function cursorOf(endpoint: string, cursor: string | undefined) {
   if (cursor === undefined) return undefined;
   const pos = decodeCursor(endpoint, cursor);
@@ -74,9 +85,17 @@ function cursorOf(endpoint: string, cursor: string | undefined) {
 }
 
 /** Ingest, fetch and retention of telemetry; the service's own spans are written through here too. */
-export function createTelemetryService(deps: { db: Db; repo: TelemetryRepo; clock: Clock; retentionDays: number }) {
+export function createTelemetryService(deps: {
+  db: Db;
+  repo: TelemetryRepo;
+  clock: Clock;
+  retentionDays: number;
+  /** Most spans and log records one account keeps (TASKHOOK_TELEMETRY_MAX_RECORDS). */
+  maxRecords: number;
+}) {
   const { db, repo, clock } = deps;
   const cutoff = () => iso(clock.now() - deps.retentionDays * DAY_MS);
+  const quota = createRecordQuota({ db, repo, clock, max: deps.maxRecords, cutoff });
 
   async function writeSpans(userUuid: string, origin: SpanOrigin, rows: SpanRow[]): Promise<number> {
     // One row per id: a repeated span in one request is the last one sent.
@@ -94,19 +113,37 @@ export function createTelemetryService(deps: { db: Db; repo: TelemetryRepo; cloc
     /** Stores the valid spans of a decoded export; counts the refused ones. */
     async ingestSpans(userUuid: string, batches: OtlpBatch<OtlpSpan>[]): Promise<IngestOutcome> {
       const sorted = sortItems(batches, spanProblem, toSpanRow);
+      const over = await quota.refusal(userUuid, sorted.rows.length);
+      if (over) return { rejected: sorted.rows.length + sorted.rejected, message: over };
+      quota.added(userUuid, sorted.rows.length);
       const owned = await writeSpans(userUuid, 'ingest', sorted.rows);
       const rejected = sorted.rejected + owned;
       const reason = sorted.reason ?? (owned > 0 ? 'span ids belong to a span written by taskhook' : null);
       return { rejected, message: rejected > 0 ? `${rejected} span(s) rejected: ${reason}` : null };
     },
 
-    /** Stores the valid log records of a decoded export; counts the refused ones. */
-    async ingestLogs(userUuid: string, batches: OtlpBatch<OtlpLogRecord>[]): Promise<IngestOutcome> {
+    /**
+     * Stores the valid log records of a decoded export; counts the refused ones. With `requestKey`
+     * (a digest of the request body) each record's id is derived from it and the record's place
+     * in the request, so a retry of a request that failed after some chunks were committed
+     * stores only the rest: the chunks stay short transactions (other writers interleave) and
+     * the export is still stored once.
+     */
+    async ingestLogs(
+      userUuid: string,
+      batches: OtlpBatch<OtlpLogRecord>[],
+      requestKey?: string,
+    ): Promise<IngestOutcome> {
       const now = clock.now();
+      let index = 0;
+      const idOf = () => (requestKey === undefined ? newId() : derivedId(userUuid, requestKey, index++));
       const sorted = sortItems(batches, logProblem, (r, scope, resource) => ({
-        uuid: newId(),
+        uuid: idOf(),
         ...toLogRow(r, scope, resource, msToNanos(now)),
       }));
+      const over = await quota.refusal(userUuid, sorted.rows.length);
+      if (over) return { rejected: sorted.rows.length + sorted.rejected, message: over };
+      quota.added(userUuid, sorted.rows.length);
       for (const part of chunks(sorted.rows, CHUNK)) {
         await db.transaction((trx) => repo.insertLogs(trx, userUuid, iso(now), part));
       }
@@ -162,12 +199,16 @@ export function createTelemetryService(deps: { db: Db; repo: TelemetryRepo; cloc
       return { traces, next_cursor: more ? encodeCursor('traces', last.start_key, last.trace_id) : null };
     },
 
-    /** @throws AppError NOT_FOUND when the caller has no live span of that trace. */
+    /**
+     * The trace's first MAX_TRACE_SPANS spans by start, `truncated` when it has more.
+     * @throws AppError NOT_FOUND when the caller has no live span of that trace.
+     */
     async getTrace(userUuid: string, traceId: string) {
       const id = traceId.toLowerCase();
-      const spans = await repo.spansOfTraces(db.kysely, userUuid, [id], cutoff());
+      const spans = await repo.firstSpansOfTrace(db.kysely, userUuid, id, cutoff(), MAX_TRACE_SPANS + 1);
       if (spans.length === 0) throw new AppError('NOT_FOUND', 'Trace not found');
-      return { trace_id: id, spans: inTreeOrder(spans) };
+      const truncated = spans.length > MAX_TRACE_SPANS;
+      return { trace_id: id, spans: inTreeOrder(spans.slice(0, MAX_TRACE_SPANS)), truncated };
     },
 
     async listLogs(
@@ -212,17 +253,8 @@ export function createTelemetryService(deps: { db: Db; repo: TelemetryRepo; cloc
         }
         keys.add(part);
       }
-      const range = rangeKeys(q);
-      const spans = await repo.usageSpans(db.kysely, userUuid, { cutoff: cutoff(), ...range, service: q.service });
-      const traces = new Map<string, SpanRow[]>();
-      for (const ids of chunks([...new Set(spans.map((s) => s.trace_id))], CHUNK)) {
-        for (const s of await repo.spansOfTraces(db.kysely, userUuid, ids, cutoff())) {
-          const list = traces.get(s.trace_id) ?? [];
-          list.push(s);
-          traces.set(s.trace_id, list);
-        }
-      }
-      return aggregateUsage(spans, traces, keys);
+      const filter = { cutoff: cutoff(), ...rangeKeys(q), service: q.service };
+      return usageAnswer(await repo.usageGroups(db.kysely, userUuid, filter, keys), keys);
     },
 
     /**

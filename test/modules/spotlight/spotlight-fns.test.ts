@@ -8,6 +8,7 @@ import {
   chunkFacts,
   createSseSplitter,
   type ProxyError,
+  SseEventTooLarge,
   splitModel,
   sseData,
   upstreamChatBody,
@@ -103,6 +104,51 @@ describe('reading streams', () => {
     expect(createSseSplitter().push('data: 1\r\n\r\ndata: 2\n\n')).toEqual(['data: 1', 'data: 2']);
     expect(sseData('event: x\ndata: a\ndata: b')).toBe('a\nb');
     expect(sseData(': comment')).toBeNull();
+  });
+
+  it('finds the same events as a search of the whole text, whatever the line endings and chunks', () => {
+    const reference = (text: string) => {
+      const out: string[] = [];
+      let rest = text;
+      for (let m = /\r?\n\r?\n/.exec(rest); m; m = /\r?\n\r?\n/.exec(rest)) {
+        out.push(rest.slice(0, m.index));
+        rest = rest.slice(m.index + m[0].length);
+      }
+      return { events: out, rest };
+    };
+    const text = fc.array(fc.constantFrom('a', 'b', '\r', '\n'), { maxLength: 60 }).map((cs) => cs.join(''));
+    fc.assert(
+      fc.property(text, fc.array(fc.integer({ min: 1, max: 7 }), { maxLength: 30 }), (whole, sizes) => {
+        const splitter = createSseSplitter();
+        const events: string[] = [];
+        let at = 0;
+        for (const size of sizes) {
+          events.push(...splitter.push(whole.slice(at, at + size)));
+          at += size;
+        }
+        events.push(...splitter.push(whole.slice(at)));
+        expect({ events, rest: splitter.rest() }).toEqual(reference(whole));
+      }),
+    );
+  });
+
+  it('searches each character a bounded number of times, however small the chunks', () => {
+    const splitter = createSseSplitter();
+    const event = `data: ${'x'.repeat(200_000)}`;
+    let early = 0;
+    for (const ch of event) early += splitter.push(ch).length;
+    expect(early).toBe(0);
+    expect(splitter.push('\n\n')).toEqual([event]);
+    // A search of the whole open event per chunk would scan about 2 * 10^10 characters.
+    expect(splitter.scanned).toBeLessThanOrEqual(4 * (event.length + 2));
+  });
+
+  it('refuses an event that grows past its cap without a blank line', () => {
+    const splitter = createSseSplitter(1000);
+    expect(splitter.push(`data: ${'x'.repeat(990)}\n\ndata: `)).toHaveLength(1);
+    expect(() => {
+      for (let i = 0; i < 100; i++) splitter.push('y'.repeat(20));
+    }).toThrow(SseEventTooLarge);
   });
 
   it('reads model, first token, usage and finish reasons of chunks', () => {
