@@ -35,7 +35,7 @@ export function createTasksModule(deps: {
 }) {
   const { runtime, config } = deps;
   const db = runtime.db;
-  const notifier = createNotifier({ databaseUrl: config.databaseUrl, log: runtime.logger });
+  const notifier = createNotifier({ db, log: runtime.logger });
   const writer = createTaskWriter({ repo: tasksRepo, notifier });
   const policy = { allowPrivate: config.allowPrivateUrls, lookup: runtime.lookup };
   const service = createTasksService({
