@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
 import type { Executor } from '../../db/connect.js';
+import { createLoop } from '../../lib/loop.js';
 import { iso } from '../../lib/time.js';
 import type { Runtime } from '../../runtime.js';
 import { createHousekeepingRepo } from './housekeeping-repo.js';
@@ -32,7 +33,7 @@ export interface HousekeepingResult {
 export function createHousekeepingModule(deps: { config: Config; runtime: Runtime }) {
   const { db, clock, logger } = deps.runtime;
   const repo = createHousekeepingRepo();
-  let timer: NodeJS.Timeout | undefined;
+  // Set at close, so a round in progress stops between batches.
   let stopped = false;
 
   /** One batch in its own transaction; null when another instance holds the lock. */
@@ -73,25 +74,22 @@ export function createHousekeepingModule(deps: { config: Config; runtime: Runtim
     };
   }
 
-  function schedule() {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      runOnce()
-        .then((r) => {
-          if (r.tasks + r.triggerDeliveries + r.idempotencyKeys + r.a2aMessageIds > 0)
-            logger.info(r, 'housekeeping deleted old rows');
-        })
-        .catch((err) => logger.warn({ err }, 'housekeeping failed; trying again next round'))
-        .finally(schedule);
-    }, deps.config.housekeepingIntervalMs);
-    timer.unref();
-  }
+  const loop = createLoop({
+    name: 'housekeeping',
+    intervalMs: deps.config.housekeepingIntervalMs,
+    log: logger,
+    run: async () => {
+      const r = await runOnce();
+      if (r.tasks + r.triggerDeliveries + r.idempotencyKeys + r.a2aMessageIds > 0)
+        logger.info(r, 'housekeeping deleted old rows');
+    },
+  });
 
   async function routes(app: FastifyInstance) {
-    app.addHook('onReady', async () => schedule());
+    app.addHook('onReady', async () => loop.start());
     app.addHook('onClose', async () => {
       stopped = true;
-      clearTimeout(timer);
+      await loop.stop();
     });
   }
 
