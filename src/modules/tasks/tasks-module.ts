@@ -70,7 +70,6 @@ export function createTasksModule(deps: {
   const sweeper = createSweeper({
     db,
     repo: tasksRepo,
-    idempotency: idempotencyRepo,
     writer,
     clock: runtime.clock,
     intervalMs: config.sweepIntervalMs,

@@ -3,7 +3,6 @@ import { AppError } from '../../http/errors.js';
 import type { Log } from '../../lib/log.js';
 import { createLoop } from '../../lib/loop.js';
 import { type Clock, iso } from '../../lib/time.js';
-import type { idempotencyRepo } from './idempotency-repo.js';
 import type { TaskRecord, TasksRepo } from './tasks-repo.js';
 import type { TaskWriter } from './tasks-writer.js';
 import { transition } from './transition-fns.js';
@@ -12,20 +11,18 @@ const BATCH = 200;
 
 /**
  * Finds running tasks whose lease ran out or whose timeout passed and applies the transition
- * function's sweep rules to each, and drops expired idempotency keys. Each task is re-read under
+ * function's sweep rules to each. Each task is re-read under
  * a lock and re-checked, so several instances can sweep at once.
  */
 export function createSweeper(deps: {
   db: Db;
   repo: TasksRepo;
-  idempotency: typeof idempotencyRepo;
   writer: TaskWriter;
   clock: Clock;
   intervalMs: number;
   log: Log;
 }) {
   const { db, repo, writer } = deps;
-  let lastKeySweep = 0;
 
   /** Re-reads the task under a lock and applies the sweeper's rules to it. */
   function settle(uuid: string, nowMs: number): Promise<TaskRecord | null> {
@@ -46,10 +43,6 @@ export function createSweeper(deps: {
       ...(await repo.timedOut(db.kysely, now, BATCH)),
     ]);
     const settled = await Promise.all([...uuids].map((uuid) => settle(uuid, nowMs)));
-    if (nowMs - lastKeySweep > 60_000) {
-      lastKeySweep = nowMs;
-      await db.transaction((trx) => deps.idempotency.deleteExpired(trx, now));
-    }
     return settled.filter((t): t is TaskRecord => t !== null);
   }
 

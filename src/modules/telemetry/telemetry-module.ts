@@ -9,16 +9,14 @@ import { createTelemetryService } from './telemetry-service.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** The telemetry module, for wiring the service's own spans and running a retention sweep. */
+    /** The telemetry module, for wiring the service's own spans. */
     telemetry: TelemetryModule;
   }
 }
 
-const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
-
 /**
- * Wires telemetry: the OTLP receiver, the fetch routes, and the retention sweep (at start, then
- * hourly; `sweepOnce` runs it on demand).
+ * Wires telemetry: the OTLP receiver, the fetch routes and the service's own spans (housekeeping
+ * deletes what is past its retention).
  */
 export function createTelemetryModule(deps: {
   config: Config;
@@ -41,38 +39,13 @@ export function createTelemetryModule(deps: {
     logger: runtime.logger,
   });
 
-  let running: Promise<number> | null = null;
-  /** One sweep at a time; a sweep that fails is logged and tried again at the next tick. */
-  function sweepOnce(): Promise<number> {
-    running ??= service
-      .sweepExpired()
-      .catch((err) => {
-        runtime.logger.warn({ err }, 'telemetry retention sweep failed');
-        return 0;
-      })
-      .finally(() => {
-        running = null;
-      });
-    return running;
-  }
-
   async function routes(app: FastifyInstance) {
-    let timer: NodeJS.Timeout | undefined;
-    app.addHook('onReady', async () => {
-      void sweepOnce();
-      timer = setInterval(() => void sweepOnce(), SWEEP_INTERVAL_MS);
-      timer.unref();
-    });
-    app.addHook('onClose', async () => {
-      clearInterval(timer);
-      await running;
-      await tracer.flush();
-    });
+    app.addHook('onClose', async () => tracer.flush());
     await app.register(ingestRoutes(service, config.telemetryMaxBodyBytes));
     await app.register(telemetryRoutes(service));
   }
 
-  return { service, tracer, sweepOnce, routes };
+  return { service, tracer, routes };
 }
 
 export type TelemetryModule = ReturnType<typeof createTelemetryModule>;

@@ -224,23 +224,6 @@ export function createTelemetryService(deps: { db: Db; repo: TelemetryRepo; cloc
       }
       return aggregateUsage(spans, traces, keys);
     },
-
-    /**
-     * Deletes telemetry past the retention window, at most `batch` rows per statement so no sweep
-     * holds a long lock. Returns how many rows went.
-     */
-    async sweepExpired(batch = 1000): Promise<number> {
-      const before = cutoff();
-      let total = 0;
-      for (const del of [repo.deleteExpiredSpans, repo.deleteExpiredLogs]) {
-        for (;;) {
-          const n = await db.transaction((trx) => del(trx, before, batch));
-          total += n;
-          if (n < batch) break;
-        }
-      }
-      return total;
-    },
   };
 }
 
