@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
 import type { Runtime } from '../../runtime.js';
 import { ingestRoutes } from './ingest-routes.js';
-import { createTaskTracer } from './task-tracer.js';
+import { createTaskTracer, type TracedChange } from './task-tracer.js';
 import { telemetryRepo } from './telemetry-repo.js';
 import { telemetryRoutes } from './telemetry-routes.js';
 import { createTelemetryService } from './telemetry-service.js';
@@ -23,6 +23,8 @@ export function createTelemetryModule(deps: {
   runtime: Runtime;
   /** The name of a user's agent for task spans (null when it is gone). */
   agentName: (userUuid: string, agentUuid: string) => Promise<string | null>;
+  /** Every saved change of a task, heard inside its transaction (the tasks module's `onChange`). */
+  tasks: { onChange(listener: (event: TracedChange) => void): void };
 }) {
   const { config, runtime } = deps;
   const service = createTelemetryService({
@@ -32,12 +34,13 @@ export function createTelemetryModule(deps: {
     retentionDays: config.telemetryRetentionDays,
   });
 
-  // The service's own spans of tasks; app.ts subscribes `tracer.onChange` to the tasks' changes.
+  // The service's own spans of tasks, one per transition that ends a run, a wait or the task.
   const tracer = createTaskTracer({
     record: service.recordServiceSpans,
     agentName: deps.agentName,
     logger: runtime.logger,
   });
+  deps.tasks.onChange(tracer.onChange);
 
   async function routes(app: FastifyInstance) {
     app.addHook('onClose', async () => tracer.flush());
