@@ -205,8 +205,8 @@ export async function buildApp(
   await app.register(tasks.routes);
   await app.register(triggers.routes);
   await app.register(callbacks.routes);
-  // Every agent as an A2A agent, over the tasks service. Its blocking sends and streams take
-  // `acquireConnection` (per-user caps on waits and streams) once that exists; until then none.
+  // Every agent as an A2A agent, over the tasks service. Its blocking sends and streams each take a
+  // slot of the user's caps on waits and streams (`acquireConnection`).
   const a2aServer = createA2aServerModule({
     config,
     runtime,
