@@ -154,7 +154,7 @@ export async function buildApp(
   registerGuard(app, { authenticate: accounts.authenticate, rateLimit });
   // Built in dependency order; each capability subscribes to what it reacts to: tasks and
   // triggers to agents.onDelete, callbacks to tasks.onStatusChange, telemetry's task tracer to
-  // tasks.onChange (the service's own spans, recorded after each commit).
+  // tasks.onChange (the service's own spans, recorded after each commit), inside its own module.
   const providers = createProvidersModule({ config, runtime, box });
   const outboundPolicy = { allowPrivate: config.allowPrivateUrls, lookup: runtime.lookup };
   const agents = createAgentsModule({
@@ -163,15 +163,15 @@ export async function buildApp(
     checkRuntime: createRuntimeCheck(providers.service, outboundPolicy),
     cacheMs: config.agentCacheMs,
   });
+  const connections = createConnectionLimits();
+  app.decorate('connections', connections);
+  const tasks = createTasksModule({ config, runtime, agents, connections, credentials: accounts.credentials });
   const telemetry = createTelemetryModule({
     config,
     runtime,
     agentName: (userUuid, agentUuid) => agents.service.get(userUuid, agentUuid).then((agent) => agent.name),
+    tasks,
   });
-  const connections = createConnectionLimits();
-  app.decorate('connections', connections);
-  const tasks = createTasksModule({ config, runtime, agents, connections, credentials: accounts.credentials });
-  tasks.onChange(telemetry.tracer.onChange);
   const metrics = createMetricsModule({ config, runtime, tasks });
   const callbacks = createCallbacksModule({
     config,
@@ -205,8 +205,8 @@ export async function buildApp(
   await app.register(tasks.routes);
   await app.register(triggers.routes);
   await app.register(callbacks.routes);
-  // Every agent as an A2A agent, over the tasks service. Its blocking sends and streams take
-  // `acquireConnection` (per-user caps on waits and streams) once that exists; until then none.
+  // Every agent as an A2A agent, over the tasks service. Its blocking sends and streams each take a
+  // slot of the user's caps on waits and streams (`acquireConnection`).
   const a2aServer = createA2aServerModule({
     config,
     runtime,

@@ -177,7 +177,7 @@ export const SETTINGS = {
     env: 'TASKHOOK_HOUSEKEEPING_INTERVAL_MS',
     schema: Type.Integer({ minimum: 1000 }),
     default: 60_000,
-    doc: 'How often old rows are looked for (one instance at a time on PostgreSQL).',
+    doc: 'How often old rows (tasks, deliveries, expired keys, telemetry, model calls) are looked for (one instance at a time on PostgreSQL).',
   }),
   pgPoolSize: setting({
     env: 'TASKHOOK_PG_POOL_SIZE',
@@ -287,7 +287,7 @@ export const SETTINGS = {
     env: 'TASKHOOK_TELEMETRY_RETENTION_DAYS',
     schema: Type.Integer({ minimum: 1, maximum: 3650 }),
     default: 30,
-    doc: 'Spans that ended, and log records timed, longer ago than this are never returned or counted, and are deleted by a background sweep (at start, then hourly, 1,000 rows per statement).',
+    doc: 'Spans that ended, and log records timed, longer ago than this are never returned or counted, and are deleted by housekeeping (every TASKHOOK_HOUSEKEEPING_INTERVAL_MS, in small batches).',
   }),
   telemetryMaxBodyBytes: setting({
     env: 'TASKHOOK_TELEMETRY_MAX_BODY_BYTES',
@@ -341,7 +341,7 @@ export const SETTINGS = {
     env: 'TASKHOOK_SPOTLIGHT_RETENTION_DAYS',
     schema: Type.Integer({ minimum: 1, maximum: 36500 }),
     default: 400,
-    doc: 'Model call records older than this are deleted (at start, then hourly).',
+    doc: 'Model call records older than this are deleted by housekeeping (every TASKHOOK_HOUSEKEEPING_INTERVAL_MS).',
   }),
   modelPricesFile: setting({
     env: 'TASKHOOK_MODEL_PRICES_FILE',

@@ -4,7 +4,7 @@ import SqliteDatabase from 'better-sqlite3';
 import { Kysely, type Dialect as KyselyDialect, type LogEvent, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import type { Database } from './database.js';
 import { createGroupCommitter } from './group-commit.js';
-import { listenPostgres, type SubscribeHandlers, type Subscription } from './pg-listen.js';
+import { createPgListener, type SubscribeHandlers, type Subscription } from './pg-listen.js';
 import { createPgPool, type PgPoolOptions } from './pg-pool.js';
 import { registerDirectReader } from './prepared.js';
 import { OTHER_WRITERS_POLL_MS, watchSchema, withStatementCache } from './sqlite-statements.js';
@@ -26,10 +26,13 @@ export interface Db {
    */
   transaction<T>(fn: (trx: Executor) => Promise<T>): Promise<T>;
   /**
-   * PostgreSQL only: LISTEN on channels with one dedicated connection (see pg-listen.ts).
-   * Absent on SQLite, which has no way to announce a change to another process.
+   * PostgreSQL only: LISTEN on channels. Every subscription of this handle shares one dedicated
+   * connection (see pg-listen.ts). Absent on SQLite, which has no way to announce a change to
+   * another process.
    */
   listen?: (channels: readonly string[], handlers: SubscribeHandlers) => Subscription;
+  /** PostgreSQL only: a NOTIFY sent over the listening connection, dropped while it is down. */
+  notify?: (channel: string, payload: string) => void;
   /**
    * SQLite only: calls `onChange` (within about `OTHER_WRITERS_POLL_MS`) after another connection
    * (the CLI, another process on the same file) committed a change, as seen by `PRAGMA
@@ -222,16 +225,21 @@ function connectPostgres(url: string, opts: ConnectOptions): Db {
   });
   const timing = queryTiming();
   const kysely = new Kysely<Database>({ dialect: checked(new PostgresDialect({ pool }), opts), log: timing.log });
+  const listener = createPgListener(url);
   return {
     dialect: 'postgres',
     kysely,
     transaction: (fn) => runTransaction(kysely, fn),
-    listen: (channels, handlers) => listenPostgres(url, channels, handlers),
+    listen: listener.listen,
+    notify: listener.notify,
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     onQuery: timing.onQuery,
     ping: async () => {
       await sql`select 1`.execute(kysely);
     },
-    close: () => kysely.destroy(),
+    close: async () => {
+      await listener.close();
+      await kysely.destroy();
+    },
   };
 }

@@ -6,7 +6,11 @@ import type { Generated } from 'kysely';
  * with `Boolean(x)`), JSON as text on SQLite and jsonb on PostgreSQL (see json.ts).
  */
 export type DbBool = number | boolean;
-export type DbJson = string | unknown;
+/**
+ * A JSON column as the driver returns it: text from SQLite, already parsed from PostgreSQL's jsonb.
+ * Unknown until `fromDbJson` reads it; written as text (`toDbJson`).
+ */
+export type DbJson = unknown;
 
 export interface UsersTable {
   uuid: string;

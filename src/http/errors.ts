@@ -1,25 +1,5 @@
 /** The closed list of error codes of the API, with their statuses in docs/api.md §2.3. */
-export type ErrorCode =
-  | 'INVALID_REQUEST'
-  | 'NOT_FOUND'
-  | 'TASK_NOT_CANCELLABLE'
-  | 'TASK_NOT_ACCEPTING_MESSAGES'
-  | 'TASK_NOT_RUNNING'
-  | 'AGENT_UNAVAILABLE'
-  | 'TRIGGER_DISABLED'
-  | 'RATE_LIMITED'
-  | 'PAYLOAD_TOO_LARGE'
-  | 'UNSUPPORTED_MEDIA_TYPE'
-  | 'IDEMPOTENCY_KEY_REUSED'
-  | 'CONFLICT'
-  | 'CREDENTIAL_IN_USE'
-  | 'INTERNAL_ERROR'
-  | 'SERVICE_UNAVAILABLE'
-  | 'LIMIT_EXCEEDED'
-  | 'OAUTH_STATE_INVALID'
-  | 'OAUTH_PROVIDER_UNAVAILABLE';
-
-export const ERROR_CODES: readonly ErrorCode[] = [
+export const ERROR_CODES = [
   'INVALID_REQUEST',
   'NOT_FOUND',
   'TASK_NOT_CANCELLABLE',
@@ -38,7 +18,9 @@ export const ERROR_CODES: readonly ErrorCode[] = [
   'LIMIT_EXCEEDED',
   'OAUTH_STATE_INVALID',
   'OAUTH_PROVIDER_UNAVAILABLE',
-];
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
 /** The HTTP status of each code; exhaustive, so a new code cannot be forgotten. */
 export function statusFor(code: ErrorCode): number {

@@ -380,7 +380,15 @@ describe('review', () => {
     fc.assert(
       fc.property(text, fc.string({ maxLength: 20 }), (input, name) => {
         const { files, findings } = review(input, name);
-        expect(files).toBeGreaterThanOrEqual(0);
+        const lines = input.split(/\r?\n/);
+        if (isUnifiedDiff(input)) {
+          // At most one file per `+++ ` header.
+          expect(files).toBeLessThanOrEqual(lines.filter((l) => l.startsWith('+++ ')).length);
+        } else {
+          // A whole file: itself, and findings only on its lines.
+          expect(files).toBe(1);
+          for (const f of findings) expect(f.line >= 1 && f.line <= lines.length).toBe(true);
+        }
         for (const f of findings) {
           expect(Number.isInteger(f.line)).toBe(true);
           expect(['error', 'warning', 'info']).toContain(f.severity);

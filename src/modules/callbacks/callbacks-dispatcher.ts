@@ -2,6 +2,8 @@ import { isIP } from 'node:net';
 import { request } from 'undici';
 import type { Db } from '../../db/connect.js';
 import { scheduledDelaySeconds } from '../../lib/backoff.js';
+import type { Log } from '../../lib/log.js';
+import { createLoop } from '../../lib/loop.js';
 import { isPrivateAddress } from '../../lib/outbound.js';
 import type { FairOutbound } from '../../lib/outbound-fair.js';
 import { retryAfterSeconds } from '../../lib/retry-after.js';
@@ -16,10 +18,6 @@ const POLL_MS = 500;
 const BATCH = 32;
 /** Looks at the due deliveries per pump: each look after the first skips at least one more full account. */
 const MAX_LOOKS = 8;
-
-interface Log {
-  warn(obj: object, msg: string): void;
-}
 
 /** How the dispatcher finds a task's trace and records the span of an attempt (best-effort). */
 export interface CallbackTracing {
@@ -57,10 +55,7 @@ export function createDispatcher(deps: {
   const leaseMs = deps.timeoutMs + 5000;
   let inFlight = 0;
   const inFlightByUser = new Map<string, number>();
-  let timer: NodeJS.Timeout | undefined;
   let stopped = true;
-  let pumping: Promise<void> | null = null;
-  let again = false;
   const sending = new Set<Promise<void>>();
 
   async function attempt(
@@ -197,9 +192,9 @@ export function createDispatcher(deps: {
     else inFlightByUser.delete(userUuid);
   }
 
+  /** Sends what is due while there is room; goes on while each look fills every free slot. */
   async function pump() {
-    do {
-      again = false;
+    for (;;) {
       const room = Math.min(deps.concurrency - inFlight, BATCH);
       if (room <= 0 || stopped) return;
       const due = await claimFair(room);
@@ -212,36 +207,22 @@ export function createDispatcher(deps: {
             inFlight--;
             count(row.userUuid, -1);
             sending.delete(p);
-            nudge();
+            loop.nudge();
           });
         sending.add(p);
       }
-      if (due.length === room) again = true;
-    } while (again);
-  }
-
-  /** Look for due deliveries now (after a commit that queued one, or a slot freed). */
-  function nudge() {
-    if (stopped) return;
-    if (pumping) {
-      again = true;
-      return;
+      if (due.length < room) return;
     }
-    pumping = pump()
-      .catch((err) => deps.log.warn({ err }, 'callback dispatch failed'))
-      .finally(() => {
-        pumping = null;
-      });
   }
 
-  function schedule() {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      nudge();
-      schedule();
-    }, POLL_MS);
-    timer.unref();
-  }
+  // Polls for due deliveries; a commit that queued one, or a freed slot, nudges it sooner.
+  const loop = createLoop({
+    name: 'callback dispatch',
+    intervalMs: POLL_MS,
+    run: pump,
+    log: deps.log,
+    immediate: true,
+  });
 
   /** Leases the deliveries due now (up to one batch) and sends them; resolves once each attempt is recorded. */
   async function runOnce(): Promise<number> {
@@ -252,18 +233,17 @@ export function createDispatcher(deps: {
   }
 
   return {
-    nudge,
+    /** Look for due deliveries now (after a commit that queued one). */
+    nudge: () => loop.nudge(),
     runOnce,
     start() {
       stopped = false;
-      schedule();
-      nudge();
+      loop.start();
     },
     /** Stops looking for work and waits for attempts in flight to be recorded. */
     async stop() {
       stopped = true;
-      clearTimeout(timer);
-      await pumping;
+      await loop.stop();
       await Promise.all(sending);
     },
   };

@@ -1,8 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
 import type { Executor } from '../../db/connect.js';
+import { createLoop } from '../../lib/loop.js';
 import { iso } from '../../lib/time.js';
 import type { Runtime } from '../../runtime.js';
+import { spotlightRepo } from '../spotlight/spotlight-repo.js';
+import { idempotencyRepo } from '../tasks/idempotency-repo.js';
+import { telemetryRepo } from '../telemetry/telemetry-repo.js';
 import { createHousekeepingRepo } from './housekeeping-repo.js';
 
 const DAY_MS = 86_400_000;
@@ -13,26 +17,36 @@ const MAX_BATCHES = 50;
 /** Key of the PostgreSQL advisory lock that lets one instance at a time do housekeeping. */
 export const HOUSEKEEPING_LOCK_KEY = 0x7461736b; // "task"
 
+/** What one round deletes: a repository's `deleteExpired…(ex, before, limit)` and its cutoff. */
+type Kind = readonly [(ex: Executor, before: string, limit: number) => Promise<number>, string];
+type KindName = Exclude<keyof HousekeepingResult, 'ran'>;
+
+/** Rows deleted by one round, per kind. */
 export interface HousekeepingResult {
   tasks: number;
   triggerDeliveries: number;
   idempotencyKeys: number;
   /** A2A messageIds past their 24 hours of duplicate detection. */
   a2aMessageIds: number;
-  /** False when another instance held the lock (PostgreSQL), so this round did nothing. */
+  telemetrySpans: number;
+  telemetryLogs: number;
+  spotlightCalls: number;
+  /** False when another instance held the lock (PostgreSQL), so this round did not finish. */
   ran: boolean;
 }
 
 /**
  * Deletes what is past its time, in small batches in the background: finished tasks (with their
- * events and callback deliveries) and trigger deliveries older than TASKHOOK_RETENTION_DAYS, and
- * idempotency keys and A2A messageIds past their 24 hours. On PostgreSQL each batch takes an advisory lock, so
- * instances take turns instead of deleting the same rows together.
+ * events and callback deliveries) and trigger deliveries older than TASKHOOK_RETENTION_DAYS,
+ * idempotency keys and A2A messageIds past their 24 hours, telemetry past
+ * TASKHOOK_TELEMETRY_RETENTION_DAYS and model calls past TASKHOOK_SPOTLIGHT_RETENTION_DAYS. Each
+ * room owns the SQL of its delete; this module only paces them. On PostgreSQL each batch takes an
+ * advisory lock, so instances take turns instead of deleting the same rows together.
  */
 export function createHousekeepingModule(deps: { config: Config; runtime: Runtime }) {
   const { db, clock, logger } = deps.runtime;
   const repo = createHousekeepingRepo();
-  let timer: NodeJS.Timeout | undefined;
+  // Set at close, so a round in progress stops between batches.
   let stopped = false;
 
   /** One batch in its own transaction; null when another instance holds the lock. */
@@ -55,43 +69,48 @@ export function createHousekeepingModule(deps: { config: Config; runtime: Runtim
     return total;
   }
 
-  /** One round over every kind of old row. Tests call it directly. */
-  async function runOnce(): Promise<HousekeepingResult> {
-    const now = clock.now();
-    const before = iso(now - deps.config.retentionDays * DAY_MS);
-    const tasks = await drain((ex) => repo.deleteFinishedTasks(ex, before, HOUSEKEEPING_BATCH));
-    const triggerDeliveries = await drain((ex) => repo.deleteTriggerDeliveries(ex, before, HOUSEKEEPING_BATCH));
-    const idempotencyKeys = await drain((ex) => repo.deleteExpiredIdempotencyKeys(ex, iso(now), HOUSEKEEPING_BATCH));
-    const a2aMessageIds = await drain((ex) => repo.deleteExpiredA2aMessageIds(ex, iso(now), HOUSEKEEPING_BATCH));
-    const ran = tasks !== null && triggerDeliveries !== null && idempotencyKeys !== null && a2aMessageIds !== null;
+  /** The kinds of old row, each with its cutoff at `now`. */
+  function kinds(now: number): Record<KindName, Kind> {
+    const { config } = deps;
+    const daysAgo = (days: number) => iso(now - days * DAY_MS);
     return {
-      tasks: tasks ?? 0,
-      triggerDeliveries: triggerDeliveries ?? 0,
-      idempotencyKeys: idempotencyKeys ?? 0,
-      a2aMessageIds: a2aMessageIds ?? 0,
-      ran,
+      tasks: [repo.deleteFinishedTasks, daysAgo(config.retentionDays)],
+      triggerDeliveries: [repo.deleteTriggerDeliveries, daysAgo(config.retentionDays)],
+      idempotencyKeys: [idempotencyRepo.deleteExpired, iso(now)],
+      a2aMessageIds: [repo.deleteExpiredA2aMessageIds, iso(now)],
+      telemetrySpans: [telemetryRepo.deleteExpiredSpans, daysAgo(config.telemetryRetentionDays)],
+      telemetryLogs: [telemetryRepo.deleteExpiredLogs, daysAgo(config.telemetryRetentionDays)],
+      spotlightCalls: [spotlightRepo.deleteExpiredCalls, daysAgo(config.spotlightRetentionDays)],
     };
   }
 
-  function schedule() {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      runOnce()
-        .then((r) => {
-          if (r.tasks + r.triggerDeliveries + r.idempotencyKeys + r.a2aMessageIds > 0)
-            logger.info(r, 'housekeeping deleted old rows');
-        })
-        .catch((err) => logger.warn({ err }, 'housekeeping failed; trying again next round'))
-        .finally(schedule);
-    }, deps.config.housekeepingIntervalMs);
-    timer.unref();
+  /** One round over every kind of old row. Tests call it directly. */
+  async function runOnce(): Promise<HousekeepingResult> {
+    const counts = {} as Record<KindName, number>;
+    let ran = true;
+    for (const [name, [del, before]] of Object.entries(kinds(clock.now())) as Array<[KindName, Kind]>) {
+      const n = await drain((ex) => del(ex, before, HOUSEKEEPING_BATCH));
+      counts[name] = n ?? 0;
+      if (n === null) ran = false;
+    }
+    return { ...counts, ran };
   }
 
+  const loop = createLoop({
+    name: 'housekeeping',
+    intervalMs: deps.config.housekeepingIntervalMs,
+    log: logger,
+    run: async () => {
+      const r = await runOnce();
+      if (Object.values(r).some((n) => typeof n === 'number' && n > 0)) logger.info(r, 'housekeeping deleted old rows');
+    },
+  });
+
   async function routes(app: FastifyInstance) {
-    app.addHook('onReady', async () => schedule());
+    app.addHook('onReady', async () => loop.start());
     app.addHook('onClose', async () => {
       stopped = true;
-      clearTimeout(timer);
+      await loop.stop();
     });
   }
 

@@ -37,25 +37,6 @@ export function createHousekeepingRepo() {
       return Number(result.numDeletedRows);
     },
 
-    /** Deletes up to `limit` idempotency keys that expired before `now`. */
-    async deleteExpiredIdempotencyKeys(ex: Executor, now: string, limit: number): Promise<number> {
-      const result = await ex
-        .deleteFrom('idempotency_keys')
-        .where(({ eb, refTuple, selectFrom }) =>
-          eb(
-            refTuple('user_uuid', 'key'),
-            'in',
-            selectFrom('idempotency_keys')
-              .select(['user_uuid', 'key'])
-              .where('expires_at', '<', now)
-              .limit(limit)
-              .$asTuple('user_uuid', 'key'),
-          ),
-        )
-        .executeTakeFirst();
-      return Number(result.numDeletedRows);
-    },
-
     /** Deletes up to `limit` A2A messageIds whose 24 hours ended before `now`. */
     async deleteExpiredA2aMessageIds(ex: Executor, now: string, limit: number): Promise<number> {
       const result = await ex

@@ -2,6 +2,8 @@ import type { Db } from '../../db/connect.js';
 import { afterCommit } from '../../db/transactions.js';
 import { AppError } from '../../http/errors.js';
 import { newId } from '../../lib/ids.js';
+import type { Log } from '../../lib/log.js';
+import { createLoop } from '../../lib/loop.js';
 import { type Clock, iso } from '../../lib/time.js';
 import type { AgentsRepo } from '../agents/agents-repo.js';
 import type { Runtime } from '../agents/agents-schemas.js';
@@ -24,10 +26,6 @@ const WORKER_MEMORY_MS = 30_000;
  */
 export function leaseSecondsOf(runtime: Runtime): number {
   return runtime.type === 'http' ? (runtime.lease_seconds ?? PUSH_LEASE_SECONDS) : PUSH_LEASE_SECONDS;
-}
-
-interface Log {
-  warn(obj: object, msg: string): void;
 }
 
 /**
@@ -58,10 +56,6 @@ export function createDispatcher(deps: {
   const { db, writer } = deps;
   const inFlight = new Map<string, AbortController>();
   const runsOf = createAccountRuns(deps.perAccount);
-  let timer: NodeJS.Timeout | undefined;
-  let stopped = true;
-  let pass: Promise<Array<Promise<void>>> | null = null;
-  let again = false;
   // Worker agents seen lately (until when to believe it): their tasks' changes wake nothing, so a
   // submit to a worker agent costs the dispatcher no query. Agents woken for whose runtime is not
   // known yet are looked up after the pass. A runtime changed by PATCH within WORKER_MEMORY_MS is
@@ -139,30 +133,15 @@ export function createDispatcher(deps: {
     return runs;
   }
 
-  /** Coalesces wake-ups: one look at a time, and one more if woken during it. */
-  function look(): Promise<Array<Promise<void>>> {
-    if (pass) {
-      again = true;
-      return pass;
-    }
-    pass = lookOnce()
-      .catch((err) => {
-        deps.log.warn({ err }, 'push dispatcher pass failed');
-        return [];
-      })
-      .finally(() => {
-        pass = null;
-        if (again && !stopped) {
-          again = false;
-          void look();
-        }
-      });
-    return pass;
-  }
-
-  function schedule() {
-    if (!stopped) void look();
-  }
+  // One look at a time, and one more if woken during it; a periodic look finds other instances' work.
+  const loop = createLoop({
+    name: 'push dispatcher pass',
+    intervalMs: deps.intervalMs,
+    run: lookOnce,
+    log: deps.log,
+    immediate: true,
+  });
+  const schedule = () => loop.nudge();
 
   // Wake-ups: a task became claimable (submitted, answered, retried); cancel or timeout aborts its call.
   writer.onChange((event) => {
@@ -188,20 +167,14 @@ export function createDispatcher(deps: {
     },
     /** A retried task may run after `delayMs`: look then. */
     wakeAfter(delayMs: number) {
-      if (!stopped) setTimeout(schedule, delayMs + 10).unref();
+      loop.nudge(delayMs + 10);
     },
-    start() {
-      stopped = false;
-      timer = setInterval(schedule, deps.intervalMs);
-      timer.unref();
-      schedule();
-    },
+    start: loop.start,
     /** Stops looking and aborts the calls in flight (their leases bring the tasks back elsewhere). */
     async stop() {
-      stopped = true;
-      clearInterval(timer);
+      const stopping = loop.stop();
       for (const controller of inFlight.values()) controller.abort(ABORT.shutdown);
-      await pass;
+      await stopping;
     },
   };
 }

@@ -174,7 +174,7 @@ export const spotlightRepo = {
   },
 
   /** Deletes up to `batch` records created before `before`; returns how many went. */
-  async sweep(ex: Executor, before: string, batch: number): Promise<number> {
+  async deleteExpiredCalls(ex: Executor, before: string, batch: number): Promise<number> {
     const old = ex.selectFrom('spotlight_calls').select('uuid').where('created_at', '<', before).limit(batch);
     const result = await guard(ex.deleteFrom('spotlight_calls').where('uuid', 'in', old).executeTakeFirst());
     return Number(result.numDeletedRows);

@@ -54,7 +54,24 @@ export const idempotencyRepo = {
     );
   },
 
-  deleteExpired(ex: Executor, now: string) {
-    return guard(ex.deleteFrom('idempotency_keys').where('expires_at', '<=', now).execute());
+  /** Deletes up to `limit` keys that expired before `now` (housekeeping). @returns how many went. */
+  async deleteExpired(ex: Executor, now: string, limit: number): Promise<number> {
+    const result = await guard(
+      ex
+        .deleteFrom('idempotency_keys')
+        .where(({ eb, refTuple, selectFrom }) =>
+          eb(
+            refTuple('user_uuid', 'key'),
+            'in',
+            selectFrom('idempotency_keys')
+              .select(['user_uuid', 'key'])
+              .where('expires_at', '<', now)
+              .limit(limit)
+              .$asTuple('user_uuid', 'key'),
+          ),
+        )
+        .executeTakeFirst(),
+    );
+    return Number(result.numDeletedRows);
   },
 };

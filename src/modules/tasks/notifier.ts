@@ -1,11 +1,8 @@
-import pg from 'pg';
+import type { Db } from '../../db/connect.js';
+import type { Log } from '../../lib/log.js';
 
 export type Channel = 'work' | 'task';
 type Listener = () => void;
-
-interface Log {
-  warn(obj: object, msg: string): void;
-}
 
 /**
  * Wake-ups after a commit: `work` (an agent has claimable work) and `task` (a task changed).
@@ -23,75 +20,31 @@ export interface Notifier {
 
 const PG_CHANNEL = 'taskhook_events';
 
-export function createNotifier(opts: { databaseUrl?: string | undefined; log: Log }): Notifier {
+/**
+ * The notifier of one instance. `db` is the instance's database handle: on PostgreSQL the
+ * wake-ups travel over its one LISTEN connection, shared with every other channel it hears.
+ */
+export function createNotifier(opts: { db?: Pick<Db, 'listen' | 'notify'> | undefined; log: Log }): Notifier {
   const listeners = new Map<string, Set<Listener>>();
   const emit = (key: string) => {
     for (const listener of listeners.get(key) ?? []) listener();
   };
-
-  let client: pg.Client | null = null;
-  let closed = false;
-  let retry: NodeJS.Timeout | undefined;
-  // One query at a time on the LISTEN client (pg deprecates overlapping queries on one client);
-  // what is published meanwhile goes out together in the next one, each key once.
-  let pending = new Set<string>();
-  let sending = false;
-
-  function flush() {
-    const c = client;
-    if (sending || pending.size === 0 || !c) return;
-    const keys = [...pending];
-    pending = new Set();
-    sending = true;
-    c.query('select pg_notify($1, k) from unnest($2::text[]) as k', [PG_CHANNEL, keys])
-      .catch(() => undefined)
-      .finally(() => {
-        sending = false;
-        flush();
-      });
-  }
-
-  async function connect(url: string) {
-    // Named, so an operator (and the fault tests) can tell it in pg_stat_activity.
-    const c = new pg.Client({ connectionString: url, application_name: 'taskhook-listen' });
-    c.on('notification', (msg) => {
-      if (msg.payload) emit(msg.payload);
-    });
-    c.on('error', (err) => {
-      opts.log.warn({ err }, 'LISTEN connection lost; reconnecting');
-      c.end().catch(() => undefined);
-      if (client === c) client = null;
-      schedule(url);
-    });
-    try {
-      await c.connect();
-      await c.query(`LISTEN ${PG_CHANNEL}`);
-      if (closed) await c.end();
-      else client = c;
-    } catch (err) {
-      opts.log.warn({ err }, 'could not LISTEN for notifications; relying on polling');
-      c.end().catch(() => undefined);
-      schedule(url);
-    }
-  }
-
-  function schedule(url: string) {
-    if (closed) return;
-    clearTimeout(retry);
-    retry = setTimeout(() => void connect(url), 1000);
-    retry.unref();
-  }
-
-  if (opts.databaseUrl) void connect(opts.databaseUrl);
+  const { listen, notify } = opts.db ?? {};
+  const subscription = listen?.([PG_CHANNEL], {
+    onMessage: (payload) => {
+      if (payload) emit(payload);
+    },
+    // While it is down, waiters fall back to polling.
+    onState: () => undefined,
+    onError: (err) => opts.log.warn({ err }, 'LISTEN connection lost; reconnecting'),
+  });
 
   return {
-    fallbackPollMs: opts.databaseUrl ? 1000 : Number.POSITIVE_INFINITY,
+    fallbackPollMs: listen ? 1000 : Number.POSITIVE_INFINITY,
     publish(channel, id) {
       const key = `${channel}:${id}`;
       emit(key);
-      if (!client) return;
-      pending.add(key);
-      flush();
+      notify?.(PG_CHANNEL, key);
     },
     subscribe(channel, id, listener) {
       const key = `${channel}:${id}`;
@@ -107,11 +60,8 @@ export function createNotifier(opts: { databaseUrl?: string | undefined; log: Lo
       };
     },
     async close() {
-      closed = true;
-      clearTimeout(retry);
       for (const set of listeners.values()) for (const listener of set) listener();
-      await client?.end().catch(() => undefined);
-      client = null;
+      await subscription?.close();
     },
   };
 }

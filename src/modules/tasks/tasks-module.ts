@@ -35,7 +35,7 @@ export function createTasksModule(deps: {
 }) {
   const { runtime, config } = deps;
   const db = runtime.db;
-  const notifier = createNotifier({ databaseUrl: config.databaseUrl, log: runtime.logger });
+  const notifier = createNotifier({ db, log: runtime.logger });
   const writer = createTaskWriter({ repo: tasksRepo, notifier });
   const policy = { allowPrivate: config.allowPrivateUrls, lookup: runtime.lookup };
   const service = createTasksService({
@@ -70,7 +70,6 @@ export function createTasksModule(deps: {
   const sweeper = createSweeper({
     db,
     repo: tasksRepo,
-    idempotency: idempotencyRepo,
     writer,
     clock: runtime.clock,
     intervalMs: config.sweepIntervalMs,

@@ -1,36 +1,28 @@
 import type { Db } from '../../db/connect.js';
 import { AppError } from '../../http/errors.js';
+import type { Log } from '../../lib/log.js';
+import { createLoop } from '../../lib/loop.js';
 import { type Clock, iso } from '../../lib/time.js';
-import type { idempotencyRepo } from './idempotency-repo.js';
 import type { TaskRecord, TasksRepo } from './tasks-repo.js';
 import type { TaskWriter } from './tasks-writer.js';
 import { transition } from './transition-fns.js';
 
 const BATCH = 200;
 
-interface Log {
-  warn(obj: object, msg: string): void;
-}
-
 /**
  * Finds running tasks whose lease ran out or whose timeout passed and applies the transition
- * function's sweep rules to each, and drops expired idempotency keys. Each task is re-read under
+ * function's sweep rules to each. Each task is re-read under
  * a lock and re-checked, so several instances can sweep at once.
  */
 export function createSweeper(deps: {
   db: Db;
   repo: TasksRepo;
-  idempotency: typeof idempotencyRepo;
   writer: TaskWriter;
   clock: Clock;
   intervalMs: number;
   log: Log;
 }) {
   const { db, repo, writer } = deps;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<unknown> | null = null;
-  let stopped = true;
-  let lastKeySweep = 0;
 
   /** Re-reads the task under a lock and applies the sweeper's rules to it. */
   function settle(uuid: string, nowMs: number): Promise<TaskRecord | null> {
@@ -51,36 +43,10 @@ export function createSweeper(deps: {
       ...(await repo.timedOut(db.kysely, now, BATCH)),
     ]);
     const settled = await Promise.all([...uuids].map((uuid) => settle(uuid, nowMs)));
-    if (nowMs - lastKeySweep > 60_000) {
-      lastKeySweep = nowMs;
-      await db.transaction((trx) => deps.idempotency.deleteExpired(trx, now));
-    }
     return settled.filter((t): t is TaskRecord => t !== null);
   }
 
-  function schedule() {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      running = sweep()
-        .catch((err) => deps.log.warn({ err }, 'sweep failed'))
-        .finally(() => {
-          running = null;
-          schedule();
-        });
-    }, deps.intervalMs);
-    timer.unref();
-  }
+  const loop = createLoop({ name: 'sweep', intervalMs: deps.intervalMs, run: sweep, log: deps.log });
 
-  return {
-    sweep,
-    start() {
-      stopped = false;
-      schedule();
-    },
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running;
-    },
-  };
+  return { sweep, start: loop.start, stop: loop.stop };
 }

@@ -141,11 +141,3 @@ export function encodeResponseProto(
 export function encodeStatusProto(code: number, message: string): Uint8Array {
   return protobuf.Writer.create().uint32(8).int32(code).uint32(18).string(message).finish();
 }
-
-/** Reads a binary response back (for tests and the SDK): its partial-success counters. */
-export function decodeResponseProto(signal: 'traces' | 'logs', body: Uint8Array): Msg {
-  return (signal === 'traces' ? TraceResponse : LogsResponse).toObject(
-    (signal === 'traces' ? TraceResponse : LogsResponse).decode(body),
-    { longs: String },
-  );
-}

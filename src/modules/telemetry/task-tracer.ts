@@ -1,7 +1,5 @@
 import type { Logger } from 'pino';
-import { afterCommit } from '../../db/transactions.js';
-import type { TaskRecord } from '../tasks/tasks-record.js';
-import type { TaskChangeEvent } from '../tasks/tasks-writer.js';
+import { afterCommit, type Executor } from '../../db/transactions.js';
 import {
   inputWaitSpan,
   type RunOutcome,
@@ -15,8 +13,40 @@ import { deriveSpanId } from './trace-context-fns.js';
 
 const FINAL = new Set(['completed', 'failed', 'cancelled']);
 
+/**
+ * The fields of a task the tracer reads. The tasks room's record has them all; naming them here
+ * keeps telemetry below tasks (tasks builds its trace headers with telemetry's functions).
+ */
+export interface TracedTask {
+  uuid: string;
+  agentUuid: string;
+  userUuid: string;
+  status: string;
+  attempt: number;
+  leaseId: string | null;
+  leaseExpiresAt: string | null;
+  workerId: string | null;
+  inputRequest: { requested_at: string } | null;
+  error: { code: string; message: string } | null;
+  metadata: Record<string, unknown>;
+  createdAt: string;
+  updatedAt: string;
+  claimedAt?: string | null;
+  traceId?: string | null;
+  traceParentSpanId?: string | null;
+}
+
+/** A saved change of a task as the tasks room announces it, inside the change's transaction. */
+export interface TracedChange {
+  trx: Executor;
+  /** The transition's operation (`submit` for a new task, whose `before` is null). */
+  operation: string;
+  before: TracedTask | null;
+  task: TracedTask;
+}
+
 /** How the run that held `before`'s lease ended, judged by the operation and where it led. */
-function runOutcome(operation: TaskChangeEvent['operation'], task: TaskRecord): RunOutcome {
+function runOutcome(operation: string, task: TracedTask): RunOutcome {
   switch (operation) {
     case 'complete':
       return 'completed';
@@ -45,7 +75,7 @@ const ms = (at: string | null | undefined, fallback: number) => (at ? Date.parse
  * ended, and the task span when it reached a final status. Pure; task spans carry no agent name
  * yet (filled in by the recorder).
  */
-export function spansOfChange(event: Pick<TaskChangeEvent, 'operation' | 'before' | 'task'>): ServiceSpan[] {
+export function spansOfChange(event: Pick<TracedChange, 'operation' | 'before' | 'task'>): ServiceSpan[] {
   const { before, task, operation } = event;
   if (!before) return [];
   const trace = taskTraceOf(task);
@@ -161,8 +191,8 @@ export function createTaskTracer(deps: {
 
   return {
     enqueue,
-    /** The `tasks.onChange` listener: queues the spans a change ended once it commits. */
-    onChange(event: TaskChangeEvent): void {
+    /** Hears every saved change of a task: queues the spans it ended once it commits. */
+    onChange(event: TracedChange): void {
       const spans = spansOfChange(event);
       if (spans.length > 0) afterCommit(event.trx, () => enqueue(event.task.userUuid, spans));
     },

@@ -256,23 +256,6 @@ export function createTelemetryService(deps: {
       const filter = { cutoff: cutoff(), ...rangeKeys(q), service: q.service };
       return usageAnswer(await repo.usageGroups(db.kysely, userUuid, filter, keys), keys);
     },
-
-    /**
-     * Deletes telemetry past the retention window, at most `batch` rows per statement so no sweep
-     * holds a long lock. Returns how many rows went.
-     */
-    async sweepExpired(batch = 1000): Promise<number> {
-      const before = cutoff();
-      let total = 0;
-      for (const del of [repo.deleteExpiredSpans, repo.deleteExpiredLogs]) {
-        for (;;) {
-          const n = await db.transaction((trx) => del(trx, before, batch));
-          total += n;
-          if (n < batch) break;
-        }
-      }
-      return total;
-    },
   };
 }
 

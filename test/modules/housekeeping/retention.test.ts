@@ -66,6 +66,9 @@ describe.each(DATABASES)('retention on $name', (shared) => {
       triggerDeliveries: 1,
       idempotencyKeys: 0,
       a2aMessageIds: 0,
+      telemetrySpans: 3, // the service's own spans of day 0, past the 30 days of telemetry
+      telemetryLogs: 0,
+      spotlightCalls: 0,
       ran: true,
     });
     expect(await status(user, agent.uuid, oldDone)).toBe(404);
@@ -85,6 +88,9 @@ describe.each(DATABASES)('retention on $name', (shared) => {
       triggerDeliveries: 0,
       idempotencyKeys: 0,
       a2aMessageIds: 0,
+      telemetrySpans: 0,
+      telemetryLogs: 0,
+      spotlightCalls: 0,
       ran: true,
     });
   });

@@ -1,8 +1,5 @@
 import type { LookupAddress } from 'node:dns';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSecretBox } from '../../../src/lib/crypto.js';
-import { createProvidersModule } from '../../../src/modules/providers/providers-module.js';
-import { createSpotlightModule } from '../../../src/modules/spotlight/spotlight-module.js';
 import { buildTestApp, call, manualClock, type TestApp } from '../../helpers/app.js';
 import { DATABASES } from '../../helpers/databases.js';
 import { createUser } from '../../helpers/factories.js';
@@ -60,7 +57,7 @@ describe.each(DATABASES)('model proxy limits and upkeep on $name', (database) =>
 
   it('records last use of a credential and deletes records past the retention', async () => {
     const clock = manualClock(Date.parse('2025-01-10T12:00:00.000Z'));
-    const t = await app({ clock, config: { allowPrivateUrls: true, spotlightRetentionDays: 30 } });
+    const t = await app({ clock, config: { allowPrivateUrls: true, spotlightRetentionDays: 30, retentionDays: 3650 } });
     const user = await createUser(t);
     const cred = await createCredential(t, user, { name: 'fake', base_url: upstream.baseUrl });
     const chat = () =>
@@ -75,11 +72,7 @@ describe.each(DATABASES)('model proxy limits and upkeep on $name', (database) =>
     const recent = String((await chat()).headers['x-taskhook-call-id']);
     clock.advance(15 * DAY_MS);
 
-    const box = createSecretBox(t.runtime.secrets.encryptionKey);
-    const providers = createProvidersModule({ config: t.config, runtime: t.runtime, box }).service;
-    const spotlight = createSpotlightModule({ config: t.config, runtime: t.runtime, providers });
-    await spotlight.sweep();
-    await spotlight.close();
+    expect((await t.app.background.housekeep()).spotlightCalls).toBeGreaterThanOrEqual(1);
     const status = async (id: string) =>
       (await call(t.app, 'GET', `/spotlight/calls/${id}`, { token: user.key })).statusCode;
     expect({ old: await status(old), recent: await status(recent) }).toEqual({ old: 404, recent: 200 });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { createPgListener } from '../../../src/db/pg-listen.js';
 import { createNotifier } from '../../../src/modules/tasks/notifier.js';
 import { POSTGRES_URL } from '../../helpers/databases.js';
 
@@ -11,8 +12,9 @@ async function until(check: () => boolean, what: string) {
 
 describe.runIf(POSTGRES_URL)('task notifier across instances (PostgreSQL)', () => {
   it('delivers every key published in a burst to the other instance, each at least once', async () => {
-    const a = createNotifier({ databaseUrl: POSTGRES_URL, log });
-    const b = createNotifier({ databaseUrl: POSTGRES_URL, log });
+    const [la, lb] = [createPgListener(POSTGRES_URL as string), createPgListener(POSTGRES_URL as string)];
+    const a = createNotifier({ db: la, log });
+    const b = createNotifier({ db: lb, log });
     try {
       const heard = new Map<string, number>();
       const keys = Array.from({ length: 300 }, (_, i) => `agent-${i % 150}-${process.pid}`);
@@ -34,6 +36,7 @@ describe.runIf(POSTGRES_URL)('task notifier across instances (PostgreSQL)', () =
     } finally {
       await a.close();
       await b.close();
+      await Promise.all([la.close(), lb.close()]);
     }
   });
 });

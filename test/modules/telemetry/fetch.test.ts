@@ -22,7 +22,7 @@ describe.each(DATABASES)('telemetry fetch ($name)', (db) => {
   let t: TestApp;
   const clock = manualClock(NOW);
   beforeAll(async () => {
-    t = await buildTestApp(db, { clock, config: { telemetryRetentionDays: 7 } });
+    t = await buildTestApp(db, { clock, config: { telemetryRetentionDays: 7, retentionDays: 3650 } });
   });
   afterAll(() => t.close());
 
@@ -277,7 +277,7 @@ describe.each(DATABASES)('telemetry fetch ($name)', (db) => {
         t.runtime.db.kysely.selectFrom('telemetry_logs').select('uuid').where('user_uuid', '=', user.uuid).execute(),
       ]);
     expect((await count()).map((rows) => rows.length)).toEqual([3, 2]);
-    await t.app.telemetry.sweepOnce();
+    await t.app.background.housekeep();
     const [spansLeft, logsLeft] = await count();
     expect(spansLeft.map((r) => r.name).sort()).toEqual(['ends inside the window', 'fresh']);
     expect(logsLeft).toHaveLength(1);

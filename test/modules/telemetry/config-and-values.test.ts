@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, loadConfig } from '../../../src/config.js';
 import {
   doubleToJson,
   durationMs,
@@ -9,7 +9,7 @@ import {
   nanosToIso,
   parseU64,
   timeKey,
-} from '../../src/modules/telemetry/otlp-values-fns.js';
+} from '../../../src/modules/telemetry/otlp-values-fns.js';
 
 describe('telemetry configuration', () => {
   it('defaults to 30 days and 4 MiB, and reads both variables', () => {

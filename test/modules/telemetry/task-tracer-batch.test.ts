@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { type ServiceSpan, taskSpan, taskTraceOf } from '../../src/modules/telemetry/service-spans-fns.js';
-import { createTaskTracer } from '../../src/modules/telemetry/task-tracer.js';
+import { type ServiceSpan, taskSpan, taskTraceOf } from '../../../src/modules/telemetry/service-spans-fns.js';
+import { createTaskTracer } from '../../../src/modules/telemetry/task-tracer.js';
 
 const spanOf = (agentUuid: string) => {
   const uuid = randomUUID();

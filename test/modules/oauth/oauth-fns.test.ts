@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, loadConfig } from '../../../src/config.js';
 import {
   callbackOutcome,
   isEmailVerifiedClaim,
@@ -9,7 +9,7 @@ import {
   redirectUriFor,
   wantsJson,
   withParams,
-} from '../../src/modules/oauth/oauth-fns.js';
+} from '../../../src/modules/oauth/oauth-fns.js';
 
 describe('OAuth pure functions', () => {
   it('computes the S256 challenge of RFC 7636 appendix B', () => {

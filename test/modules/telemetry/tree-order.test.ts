@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { SpanRow } from '../../src/modules/telemetry/telemetry-fns.js';
-import { inTreeOrder } from '../../src/modules/telemetry/telemetry-query-fns.js';
+import type { SpanRow } from '../../../src/modules/telemetry/telemetry-fns.js';
+import { inTreeOrder } from '../../../src/modules/telemetry/telemetry-query-fns.js';
 
 const span = (span_id: string, parent_span_id: string | null, start_key: string) =>
   ({ span_id, parent_span_id, start_key }) as SpanRow;
