@@ -3,6 +3,7 @@ import type { Config } from '../../config.js';
 import type { Executor } from '../../db/connect.js';
 import { iso } from '../../lib/time.js';
 import type { Runtime } from '../../runtime.js';
+import { taskQueries } from '../tasks/task-queries.js';
 import { createHousekeepingRepo } from './housekeeping-repo.js';
 
 const DAY_MS = 86_400_000;
@@ -59,7 +60,7 @@ export function createHousekeepingModule(deps: { config: Config; runtime: Runtim
   async function runOnce(): Promise<HousekeepingResult> {
     const now = clock.now();
     const before = iso(now - deps.config.retentionDays * DAY_MS);
-    const tasks = await drain((ex) => repo.deleteFinishedTasks(ex, before, HOUSEKEEPING_BATCH));
+    const tasks = await drain((ex) => taskQueries.deleteFinished(ex, before, HOUSEKEEPING_BATCH));
     const triggerDeliveries = await drain((ex) => repo.deleteTriggerDeliveries(ex, before, HOUSEKEEPING_BATCH));
     const idempotencyKeys = await drain((ex) => repo.deleteExpiredIdempotencyKeys(ex, iso(now), HOUSEKEEPING_BATCH));
     const a2aMessageIds = await drain((ex) => repo.deleteExpiredA2aMessageIds(ex, iso(now), HOUSEKEEPING_BATCH));

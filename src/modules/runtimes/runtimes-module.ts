@@ -6,11 +6,11 @@ import { createOutboundDispatcher } from '../../lib/outbound.js';
 import type { Runtime as ServiceRuntime } from '../../runtime.js';
 import { createA2aRuntime } from '../a2a-client/a2a-client.js';
 import type { AccountsService } from '../accounts/accounts-service.js';
-import { agentsRepo } from '../agents/agents-repo.js';
 import { openRuntimeHeaders } from '../agents/runtime-headers.js';
 import { createHttpRuntime } from '../http-runtime/http-runtime.js';
 import { createModelRuntime, modelPushRuntime } from '../model-runtime/model-runtime.js';
 import type { SpotlightService } from '../spotlight/spotlight-service.js';
+import { FINAL_STATUSES } from '../tasks/tasks-fns.js';
 import type { TasksModule } from '../tasks/tasks-module.js';
 import { tasksRepo } from '../tasks/tasks-repo.js';
 import type { TaskChangeEvent } from '../tasks/tasks-writer.js';
@@ -18,7 +18,6 @@ import { createDispatcher } from './dispatcher.js';
 import { runtimesRepo } from './runtimes-repo.js';
 import { createTaskRunner, type PushRuntimes } from './task-runner.js';
 
-const FINISHED = new Set(['completed', 'failed', 'cancelled']);
 /** The longest an http agent may take to answer (timeout_seconds is at most 300). */
 const HTTP_MAX_TIMEOUT_MS = 300_000;
 
@@ -33,7 +32,7 @@ export function createRuntimesModule(deps: {
   config: Config;
   runtime: ServiceRuntime;
   box: SecretBox;
-  tasks: Pick<TasksModule, 'writer' | 'notifier' | 'onStatusChange'>;
+  tasks: Pick<TasksModule, 'lifecycle' | 'writer' | 'notifier' | 'onStatusChange'>;
   accounts: Pick<AccountsService, 'activeSigningSecrets'>;
   spotlight: Pick<SpotlightService, 'chatCompletions'>;
   /** More push runtimes by type (e.g. `a2a`). */
@@ -67,8 +66,7 @@ export function createRuntimesModule(deps: {
   let wakeAfter: (delayMs: number) => void = () => undefined;
   const runner = createTaskRunner({
     db: runtime.db,
-    repo: tasksRepo,
-    writer: deps.tasks.writer,
+    lifecycle: deps.tasks.lifecycle,
     clock: runtime.clock,
     runtimes,
     log: runtime.logger,
@@ -76,8 +74,8 @@ export function createRuntimesModule(deps: {
   });
   const dispatcher = createDispatcher({
     db: runtime.db,
-    tasksRepo,
-    agentsRepo,
+    lifecycle: deps.tasks.lifecycle,
+    queue: tasksRepo,
     writer: deps.tasks.writer,
     notifier: deps.tasks.notifier,
     runner,
@@ -91,7 +89,7 @@ export function createRuntimesModule(deps: {
 
   /** In the finishing change's transaction: drop the run row; tell an agent that had accepted the task. */
   async function onFinished({ trx, operation, before, task }: TaskChangeEvent) {
-    if (!FINISHED.has(task.status) || !before?.workerId?.startsWith('runtime:')) return;
+    if (!FINAL_STATUSES.has(task.status) || !before?.workerId?.startsWith('runtime:')) return;
     const run = await runtimesRepo.takeRun(trx, task.uuid);
     const stopped = operation === 'cancel' || operation === 'timeout';
     if (!run || !stopped || !before.leaseExpiresAt || run.acceptedLeaseId !== before.leaseId) return;

@@ -2,9 +2,8 @@ import type { Db } from '../../db/connect.js';
 import { AppError } from '../../http/errors.js';
 import { type Clock, iso } from '../../lib/time.js';
 import type { idempotencyRepo } from './idempotency-repo.js';
+import type { Lifecycle } from './lifecycle.js';
 import type { TaskRecord, TasksRepo } from './tasks-repo.js';
-import type { TaskWriter } from './tasks-writer.js';
-import { transition } from './transition-fns.js';
 
 const BATCH = 200;
 
@@ -19,26 +18,30 @@ interface Log {
  */
 export function createSweeper(deps: {
   db: Db;
-  repo: TasksRepo;
+  repo: Pick<TasksRepo, 'expiredLeases' | 'timedOut'>;
   idempotency: typeof idempotencyRepo;
-  writer: TaskWriter;
+  lifecycle: Pick<Lifecycle, 'apply'>;
   clock: Clock;
   intervalMs: number;
   log: Log;
 }) {
-  const { db, repo, writer } = deps;
+  const { db, repo, lifecycle } = deps;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<unknown> | null = null;
   let stopped = true;
   let lastKeySweep = 0;
 
-  /** Re-reads the task under a lock and applies the sweeper's rules to it. */
+  /** Re-reads the task under a lock and applies the sweeper's rules to it; null when nothing changed. */
   function settle(uuid: string, nowMs: number): Promise<TaskRecord | null> {
     return db.transaction(async (trx) => {
-      const task = await repo.lockByUuid(trx, uuid);
-      const decided = task && transition(task, { op: 'sweep' }, nowMs);
-      if (!task || !decided || decided instanceof AppError) return null;
-      return (await writer.save(trx, task, decided)).task;
+      try {
+        const applied = await lifecycle.apply(trx, { taskUuid: uuid }, { op: 'sweep' }, nowMs);
+        return applied.changed ? applied.task : null;
+      } catch (err) {
+        // Gone meanwhile (deleted by retention), or refused: nothing to sweep.
+        if (err instanceof AppError) return null;
+        throw err;
+      }
     });
   }
 
