@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { afterCommit } from '../../db/transactions.js';
+import { FINAL_STATUSES } from '../tasks/tasks-fns.js';
 import type { TaskRecord } from '../tasks/tasks-record.js';
 import type { TaskChangeEvent } from '../tasks/tasks-writer.js';
 import {
@@ -12,8 +13,6 @@ import {
   taskTraceOf,
 } from './service-spans-fns.js';
 import { deriveSpanId } from './trace-context-fns.js';
-
-const FINAL = new Set(['completed', 'failed', 'cancelled']);
 
 /** How the run that held `before`'s lease ended, judged by the operation and where it led. */
 function runOutcome(operation: TaskChangeEvent['operation'], task: TaskRecord): RunOutcome {
@@ -77,7 +76,7 @@ export function spansOfChange(event: Pick<TaskChangeEvent, 'operation' | 'before
       }),
     );
   }
-  if (FINAL.has(task.status) && before.status !== task.status) {
+  if (FINAL_STATUSES.has(task.status) && before.status !== task.status) {
     spans.push(
       taskSpan(trace, {
         uuid: task.uuid,
