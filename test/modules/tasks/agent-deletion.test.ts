@@ -10,6 +10,7 @@ import { createTaskWriter } from '../../../src/modules/tasks/tasks-writer.js';
 import { buildTestApp, call, type TestApp } from '../../helpers/app.js';
 import { DATABASES } from '../../helpers/databases.js';
 import { createAgent, createUser, type TestUser } from '../../helpers/factories.js';
+import { sqlitePlans } from '../../helpers/query-plans.js';
 import { claimOne, reportInputRequest, submitTask } from '../../helpers/tasks.js';
 
 /*
@@ -17,6 +18,10 @@ import { claimOne, reportInputRequest, submitTask } from '../../helpers/tasks.js
  * transaction held the locks of every task and stalled the agent's other work). More tasks than
  * one batch, in every open status, must all end cancelled, and the agent deleted.
  */
+const never = async () => {
+  throw new Error('not expected');
+};
+
 describe.each(DATABASES)('agent deletion with many open tasks on $name', (database) => {
   let t: TestApp;
   beforeAll(async () => {
@@ -90,6 +95,24 @@ describe.each(DATABASES)('agent deletion with many open tasks on $name', (databa
     await t.runtime.db.transaction((trx) => service.cancelRestOfAgent(trx, agent, t.runtime.clock.now()));
     expect(batches.map((b) => b.cancelled)).toEqual([CANCEL_BATCH, CANCEL_BATCH, 5, 1]);
     expect(new Set(await statuses([...tasks, late.task_id]))).toEqual(new Set(['cancelled']));
+  });
+
+  it.runIf(database.name === 'sqlite')("finds an agent's open tasks through the agent's status index", async () => {
+    const user = await createUser(t);
+    const { agent } = await openAgent(user, 3);
+    const lifecycle = createLifecycle({
+      repo: tasksRepo,
+      agentsRepo,
+      writer: { save: never, saveMany: async () => [] },
+      clock: t.runtime.clock,
+    });
+    const plans = await sqlitePlans(t, /^select \* from "tasks"/i, () =>
+      t.runtime.db.transaction((trx) => lifecycle.cancelOpenOfAgent(trx, agent, CANCEL_BATCH)),
+    );
+    const steps = plans.flatMap((p) => p.steps).filter((step) => /^(SEARCH|SCAN) tasks\b/.test(step));
+    expect(steps).toEqual([
+      expect.stringMatching(/^SEARCH tasks USING INDEX tasks_status_idx \(agent_uuid=\? AND status=\?\)/),
+    ]);
   });
 
   it("answers 404 for another user's agent and cancels none of its tasks", async () => {
