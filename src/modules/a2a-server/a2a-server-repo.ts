@@ -1,8 +1,6 @@
-import { sql } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import { withDbErrors as guard } from '../../db/errors.js';
-import type { TaskStatus } from '../tasks/tasks-fns.js';
-import { type TaskRecord, toRecord } from '../tasks/tasks-repo.js';
+import { taskQueries } from '../tasks/task-queries.js';
 
 /** What the A2A view of tasks needs: their contextIds and the messageIds of their A2A messages. */
 export interface A2aTaskExtras {
@@ -10,7 +8,7 @@ export interface A2aTaskExtras {
   messageIds: Map<string, Map<number, string>>;
 }
 
-/** The only code that touches the A2A server's tables (and reads tasks with their contextId). */
+/** The only code that touches the A2A server's tables (tasks with their contextId: the tasks room). */
 export const a2aServerRepo = {
   insertContext(trx: Executor, row: { taskUuid: string; agentUuid: string; contextId: string }) {
     return guard(
@@ -98,51 +96,8 @@ export const a2aServerRepo = {
     );
   },
 
-  /**
-   * The agent's tasks newest first, optionally of one status, one A2A context, and changed after
-   * `changedAfter` (an ISO timestamp; every change of a task moves its `updated_at`). `page` null:
-   * every task that matches.
-   */
-  async listTasks(
-    ex: Executor,
-    filter: {
-      agentUuid: string;
-      userUuid: string;
-      status?: TaskStatus | undefined;
-      contextId?: string | undefined;
-      changedAfter?: string | undefined;
-    },
-    page: { offset: number; limit: number } | null,
-  ): Promise<{ tasks: TaskRecord[]; total: number }> {
-    const { contextId, status, changedAfter } = filter;
-    const base = ex
-      .selectFrom('tasks')
-      .leftJoin('a2a_task_contexts as c', 'c.task_uuid', 'tasks.uuid')
-      .where('tasks.agent_uuid', '=', filter.agentUuid)
-      .where('tasks.user_uuid', '=', filter.userUuid)
-      .$if(status !== undefined, (qb) => qb.where('tasks.status', '=', status as string))
-      .$if(changedAfter !== undefined, (qb) => qb.where('tasks.updated_at', '>', changedAfter as string))
-      .$if(contextId !== undefined, (qb) =>
-        qb.where((eb) =>
-          eb.or([
-            eb('c.context_id', '=', contextId as string),
-            eb.and([eb('c.task_uuid', 'is', null), eb('tasks.uuid', '=', contextId as string)]),
-          ]),
-        ),
-      );
-    const [rows, count] = await Promise.all([
-      guard(
-        base
-          .selectAll('tasks')
-          .orderBy('tasks.created_at', 'desc')
-          .orderBy('tasks.uuid', 'desc')
-          .$if(page !== null, (qb) => qb.offset(page?.offset ?? 0).limit(page?.limit ?? 0))
-          .execute(),
-      ),
-      guard(base.select(sql<number | string>`count(*)`.as('n')).executeTakeFirstOrThrow()),
-    ]);
-    return { tasks: rows.map(toRecord), total: Number(count.n) };
-  },
+  /** The agent's tasks newest first, optionally of one status, one A2A context and changed after a time (asked of the tasks room). */
+  listTasks: taskQueries.listInContext,
 };
 
 export type A2aServerRepo = typeof a2aServerRepo;

@@ -18,6 +18,7 @@ export function createAgentsModule(deps: {
   cacheMs: number;
 }) {
   const deleteListeners: AgentDeleteListener[] = [];
+  const beforeDeleteListeners: Array<(agentUuid: string) => Promise<void>> = [];
   const cache = createChangeCache<AgentRow>({ ttlMs: deps.cacheMs, now: () => deps.runtime.clock.now() });
   const service = createAgentsService({
     db: deps.runtime.db,
@@ -29,6 +30,9 @@ export function createAgentsModule(deps: {
     onDelete: async (trx, agentUuid, now) => {
       for (const listener of deleteListeners) await listener(trx, agentUuid, now);
     },
+    beforeDelete: async (agentUuid) => {
+      for (const listener of beforeDeleteListeners) await listener(agentUuid);
+    },
   });
   return {
     service,
@@ -38,6 +42,13 @@ export function createAgentsModule(deps: {
     /** Subscribes to agent deletion: called inside its transaction (a throw rolls it back). */
     onDelete(listener: AgentDeleteListener): void {
       deleteListeners.push(listener);
+    },
+    /**
+     * Subscribes to the step before a deletion (the agent is the caller's; its transaction has
+     * not begun): for long work in bounded transactions of its own, finished by `onDelete`.
+     */
+    beforeDelete(listener: (agentUuid: string) => Promise<void>): void {
+      beforeDeleteListeners.push(listener);
     },
   };
 }

@@ -36,6 +36,12 @@ export function createAgentsService(deps: {
   cache: ChangeCache<AgentRow>;
   clock: Clock;
   onDelete: AgentDeleteListener;
+  /**
+   * Work done before the deletion's transaction, once the agent is known to be the user's, in
+   * bounded transactions of its own (cancelling the open tasks in batches); `onDelete` then
+   * finishes it atomically with the deletion.
+   */
+  beforeDelete?: (agentUuid: string) => Promise<void>;
   checkRuntime: RuntimeCheck;
   /** Seals runtime header values at rest. */
   box: SecretBox;
@@ -112,8 +118,16 @@ export function createAgentsService(deps: {
       });
     },
 
-    /** Deletes the agent; its open tasks are cancelled and its triggers deleted in the same transaction. */
+    /**
+     * Deletes the agent; its open tasks are cancelled (most of them in batches just before; the
+     * rest, and its triggers, in the deleting transaction).
+     * @throws AppError NOT_FOUND unless the agent exists, is live and belongs to the user.
+     */
     async remove(userUuid: string, uuid: string): Promise<void> {
+      if (deps.beforeDelete) {
+        await requireOwnedIn(db.kysely, userUuid, uuid);
+        await deps.beforeDelete(uuid);
+      }
       const deleted = await db.transaction(async (trx) => {
         const at = now();
         if (!(await repo.markDeleted(trx, userUuid, uuid, at))) return false;

@@ -6,6 +6,7 @@ import { iso } from '../../lib/time.js';
 import type { Runtime } from '../../runtime.js';
 import { spotlightRepo } from '../spotlight/spotlight-repo.js';
 import { idempotencyRepo } from '../tasks/idempotency-repo.js';
+import { taskQueries } from '../tasks/task-queries.js';
 import { telemetryRepo } from '../telemetry/telemetry-repo.js';
 import { createHousekeepingRepo } from './housekeeping-repo.js';
 
@@ -74,7 +75,7 @@ export function createHousekeepingModule(deps: { config: Config; runtime: Runtim
     const { config } = deps;
     const daysAgo = (days: number) => iso(now - days * DAY_MS);
     return {
-      tasks: [repo.deleteFinishedTasks, daysAgo(config.retentionDays)],
+      tasks: [taskQueries.deleteFinished, daysAgo(config.retentionDays)],
       triggerDeliveries: [repo.deleteTriggerDeliveries, daysAgo(config.retentionDays)],
       idempotencyKeys: [idempotencyRepo.deleteExpired, iso(now)],
       a2aMessageIds: [repo.deleteExpiredA2aMessageIds, iso(now)],

@@ -1,31 +1,13 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 
-const FINISHED = ['completed', 'failed', 'cancelled'];
-
 /**
  * The deletes of housekeeping. They cross module tables on purpose: retention is one rule over
  * everything the service stores, and each statement removes at most `limit` rows through an index.
- * A task's events and callback deliveries go with it (foreign keys cascade).
+ * Finished tasks are deleted by the tasks room (`taskQueries.deleteFinished`).
  */
 export function createHousekeepingRepo() {
   return {
-    /** Deletes up to `limit` tasks that finished before `before`. @returns how many went. */
-    async deleteFinishedTasks(ex: Executor, before: string, limit: number): Promise<number> {
-      const result = await ex
-        .deleteFrom('tasks')
-        .where('uuid', 'in', (q) =>
-          q
-            .selectFrom('tasks')
-            .select('uuid')
-            .where('status', 'in', FINISHED)
-            .where('updated_at', '<', before)
-            .limit(limit),
-        )
-        .executeTakeFirst();
-      return Number(result.numDeletedRows);
-    },
-
     /** Deletes up to `limit` trigger deliveries received before `before`. */
     async deleteTriggerDeliveries(ex: Executor, before: string, limit: number): Promise<number> {
       const result = await ex

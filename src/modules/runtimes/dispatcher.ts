@@ -1,17 +1,15 @@
 import type { Db } from '../../db/connect.js';
 import { afterCommit } from '../../db/transactions.js';
-import { AppError } from '../../http/errors.js';
-import { newId } from '../../lib/ids.js';
 import type { Log } from '../../lib/log.js';
 import { createLoop } from '../../lib/loop.js';
-import { type Clock, iso } from '../../lib/time.js';
-import type { AgentsRepo } from '../agents/agents-repo.js';
+import type { Clock } from '../../lib/time.js';
 import type { Runtime } from '../agents/agents-schemas.js';
+import type { Lifecycle } from '../tasks/lifecycle.js';
 import type { Notifier } from '../tasks/notifier.js';
+import type { WaitingAgent } from '../tasks/queue-repo.js';
 import type { TaskRecord, TasksRepo } from '../tasks/tasks-repo.js';
 import type { TaskWriter } from '../tasks/tasks-writer.js';
-import { transition } from '../tasks/transition-fns.js';
-import { runtimesRepo, type WaitingAgent } from './runtimes-repo.js';
+import { runtimesRepo } from './runtimes-repo.js';
 import { ABORT, type TaskRunner } from './task-runner.js';
 
 /** The internal lease of a task the service runs; renewed every third of it while the call runs. */
@@ -31,16 +29,16 @@ export function leaseSecondsOf(runtime: Runtime): number {
 /**
  * Hands queued tasks of push-runtime agents (those `isPush` names: openai, http, a2a) to their
  * runtime: by priority then age, while fewer than the agent's `concurrency` are held. Claims go
- * through the task lifecycle's claim transition under row locks, as a worker's do, so each task
- * runs once across instances. Woken by task changes in this process, and by polling for work
+ * through the lifecycle's `claim`, as a worker's do, so each task runs once across instances. Woken by task changes in this process, and by polling for work
  * other instances queued. A run in flight is aborted when its task is cancelled or times out,
  * on this instance or another (the notifier carries the change).
  */
 export function createDispatcher(deps: {
   db: Db;
-  tasksRepo: Pick<TasksRepo, 'countHeld'>;
-  agentsRepo: Pick<AgentsRepo, 'findForClaim'>;
-  writer: TaskWriter;
+  lifecycle: Pick<Lifecycle, 'claim'>;
+  /** The tasks room's reads: which agents have work, a task's status now. */
+  queue: Pick<TasksRepo, 'agentsWithWork' | 'statusOf'>;
+  writer: Pick<TaskWriter, 'onChange'>;
   notifier: Pick<Notifier, 'subscribe'>;
   runner: TaskRunner;
   /** Whether the service runs tasks of this runtime type itself. */
@@ -63,36 +61,27 @@ export function createDispatcher(deps: {
   const workerUntil = new Map<string, number>();
   let woken = new Set<string>();
 
-  /** Claims what the agent may run now, in one transaction. */
+  /** Claims what the agent may run now (as many as its concurrency allows), in one transaction. */
   async function claimFor(agent: WaitingAgent): Promise<Array<{ task: TaskRecord; runtime: Runtime }>> {
     const room = runsOf.room(agent.userUuid);
     if (room <= 0) return [];
-    const nowMs = deps.clock.now();
-    const claimed = await db.transaction(async (trx) => {
-      const row = await deps.agentsRepo.findForClaim(trx, agent.uuid);
-      if (row?.status !== 'active' || !deps.isPush(row.runtime.type)) return [];
-      const runtime = row.runtime;
-      const free = Math.min(room, row.concurrency - (await deps.tasksRepo.countHeld(trx, agent.uuid)));
-      if (free <= 0) return [];
-      const decisions: Parameters<typeof writer.saveMany>[1] = [];
-      for (const task of await runtimesRepo.lockDispatchable(trx, agent.uuid, free, iso(nowMs))) {
-        const leaseSeconds = leaseSecondsOf(runtime);
-        const claim = { leaseId: newId(), leaseSeconds, workerId: `runtime:${runtime.type}` };
-        const decided = transition(task, { op: 'claim', ...claim }, nowMs);
-        if (decided instanceof AppError) throw decided;
-        if (decided) decisions.push({ before: task, change: decided });
-      }
-      // Written together, as a worker's claim is: a constant number of statements for the batch.
-      return (await writer.saveMany(trx, decisions)).map(({ task }) => ({ task, runtime }));
-    });
-    runsOf.add(agent.userUuid, claimed.length);
-    return claimed.map(({ task, runtime }) => ({ task, runtime: deps.openRuntime(runtime) }));
+    const { runtime, tasks } = await db.transaction((trx) =>
+      deps.lifecycle.claim(trx, agent.uuid, room, {
+        accepts: (stored) => deps.isPush(stored.type),
+        lease: (stored) => ({ leaseSeconds: leaseSecondsOf(stored), workerId: `runtime:${stored.type}` }),
+        respectBackoff: true,
+      }),
+    );
+    if (!runtime || tasks.length === 0) return [];
+    runsOf.add(agent.userUuid, tasks.length);
+    const open = deps.openRuntime(runtime);
+    return tasks.map((task) => ({ task, runtime: open }));
   }
 
   /** Aborts the run of a task that changed elsewhere (another instance) once it is no longer ours. */
   async function recheck(task: TaskRecord, controller: AbortController) {
     if (controller.signal.aborted) return;
-    const now = await runtimesRepo.statusOf(db.kysely, task.uuid);
+    const now = await deps.queue.statusOf(db.kysely, task.uuid);
     if (now?.status === 'cancelled' || now?.status === 'failed') controller.abort(ABORT.stopped);
     else if (now?.status !== 'running' || now.lease_id !== task.leaseId) controller.abort(ABORT.lost);
   }
@@ -116,7 +105,7 @@ export function createDispatcher(deps: {
     const runs: Array<Promise<void>> = [];
     const asked = woken;
     woken = new Set();
-    const agents = await runtimesRepo.agentsWithWork(db.kysely, db.dialect, AGENTS_PER_PASS);
+    const agents = await deps.queue.agentsWithWork(db.kysely, db.dialect, AGENTS_PER_PASS);
     for (const agent of agents) {
       asked.delete(agent.uuid);
       if (!deps.isPush(agent.runtime.type)) continue;

@@ -6,9 +6,9 @@ import { createFairOutboundDispatcher } from '../../lib/outbound.js';
 import type { FairOutbound } from '../../lib/outbound-fair.js';
 import type { Runtime as ServiceRuntime } from '../../runtime.js';
 import type { AccountsService } from '../accounts/accounts-service.js';
-import { agentsRepo } from '../agents/agents-repo.js';
 import { openRuntimeHeaders } from '../agents/runtime-headers.js';
 import type { SpotlightService } from '../spotlight/spotlight-service.js';
+import { FINAL_STATUSES } from '../tasks/tasks-fns.js';
 import type { TasksModule } from '../tasks/tasks-module.js';
 import { tasksRepo } from '../tasks/tasks-repo.js';
 import type { TaskChangeEvent } from '../tasks/tasks-writer.js';
@@ -19,8 +19,6 @@ import { modelAdapter } from './model/model-adapter.js';
 import type { PushAdapter } from './push-adapter.js';
 import { runtimesRepo } from './runtimes-repo.js';
 import { createTaskRunner, type PushRuntimes } from './task-runner.js';
-
-const FINISHED = new Set(['completed', 'failed', 'cancelled']);
 
 /** The push runtimes by agent runtime `type`: a new runtime is a folder `runtimes/<name>/` and a line here. */
 const ADAPTERS = {
@@ -40,7 +38,7 @@ export function createRuntimesModule(deps: {
   config: Config;
   runtime: ServiceRuntime;
   box: SecretBox;
-  tasks: Pick<TasksModule, 'writer' | 'notifier' | 'onStatusChange'>;
+  tasks: Pick<TasksModule, 'lifecycle' | 'writer' | 'notifier' | 'onStatusChange'>;
   accounts: Pick<AccountsService, 'activeSigningSecrets'>;
   spotlight: Pick<SpotlightService, 'chatCompletions'>;
   /** More push runtimes by type, or replacements of the registered ones (tests give their own). */
@@ -66,8 +64,7 @@ export function createRuntimesModule(deps: {
   let wakeAfter: (delayMs: number) => void = () => undefined;
   const runner = createTaskRunner({
     db: runtime.db,
-    repo: tasksRepo,
-    writer: deps.tasks.writer,
+    lifecycle: deps.tasks.lifecycle,
     clock: runtime.clock,
     runtimes,
     log: runtime.logger,
@@ -75,8 +72,8 @@ export function createRuntimesModule(deps: {
   });
   const dispatcher = createDispatcher({
     db: runtime.db,
-    tasksRepo,
-    agentsRepo,
+    lifecycle: deps.tasks.lifecycle,
+    queue: tasksRepo,
     writer: deps.tasks.writer,
     notifier: deps.tasks.notifier,
     runner,
@@ -91,7 +88,7 @@ export function createRuntimesModule(deps: {
 
   /** In the finishing change's transaction: drop the run row; tell an agent that had accepted the task. */
   async function onFinished({ trx, operation, before, task }: TaskChangeEvent) {
-    if (!FINISHED.has(task.status) || !before?.workerId?.startsWith('runtime:')) return;
+    if (!FINAL_STATUSES.has(task.status) || !before?.workerId?.startsWith('runtime:')) return;
     const run = await runtimesRepo.takeRun(trx, task.uuid);
     const stopped = operation === 'cancel' || operation === 'timeout';
     if (!run || !stopped || !before.leaseExpiresAt || run.acceptedLeaseId !== before.leaseId) return;

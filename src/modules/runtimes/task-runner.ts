@@ -3,12 +3,12 @@ import { AppError } from '../../http/errors.js';
 import { retryDelayMs } from '../../lib/backoff.js';
 import { type Clock, iso } from '../../lib/time.js';
 import type { Runtime } from '../agents/agents-schemas.js';
+import type { Lifecycle } from '../tasks/lifecycle.js';
 import { MAX_ATTEMPTS } from '../tasks/tasks-fns.js';
-import type { TaskRecord, TasksRepo } from '../tasks/tasks-repo.js';
+import type { TaskRecord } from '../tasks/tasks-repo.js';
 import type { TaskRef } from '../tasks/tasks-service.js';
 import { claimItemOf } from '../tasks/tasks-view.js';
-import type { TaskWriter } from '../tasks/tasks-writer.js';
-import { type TaskInput, transition } from '../tasks/transition-fns.js';
+import type { TaskInput } from '../tasks/transition-fns.js';
 import type { PushOutcome, PushRuntime } from './push-runtime.js';
 import { runtimesRepo } from './runtimes-repo.js';
 
@@ -40,31 +40,31 @@ type State = Record<string, unknown> | null;
  */
 export function createTaskRunner(deps: {
   db: Db;
-  repo: Pick<TasksRepo, 'lockTask'>;
-  writer: TaskWriter;
+  lifecycle: Pick<Lifecycle, 'apply'>;
   clock: Clock;
   runtimes: PushRuntimes;
   log: Log;
   /** Called with the delay after which a retried task may run again. */
   onRetry: (delayMs: number) => void;
 }) {
-  const { db, repo, writer } = deps;
+  const { db, lifecycle } = deps;
 
   /**
-   * Applies `input` to the task under a row lock (then `after`, in the same transaction, if it
-   * changed); the task as it is afterwards, or the refusal.
+   * Applies `input` to the task through the lifecycle door (then `after`, in the same
+   * transaction, if it changed); the task as it is afterwards, or the refusal.
    */
   function report(ref: TaskRef, input: TaskInput, after?: (trx: Executor) => Promise<unknown>) {
     const nowMs = deps.clock.now();
     return db.transaction(async (trx): Promise<TaskRecord | AppError> => {
-      const current = await repo.lockTask(trx, ref);
-      if (!current) return new AppError('NOT_FOUND', 'Task not found');
-      const decided = transition(current, input, nowMs);
-      if (decided instanceof AppError) return decided;
-      if (!decided) return current;
-      const saved = (await writer.save(trx, current, decided)).task;
-      await after?.(trx);
-      return saved;
+      try {
+        const applied = await lifecycle.apply(trx, ref, input, nowMs);
+        if (applied.changed) await after?.(trx);
+        return applied.task;
+      } catch (err) {
+        // A refusal changed nothing (no statement failed), so the transaction may go on.
+        if (err instanceof AppError) return err;
+        throw err;
+      }
     });
   }
 

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import { withDbErrors as guard } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
+import { taskQueries } from '../tasks/task-queries.js';
 
 export interface CallError {
   code: 'upstream_error' | 'upstream_unreachable' | 'upstream_timeout' | 'client_closed';
@@ -161,16 +162,9 @@ export const spotlightRepo = {
   },
 
   /** The task when it is the user's, with its agent (the proxy's attribution header). */
-  async findTask(ex: Executor, userUuid: string, taskUuid: string) {
-    // Read-only look at the tasks table: attribution needs only owner and agent.
-    return guard(
-      ex
-        .selectFrom('tasks')
-        .select(['uuid', 'agent_uuid'])
-        .where('uuid', '=', taskUuid)
-        .where('user_uuid', '=', userUuid)
-        .executeTakeFirst(),
-    );
+  findTask(ex: Executor, userUuid: string, taskUuid: string) {
+    // Attribution needs only owner and agent; the tasks room answers it.
+    return taskQueries.ownedBy(ex, userUuid, taskUuid);
   },
 
   /** Deletes up to `batch` records created before `before`; returns how many went. */

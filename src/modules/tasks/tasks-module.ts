@@ -10,6 +10,7 @@ import { agentsRepo } from '../agents/agents-repo.js';
 import { createEstimator } from './estimator.js';
 import { eventsRoutes } from './events-routes.js';
 import { idempotencyRepo } from './idempotency-repo.js';
+import { createLifecycle } from './lifecycle.js';
 import { createNotifier } from './notifier.js';
 import { tasksRepo } from './tasks-repo.js';
 import { tasksRoutes } from './tasks-routes.js';
@@ -21,13 +22,14 @@ import { createWorkerService } from './worker-service.js';
 
 /**
  * Wires tasks: the user API, the worker protocol, the event stream, the sweeper, and the
- * wake-up notifier. Open tasks are cancelled when their agent is deleted. Other capabilities
+ * wake-up notifier. Open tasks are cancelled when their agent is deleted. Every change of a
+ * task goes through `lifecycle` (other capabilities too: push runtimes, A2A). Other capabilities
  * subscribe to changes with `onStatusChange` (e.g. callbacks) or `onChange` (every transition).
  */
 export function createTasksModule(deps: {
   config: Config;
   runtime: Runtime;
-  agents: Pick<AgentsModule, 'service' | 'onDelete'>;
+  agents: Pick<AgentsModule, 'service' | 'onDelete' | 'beforeDelete'>;
   /** Per-user counts of open streams and waiting claims. */
   connections: ConnectionLimits;
   /** Re-checks the credential a stream was opened with. */
@@ -37,6 +39,7 @@ export function createTasksModule(deps: {
   const db = runtime.db;
   const notifier = createNotifier({ db, log: runtime.logger });
   const writer = createTaskWriter({ repo: tasksRepo, notifier });
+  const lifecycle = createLifecycle({ repo: tasksRepo, agentsRepo, writer, clock: runtime.clock });
   const policy = { allowPrivate: config.allowPrivateUrls, lookup: runtime.lookup };
   const service = createTasksService({
     db,
@@ -44,6 +47,7 @@ export function createTasksModule(deps: {
     idempotency: idempotencyRepo,
     agents: deps.agents.service,
     writer,
+    lifecycle,
     estimator: createEstimator({ db, repo: tasksRepo }),
     clock: runtime.clock,
     publicUrl: config.publicUrl,
@@ -59,10 +63,8 @@ export function createTasksModule(deps: {
   });
   const worker = createWorkerService({
     db,
-    repo: tasksRepo,
-    agentsRepo,
+    lifecycle,
     agents: deps.agents.service,
-    writer,
     notifier,
     connections: deps.connections,
     clock: runtime.clock,
@@ -70,13 +72,14 @@ export function createTasksModule(deps: {
   const sweeper = createSweeper({
     db,
     repo: tasksRepo,
-    writer,
+    lifecycle,
     clock: runtime.clock,
     intervalMs: config.sweepIntervalMs,
     log: runtime.logger,
   });
 
-  deps.agents.onDelete((trx, agentUuid, now) => service.cancelAllOfAgent(trx, agentUuid, Date.parse(now)));
+  deps.agents.beforeDelete((agentUuid) => service.cancelAllOfAgent(agentUuid));
+  deps.agents.onDelete((trx, agentUuid, now) => service.cancelRestOfAgent(trx, agentUuid, Date.parse(now)));
 
   async function routes(app: FastifyInstance) {
     app.addHook('onReady', async () => sweeper.start());
@@ -104,6 +107,8 @@ export function createTasksModule(deps: {
     sweeper,
     notifier,
     writer,
+    /** The one door for changing and claiming tasks (see lifecycle.ts). */
+    lifecycle,
     routes,
     onStatusChange: writer.onStatusChange,
     onChange: writer.onChange,

@@ -158,3 +158,48 @@ export function toRecord(row: Selectable<TasksTable>): TaskRecord {
     claimedAt: row.claimed_at,
   };
 }
+
+/** The fields a submit decides for a new task. */
+export type NewTaskFields = Pick<
+  TaskRecord,
+  | 'uuid'
+  | 'agentUuid'
+  | 'userUuid'
+  | 'ready'
+  | 'priority'
+  | 'message'
+  | 'metadata'
+  | 'callbackMode'
+  | 'webhookUrl'
+  | 'timeoutSeconds'
+  | 'estimatedStart'
+  | 'traceId'
+  | 'traceParentSpanId'
+>;
+
+/** A new queued task created at `now` (nothing written): its message opens the conversation. */
+export function queuedTask(fields: NewTaskFields, now: string): TaskRecord {
+  return {
+    ...fields,
+    status: 'queued',
+    messages: [{ role: 'user', content: fields.message, created_at: now }],
+    attempt: 1,
+    leaseId: null,
+    leaseSeconds: null,
+    leaseExpiresAt: null,
+    workerId: null,
+    progress: null,
+    inputRequest: null,
+    result: null,
+    error: null,
+    createdAt: now,
+    updatedAt: now,
+    startedAt: null,
+    timeoutAt: null,
+    completedAt: null,
+    failedAt: null,
+    cancelledAt: null,
+    seq: 1,
+    claimedAt: null,
+  };
+}

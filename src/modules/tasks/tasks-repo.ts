@@ -1,10 +1,11 @@
-import { SqliteAdapter, sql } from 'kysely';
+import { SqliteAdapter } from 'kysely';
 import { chunks, insertRows, MAX_PARAMETERS, updateFromValues } from '../../db/batches.js';
 import type { Executor } from '../../db/connect.js';
 import { withDbErrors as guard } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
 import { prepareQuery } from '../../db/prepared.js';
 import { lockRows } from '../../db/transactions.js';
+import { queueRepo } from './queue-repo.js';
 import type { StoredTaskEvent } from './task-events-fns.js';
 import type { TaskStatus } from './tasks-fns.js';
 import { COLUMNS, PG_TYPES, type TaskRecord, toColumns, toRecord } from './tasks-record.js';
@@ -31,7 +32,8 @@ const ownTask = prepareQuery(3, ownTaskQuery);
 const ownTaskLocked = prepareQuery(3, (ex, t: string, a: string, u: string) => lockRows(ex, ownTaskQuery(ex, t, a, u)));
 
 /**
- * The only code that touches the task tables. Reads named `lock…` take a row lock (PostgreSQL)
+ * The only code that touches the task tables (other rooms ask `task-queries.ts`; the queue's
+ * hot statements are in `queue-repo.ts`). Reads named `lock…` take a row lock (PostgreSQL)
  * for the transaction they run in: the caller is about to change the row.
  */
 export const tasksRepo = {
@@ -132,7 +134,7 @@ export const tasksRepo = {
     return out;
   },
 
-  /** Any task by id, row-locked for the transaction `trx` (the sweeper, agent deletion). */
+  /** Any task by id, row-locked for the transaction `trx` (the sweeper). */
   async lockByUuid(trx: Executor, uuid: string): Promise<TaskRecord | undefined> {
     const row = await guard(
       lockRows(trx, trx.selectFrom('tasks').selectAll().where('uuid', '=', uuid)).executeTakeFirst(),
@@ -204,100 +206,7 @@ export const tasksRepo = {
     return { tasks: rows.map(toRecord), total: Number(count.n) };
   },
 
-  /** Open tasks of an agent (for cancellation when it is deleted). */
-  async openTaskUuids(ex: Executor, agentUuid: string): Promise<string[]> {
-    const rows = await guard(
-      ex
-        .selectFrom('tasks')
-        .select('uuid')
-        .where('agent_uuid', '=', agentUuid)
-        .where('status', 'in', ['queued', 'running', 'awaiting_input'])
-        .execute(),
-    );
-    return rows.map((r) => r.uuid);
-  },
-
-  /**
-   * Claimable tasks of an agent in claim order (priority, then age), row-locked; rows a
-   * concurrent claim holds are skipped.
-   */
-  async lockClaimable(trx: Executor, agentUuid: string, limit: number): Promise<TaskRecord[]> {
-    const query = trx
-      .selectFrom('tasks')
-      .selectAll()
-      .where('agent_uuid', '=', agentUuid)
-      // A literal, so both planners can use the partial index (`where ready = true`).
-      .where(sql<boolean>`ready = true`)
-      .orderBy('priority', 'desc')
-      .orderBy('created_at')
-      .orderBy('uuid')
-      .limit(limit);
-    const rows = await guard(lockRows(trx, query, { skipLocked: true }).execute());
-    return rows.map(toRecord);
-  },
-
-  /** How many tasks of the agent a worker holds now. */
-  async countHeld(ex: Executor, agentUuid: string): Promise<number> {
-    const row = await guard(
-      ex
-        .selectFrom('tasks')
-        .select((eb) => eb.fn.countAll().as('n'))
-        .where('agent_uuid', '=', agentUuid)
-        .where('lease_expires_at', 'is not', null)
-        .executeTakeFirstOrThrow(),
-    );
-    return Number(row.n);
-  },
-
-  /** Ready tasks that a new task of this priority would wait behind, counted up to `cap`. */
-  async countAhead(ex: Executor, agentUuid: string, priority: number, cap: number): Promise<number> {
-    const row = await guard(
-      sql<{ n: number | string }>`select count(*) as n from (select 1 from tasks
-        where agent_uuid = ${agentUuid} and ready = true and priority >= ${priority} limit ${cap}) as ahead`.execute(
-        ex,
-      ),
-    );
-    return Number(row.rows[0]?.n ?? 0);
-  },
-
-  /** Run times (ms) of the agent's most recently completed tasks. */
-  async recentRunTimes(ex: Executor, agentUuid: string, count: number): Promise<number[]> {
-    const rows = await guard(
-      ex
-        .selectFrom('tasks')
-        .select(['started_at', 'completed_at'])
-        .where('agent_uuid', '=', agentUuid)
-        .where('completed_at', 'is not', null)
-        .orderBy('completed_at', 'desc')
-        .limit(count)
-        .execute(),
-    );
-    return rows
-      .filter((r) => r.started_at && r.completed_at)
-      .map((r) => Date.parse(r.completed_at as string) - Date.parse(r.started_at as string));
-  },
-
-  /** Tasks whose lease ran out before `now`. */
-  async expiredLeases(ex: Executor, now: string, limit: number): Promise<string[]> {
-    const rows = await guard(
-      ex.selectFrom('tasks').select('uuid').where('lease_expires_at', '<', now).limit(limit).execute(),
-    );
-    return rows.map((r) => r.uuid);
-  },
-
-  /** Running tasks past their timeout. */
-  async timedOut(ex: Executor, now: string, limit: number): Promise<string[]> {
-    const rows = await guard(
-      ex
-        .selectFrom('tasks')
-        .select('uuid')
-        .where(sql<boolean>`status = 'running'`)
-        .where('timeout_at', '<', now)
-        .limit(limit)
-        .execute(),
-    );
-    return rows.map((r) => r.uuid);
-  },
+  ...queueRepo,
 };
 
 export type TasksRepo = typeof tasksRepo;

@@ -8,18 +8,22 @@ import type { AgentsService } from '../agents/agents-service.js';
 import type { createEstimator } from './estimator.js';
 import type { IdempotencyRecord, idempotencyRepo } from './idempotency-repo.js';
 import { createInsertBatcher } from './insert-batcher.js';
+import type { Lifecycle } from './lifecycle.js';
 import { fromStoredEvent, needsConversation } from './task-events-fns.js';
 import { requestHash, type TaskStatus } from './tasks-fns.js';
+import { queuedTask } from './tasks-record.js';
 import type { TaskRecord, TasksRepo } from './tasks-repo.js';
 import { MAX_METADATA_BYTES, type SubmitInput, type SubmitResult, type TaskView } from './tasks-schemas.js';
 import { taskView } from './tasks-view.js';
 import type { TaskWriter } from './tasks-writer.js';
-import { isClaimable, type TaskInput, transition } from './transition-fns.js';
+import { isClaimable, type TaskInput } from './transition-fns.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** Events read per query of an event stream (a stream resumed far back pages through them). */
 export const EVENTS_PAGE = 100;
 export const DEFAULT_PRIORITY = 5;
+/** Tasks cancelled per transaction when their agent is deleted (a long transaction holds locks). */
+export const CANCEL_BATCH = 500;
 
 export interface TaskRef {
   userUuid: string;
@@ -39,14 +43,15 @@ export function createTasksService(deps: {
   repo: TasksRepo;
   idempotency: typeof idempotencyRepo;
   agents: Pick<AgentsService, 'requireOwned'>;
-  writer: TaskWriter;
+  writer: Pick<TaskWriter, 'insert' | 'insertMany'>;
+  lifecycle: Pick<Lifecycle, 'apply' | 'cancelOpenOfAgent'>;
   estimator: ReturnType<typeof createEstimator>;
   clock: Clock;
   publicUrl: string;
   /** @throws AppError INVALID_REQUEST when the callback address may not be called. */
   checkWebhookUrl: (url: string) => Promise<void>;
 }) {
-  const { db, repo, writer } = deps;
+  const { db, repo, writer, lifecycle } = deps;
   const batcher = createInsertBatcher({ db, writer });
 
   function urls(agentUuid: string, taskUuid: string) {
@@ -61,21 +66,11 @@ export function createTasksService(deps: {
     return task;
   }
 
-  /** `requireTask`, row-locked in the transaction `trx`. */
-  async function lockTask(trx: Executor, ref: TaskRef) {
-    const task = await repo.lockTask(trx, ref);
-    if (!task) throw notFound('Task');
-    return task;
-  }
-
   const view = (task: TaskRecord): TaskView => taskView(task);
 
-  /** Loads the task under a row lock in `trx`, applies `input` through the transition function, saves. */
+  /** The user's change of a task through the lifecycle door, in `trx`. @returns the task afterwards. */
   async function changeIn(trx: Executor, ref: TaskRef, input: TaskInput): Promise<TaskRecord> {
-    const current = await lockTask(trx, ref);
-    const decided = transition(current, input, deps.clock.now());
-    if (decided instanceof AppError) throw decided;
-    return decided ? (await writer.save(trx, current, decided)).task : current;
+    return (await lifecycle.apply(trx, ref, input)).task;
   }
 
   /** `changeIn` in a transaction of its own. */
@@ -123,41 +118,24 @@ export function createTasksService(deps: {
     const priority = input.priority ?? DEFAULT_PRIORITY;
     const uuid = newId();
     const estimatedStart = iso(await deps.estimator.estimate(agent, priority, nowMs));
-    const task: TaskRecord = {
-      uuid,
-      agentUuid: agent.uuid,
-      userUuid,
-      status: 'queued',
-      ready: isClaimable('queued', null),
-      priority,
-      message: input.message,
-      messages: [{ role: 'user', content: input.message, created_at: now }],
-      metadata: input.metadata ?? {},
-      callbackMode: input.callback_mode ?? 'poll',
-      webhookUrl: input.webhook_url ?? null,
-      timeoutSeconds: input.timeout_override ?? agent.default_timeout_seconds,
-      attempt: 1,
-      leaseId: null,
-      leaseSeconds: null,
-      leaseExpiresAt: null,
-      workerId: null,
-      progress: null,
-      inputRequest: null,
-      result: null,
-      error: null,
-      estimatedStart,
-      createdAt: now,
-      updatedAt: now,
-      startedAt: null,
-      timeoutAt: null,
-      completedAt: null,
-      failedAt: null,
-      cancelledAt: null,
-      seq: 1,
-      traceId: parent?.traceId ?? null,
-      traceParentSpanId: parent?.spanId ?? null,
-      claimedAt: null,
-    };
+    const task = queuedTask(
+      {
+        uuid,
+        agentUuid: agent.uuid,
+        userUuid,
+        ready: isClaimable('queued', null),
+        priority,
+        message: input.message,
+        metadata: input.metadata ?? {},
+        callbackMode: input.callback_mode ?? 'poll',
+        webhookUrl: input.webhook_url ?? null,
+        timeoutSeconds: input.timeout_override ?? agent.default_timeout_seconds,
+        estimatedStart,
+        traceId: parent?.traceId ?? null,
+        traceParentSpanId: parent?.spanId ?? null,
+      },
+      now,
+    );
     const response: SubmitResult = {
       task_id: uuid,
       status: 'queued',
@@ -244,7 +222,7 @@ export function createTasksService(deps: {
     /** The task's body with its event sequence number (the SSE event id). */
     async snapshot(ref: TaskRef): Promise<{ seq: number; view: TaskView }> {
       const task = await requireTask(ref);
-      return { seq: task.seq, view: await view(task) };
+      return { seq: task.seq, view: view(task) };
     },
 
     /**
@@ -295,14 +273,19 @@ export function createTasksService(deps: {
       return { task_id: task.uuid, status: 'cancelled' as const, cancelled_at: task.cancelledAt as string };
     },
 
-    /** Cancels every open task of an agent (it is being deleted), in the caller's transaction. */
-    async cancelAllOfAgent(trx: Executor, agentUuid: string, nowMs: number) {
-      for (const uuid of await repo.openTaskUuids(trx, agentUuid)) {
-        const current = await repo.lockByUuid(trx, uuid);
-        const decided = current && transition(current, { op: 'cancel' }, nowMs);
-        // A task that finished meanwhile stays as it is.
-        if (current && decided && !(decided instanceof AppError)) await writer.save(trx, current, decided);
-      }
+    /**
+     * Cancels open tasks of an agent that is about to be deleted, `CANCEL_BATCH` per transaction
+     * of their own, until none is left; what arrives meanwhile is cancelled by `cancelRestOfAgent`.
+     */
+    async cancelAllOfAgent(agentUuid: string) {
+      while (
+        (await db.transaction((trx) => lifecycle.cancelOpenOfAgent(trx, agentUuid, CANCEL_BATCH))) === CANCEL_BATCH
+      );
+    },
+
+    /** In the transaction that deletes the agent: cancels its open tasks left (batch by batch). */
+    async cancelRestOfAgent(trx: Executor, agentUuid: string, nowMs: number) {
+      while ((await lifecycle.cancelOpenOfAgent(trx, agentUuid, CANCEL_BATCH, nowMs)) === CANCEL_BATCH);
     },
 
     requireTask,

@@ -3,9 +3,8 @@ import { AppError } from '../../http/errors.js';
 import type { Log } from '../../lib/log.js';
 import { createLoop } from '../../lib/loop.js';
 import { type Clock, iso } from '../../lib/time.js';
+import type { Lifecycle } from './lifecycle.js';
 import type { TaskRecord, TasksRepo } from './tasks-repo.js';
-import type { TaskWriter } from './tasks-writer.js';
-import { transition } from './transition-fns.js';
 
 const BATCH = 200;
 
@@ -16,21 +15,25 @@ const BATCH = 200;
  */
 export function createSweeper(deps: {
   db: Db;
-  repo: TasksRepo;
-  writer: TaskWriter;
+  repo: Pick<TasksRepo, 'expiredLeases' | 'timedOut'>;
+  lifecycle: Pick<Lifecycle, 'apply'>;
   clock: Clock;
   intervalMs: number;
   log: Log;
 }) {
-  const { db, repo, writer } = deps;
+  const { db, repo, lifecycle } = deps;
 
-  /** Re-reads the task under a lock and applies the sweeper's rules to it. */
+  /** Re-reads the task under a lock and applies the sweeper's rules to it; null when nothing changed. */
   function settle(uuid: string, nowMs: number): Promise<TaskRecord | null> {
     return db.transaction(async (trx) => {
-      const task = await repo.lockByUuid(trx, uuid);
-      const decided = task && transition(task, { op: 'sweep' }, nowMs);
-      if (!task || !decided || decided instanceof AppError) return null;
-      return (await writer.save(trx, task, decided)).task;
+      try {
+        const applied = await lifecycle.apply(trx, { taskUuid: uuid }, { op: 'sweep' }, nowMs);
+        return applied.changed ? applied.task : null;
+      } catch (err) {
+        // Gone meanwhile (deleted by retention), or refused: nothing to sweep.
+        if (err instanceof AppError) return null;
+        throw err;
+      }
     });
   }
 

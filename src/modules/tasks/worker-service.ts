@@ -1,54 +1,35 @@
 import type { Db } from '../../db/connect.js';
 import type { ConnectionLimits } from '../../http/connection-limits.js';
 import { AppError, invalid } from '../../http/errors.js';
-import { newId } from '../../lib/ids.js';
 import type { Clock } from '../../lib/time.js';
-import type { AgentsRepo } from '../agents/agents-repo.js';
 import type { AgentsService } from '../agents/agents-service.js';
+import type { Lifecycle } from './lifecycle.js';
 import { type Notifier, waitFor } from './notifier.js';
-import type { TaskRecord, TasksRepo } from './tasks-repo.js';
+import type { TaskRecord } from './tasks-repo.js';
 import type { ClaimedTask, ClaimInput, CompleteBatchItem, Progress, TaskResult, TaskView } from './tasks-schemas.js';
 import type { TaskRef } from './tasks-service.js';
-import { claimItemOf, taskView } from './tasks-view.js';
-import type { TaskWriter } from './tasks-writer.js';
-import { type Change, DEFAULT_LEASE_SECONDS, type TaskInput, transition } from './transition-fns.js';
-
-export { DEFAULT_LEASE_SECONDS } from './transition-fns.js';
+import { claimItemOf } from './tasks-view.js';
+import { DEFAULT_LEASE_SECONDS, type TaskInput } from './transition-fns.js';
 
 /** The worker protocol: claim with long poll, heartbeat progress, ask for input, complete, fail. */
 export function createWorkerService(deps: {
   db: Db;
-  repo: TasksRepo;
-  agentsRepo: Pick<AgentsRepo, 'findForClaim'>;
+  lifecycle: Pick<Lifecycle, 'apply' | 'applyMany' | 'claim'>;
   agents: Pick<AgentsService, 'requireOwned'>;
-  writer: TaskWriter;
   notifier: Notifier;
   /** A claim that may wait holds one of its user's wait slots while it runs. */
   connections: Pick<ConnectionLimits, 'acquire'>;
   clock: Clock;
 }) {
-  const { db, repo, writer } = deps;
+  const { db, lifecycle } = deps;
   let closing = false;
 
   async function tryClaim(agentUuid: string, input: ClaimInput): Promise<ClaimedTask[]> {
-    const nowMs = deps.clock.now();
-    const claim = { leaseSeconds: input.lease_seconds ?? DEFAULT_LEASE_SECONDS, workerId: input.worker_id ?? null };
-    const claimed = await db.transaction(async (trx) => {
-      const agent = await deps.agentsRepo.findForClaim(trx, agentUuid);
-      if (agent?.status !== 'active') return [];
-      const free = agent.concurrency - (await repo.countHeld(trx, agentUuid));
-      const limit = Math.min(input.max_tasks ?? 1, free);
-      if (limit <= 0) return [];
-      const accepted: Array<{ before: TaskRecord; change: Change }> = [];
-      for (const task of await repo.lockClaimable(trx, agentUuid, limit)) {
-        const decided = transition(task, { op: 'claim', leaseId: newId(), ...claim }, nowMs);
-        if (decided instanceof AppError) throw decided;
-        if (decided) accepted.push({ before: task, change: decided });
-      }
-      // All claimed tasks written in a few statements, not two round trips each.
-      return writer.saveMany(trx, accepted);
-    });
-    return claimed.map(({ task }) => claimItemOf(task));
+    const lease = { leaseSeconds: input.lease_seconds ?? DEFAULT_LEASE_SECONDS, workerId: input.worker_id ?? null };
+    const claimed = await db.transaction((trx) =>
+      lifecycle.claim(trx, agentUuid, input.max_tasks ?? 1, { lease: () => lease }),
+    );
+    return claimed.tasks.map(claimItemOf);
   }
 
   /**
@@ -56,14 +37,7 @@ export function createWorkerService(deps: {
    * @throws AppError NOT_FOUND, or TASK_NOT_RUNNING for a stale lease or a task that is no longer running.
    */
   function report(ref: TaskRef, input: TaskInput): Promise<{ task: TaskRecord; view: TaskView }> {
-    const nowMs = deps.clock.now();
-    return db.transaction(async (trx) => {
-      const current = await repo.lockTask(trx, ref);
-      if (!current) throw new AppError('NOT_FOUND', 'Task not found');
-      const decided = transition(current, input, nowMs);
-      if (decided instanceof AppError) throw decided;
-      return decided ? writer.save(trx, current, decided) : { task: current, view: taskView(current) };
-    });
+    return db.transaction((trx) => lifecycle.apply(trx, ref, input));
   }
 
   async function releaseAll(userUuid: string, agentUuid: string, tasks: ClaimedTask[]) {
@@ -156,34 +130,16 @@ export function createWorkerService(deps: {
         if (seen.has(item.task_id)) throw invalid('tasks', `lists task ${item.task_id} more than once`);
         seen.add(item.task_id);
       }
-      const nowMs = deps.clock.now();
-      const outcome = new Map<string, { code: string; message: string } | null>();
-      await db.transaction(async (trx) => {
-        // One statement locks them all, in id order (see lockTasks); the accepted ones are saved
-        // together, in that order too.
-        const ids = items.map((item) => item.task_id);
-        const found = new Map((await repo.lockTasks(trx, { userUuid, agentUuid }, ids)).map((t) => [t.uuid, t]));
-        const accepted: Array<{ before: TaskRecord; change: Change }> = [];
-        for (const item of [...items].sort((a, b) => (a.task_id < b.task_id ? -1 : 1))) {
-          const current = found.get(item.task_id);
-          if (!current) {
-            outcome.set(item.task_id, { code: 'NOT_FOUND', message: 'Task not found' });
-            continue;
-          }
-          const decided = transition(current, { op: 'complete', leaseId: item.lease_id, result: item.result }, nowMs);
-          if (decided instanceof AppError) {
-            outcome.set(item.task_id, { code: decided.code, message: decided.message });
-            continue;
-          }
-          if (decided) accepted.push({ before: current, change: decided });
-          outcome.set(item.task_id, null);
-        }
-        await writer.saveMany(trx, accepted);
-      });
+      const inputs = items.map((item) => ({
+        taskUuid: item.task_id,
+        input: { op: 'complete' as const, leaseId: item.lease_id, result: item.result },
+      }));
+      // One statement locks them all, in id order; the accepted ones are saved together.
+      const outcome = await db.transaction((trx) => lifecycle.applyMany(trx, { userUuid, agentUuid }, inputs));
       return items.map((item) => {
-        const error = outcome.get(item.task_id) ?? null;
-        return error
-          ? { task_id: item.task_id, status: 'refused' as const, error }
+        const done = outcome.get(item.task_id);
+        return done instanceof AppError
+          ? { task_id: item.task_id, status: 'refused' as const, error: { code: done.code, message: done.message } }
           : { task_id: item.task_id, status: 'completed' as const };
       });
     },

@@ -1,0 +1,114 @@
+import { sql } from 'kysely';
+import type { Executor } from '../../db/connect.js';
+import { withDbErrors as guard } from '../../db/errors.js';
+import { FINAL_STATUSES, type TaskStatus } from './tasks-fns.js';
+import { type TaskRecord, toRecord } from './tasks-record.js';
+
+/**
+ * What other rooms may ask of the task tables, read-only or retention: every statement on
+ * `tasks` lives in the tasks room, so a plan or index change is made (and tested) in one place.
+ * Changes of a task never go through here: they go through the lifecycle (`lifecycle.ts`).
+ */
+export const taskQueries = {
+  /**
+   * Housekeeping: deletes up to `limit` tasks that finished before `before` (through the
+   * `tasks_finished_idx` partial index); their events, callbacks and push runs go with them
+   * (foreign keys cascade). @returns how many went.
+   */
+  async deleteFinished(ex: Executor, before: string, limit: number): Promise<number> {
+    const result = await ex
+      .deleteFrom('tasks')
+      .where('uuid', 'in', (q) =>
+        q
+          .selectFrom('tasks')
+          .select('uuid')
+          .where('status', 'in', [...FINAL_STATUSES])
+          .where('updated_at', '<', before)
+          .limit(limit),
+      )
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  },
+
+  /** Metrics: tasks per status, and how many are claimable now (the queue depth). */
+  async counts(ex: Executor): Promise<{ byStatus: Array<{ status: string; count: number }>; ready: number }> {
+    const byStatus = await ex
+      .selectFrom('tasks')
+      .select(['status', sql<number>`count(*)`.as('count')])
+      .groupBy('status')
+      .execute();
+    const queued = await ex
+      .selectFrom('tasks')
+      .select(sql<number>`count(*)`.as('count'))
+      .where(sql<boolean>`ready = true`)
+      .executeTakeFirstOrThrow();
+    return {
+      byStatus: byStatus.map((r) => ({ status: r.status, count: Number(r.count) })),
+      ready: Number(queued.count),
+    };
+  },
+
+  /** The model proxy's attribution: the task's id and agent when it is the user's. */
+  ownedBy(ex: Executor, userUuid: string, taskUuid: string) {
+    return guard(
+      ex
+        .selectFrom('tasks')
+        .select(['uuid', 'agent_uuid'])
+        .where('uuid', '=', taskUuid)
+        .where('user_uuid', '=', userUuid)
+        .executeTakeFirst(),
+    );
+  },
+
+  /**
+   * The A2A server's list: the agent's tasks newest first, optionally of one status and one A2A
+   * context (a task without a context row is its own context).
+   */
+  /**
+   * The agent's tasks newest first, optionally of one status, one A2A context, and changed after
+   * `changedAfter` (an ISO timestamp; every change of a task moves its `updated_at`). `page` null:
+   * every task that matches.
+   */
+  async listInContext(
+    ex: Executor,
+    filter: {
+      agentUuid: string;
+      userUuid: string;
+      status?: TaskStatus | undefined;
+      contextId?: string | undefined;
+      changedAfter?: string | undefined;
+    },
+    page: { offset: number; limit: number } | null,
+  ): Promise<{ tasks: TaskRecord[]; total: number }> {
+    const { contextId, status, changedAfter } = filter;
+    const base = ex
+      .selectFrom('tasks')
+      .leftJoin('a2a_task_contexts as c', 'c.task_uuid', 'tasks.uuid')
+      .where('tasks.agent_uuid', '=', filter.agentUuid)
+      .where('tasks.user_uuid', '=', filter.userUuid)
+      .$if(status !== undefined, (qb) => qb.where('tasks.status', '=', status as string))
+      .$if(changedAfter !== undefined, (qb) => qb.where('tasks.updated_at', '>', changedAfter as string))
+      .$if(contextId !== undefined, (qb) =>
+        qb.where((eb) =>
+          eb.or([
+            eb('c.context_id', '=', contextId as string),
+            eb.and([eb('c.task_uuid', 'is', null), eb('tasks.uuid', '=', contextId as string)]),
+          ]),
+        ),
+      );
+    const [rows, count] = await Promise.all([
+      guard(
+        base
+          .selectAll('tasks')
+          .orderBy('tasks.created_at', 'desc')
+          .orderBy('tasks.uuid', 'desc')
+          .$if(page !== null, (qb) => qb.offset(page?.offset ?? 0).limit(page?.limit ?? 0))
+          .execute(),
+      ),
+      guard(base.select(sql<number | string>`count(*)`.as('n')).executeTakeFirstOrThrow()),
+    ]);
+    return { tasks: rows.map(toRecord), total: Number(count.n) };
+  },
+};
+
+export type TaskQueries = typeof taskQueries;

@@ -1,0 +1,67 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AppError } from '../../../src/http/errors.js';
+import { iso } from '../../../src/lib/time.js';
+import { agentsRepo } from '../../../src/modules/agents/agents-repo.js';
+import { createLifecycle } from '../../../src/modules/tasks/lifecycle.js';
+import { createNotifier } from '../../../src/modules/tasks/notifier.js';
+import { tasksRepo } from '../../../src/modules/tasks/tasks-repo.js';
+import { createTaskWriter } from '../../../src/modules/tasks/tasks-writer.js';
+import { buildTestApp, type TestApp } from '../../helpers/app.js';
+import { DATABASES } from '../../helpers/databases.js';
+import { createAgent, createUser } from '../../helpers/factories.js';
+import { submitTask } from '../../helpers/tasks.js';
+
+/*
+ * The door itself: what `apply` answers and throws, and the options by which the worker protocol
+ * and the push dispatcher share one `claim`.
+ */
+describe.each(DATABASES)('the lifecycle door on $name', (database) => {
+  let t: TestApp;
+  let lifecycle: ReturnType<typeof createLifecycle>;
+  beforeAll(async () => {
+    t = await buildTestApp(database);
+    const writer = createTaskWriter({ repo: tasksRepo, notifier: createNotifier({ log: { warn: () => undefined } }) });
+    lifecycle = createLifecycle({ repo: tasksRepo, agentsRepo, writer, clock: t.runtime.clock });
+  });
+  afterAll(() => t.close());
+
+  const lease = () => ({ leaseSeconds: 30, workerId: 'w' });
+
+  it("answers whether a change was made, and throws NOT_FOUND for another user's task", async () => {
+    const [owner, stranger] = [await createUser(t), await createUser(t)];
+    const agent = (await createAgent(t, owner)).uuid;
+    const { task_id } = await submitTask(t, owner, agent);
+    const ref = { userUuid: owner.uuid, agentUuid: agent, taskUuid: task_id };
+    const db = t.runtime.db;
+    const first = await db.transaction((trx) => lifecycle.apply(trx, ref, { op: 'cancel' }));
+    expect(first).toMatchObject({ changed: true, task: { status: 'cancelled' }, view: { status: 'cancelled' } });
+    const again = await db.transaction((trx) => lifecycle.apply(trx, { taskUuid: task_id }, { op: 'cancel' }));
+    expect(again).toMatchObject({ changed: false, task: { cancelledAt: first.task.cancelledAt } });
+    const refused = await db
+      .transaction((trx) => lifecycle.apply(trx, { ...ref, userUuid: stranger.uuid }, { op: 'cancel' }))
+      .catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(AppError);
+    expect((refused as AppError).code).toBe('NOT_FOUND');
+  });
+
+  it('claims nothing for an agent it does not accept, and honours a retry backoff only when asked', async () => {
+    const user = await createUser(t);
+    const agent = (await createAgent(t, user)).uuid;
+    const { task_id } = await submitTask(t, user, agent);
+    const db = t.runtime.db;
+    const refused = await db.transaction((trx) => lifecycle.claim(trx, agent, 5, { lease, accepts: () => false }));
+    expect(refused).toEqual({ runtime: null, tasks: [] });
+    // A retry whose backoff runs for another minute.
+    const later = iso(t.runtime.clock.now() + 60_000);
+    await db.kysely
+      .updateTable('tasks')
+      .set({ attempt: 2, estimated_start: later })
+      .where('uuid', '=', task_id)
+      .execute();
+    const waiting = await db.transaction((trx) => lifecycle.claim(trx, agent, 5, { lease, respectBackoff: true }));
+    expect(waiting.tasks).toEqual([]);
+    const claimed = await db.transaction((trx) => lifecycle.claim(trx, agent, 5, { lease }));
+    expect(claimed.runtime).toMatchObject({ type: 'worker' });
+    expect(claimed.tasks.map((task) => [task.uuid, task.status, task.workerId])).toEqual([[task_id, 'running', 'w']]);
+  });
+});
