@@ -3,10 +3,10 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 import { buildApp } from '../../src/app.js';
 import { type Config, loadConfig, validateConfig } from '../../src/config.js';
 import { createSecretBox } from '../../src/lib/crypto.js';
+import type { PasswordHasher } from '../../src/lib/passwords.js';
 import type { Clock, Timers } from '../../src/lib/time.js';
 import { createAccountsModule } from '../../src/modules/accounts/accounts-module.js';
 import type { AccountsService } from '../../src/modules/accounts/accounts-service.js';
-import type { PasswordHasher } from '../../src/modules/accounts/passwords.js';
 import { createLogger, openRuntime, type Runtime } from '../../src/runtime.js';
 import { TEST_PG_SECRETS, type TestDatabase, tempDir } from './databases.js';
 

@@ -3,7 +3,7 @@ import type { Executor } from '../../db/connect.js';
 import type { UsersTable } from '../../db/database.js';
 import { withDbErrors as guard } from '../../db/errors.js';
 import { prepareQuery } from '../../db/prepared.js';
-import { announceCredentialChange } from './credential-cache.js';
+import { announceCredentialChange } from './credential-changes.js';
 
 /** What `password_hash` holds for an account without a password (OAuth sign-ups): no hash matches it. */
 const NO_PASSWORD = '';

@@ -4,6 +4,7 @@ import { UniqueViolationError } from '../../db/errors.js';
 import { AppError, AUTH_MESSAGES, AuthError, invalid, notFound } from '../../http/errors.js';
 import { randomSecret, type SecretBox, sha256Hex } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';
+import type { PasswordHasher } from '../../lib/passwords.js';
 import { type Clock, iso } from '../../lib/time.js';
 import {
   generateIngestToken,
@@ -16,7 +17,6 @@ import {
 import type { AccountsRepo, CredentialRow, CredentialTable, UserRow } from './accounts-repo.js';
 import type { SessionTokens } from './accounts-tokens.js';
 import type { Mailer } from './mailer.js';
-import type { PasswordHasher } from './passwords.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
