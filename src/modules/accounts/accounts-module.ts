@@ -46,7 +46,9 @@ export function createAccountsModule(deps: { config: Config; runtime: Runtime; b
     async stillValid(headers, was) {
       try {
         const now = await authenticate(headers, 'user');
-        return now.userUuid === was.userUuid && now.tokenVersion === was.tokenVersion && now.agentsEnabled;
+        // A password change (a new token version) ends sessions only: keys are not affected by it.
+        const sameSession = was.via !== 'jwt' || now.tokenVersion === was.tokenVersion;
+        return now.userUuid === was.userUuid && sameSession && now.agentsEnabled;
       } catch (err) {
         if (err instanceof AuthError) return false;
         throw err;
