@@ -98,6 +98,18 @@ user
     withAccounts((accounts) => accounts.setPasswordByEmail(opts.email, opts.password)),
   );
 
+for (const [name, description, run] of [
+  ['disable', 'disable a user: every session, key and token stops working, and login is refused', 'disableByEmail'],
+  ['enable', 'enable a disabled user again', 'enableByEmail'],
+  ['delete', 'delete a user and everything they own', 'deleteByEmail'],
+] as const) {
+  user
+    .command(name)
+    .description(description)
+    .requiredOption('--email <email>', 'e-mail address', nonEmpty)
+    .action((opts: { email: string }) => withAccounts<unknown>((accounts) => accounts[run](opts.email)));
+}
+
 program
   .command('key')
   .description('manage platform API keys')

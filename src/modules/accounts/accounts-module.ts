@@ -1,9 +1,12 @@
+import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
 import { AuthError } from '../../http/errors.js';
 import type { SecretBox } from '../../lib/crypto.js';
 import type { CredentialCheck } from '../../lib/principal.js';
 import type { Runtime } from '../../runtime.js';
 import { createAuthenticator } from './accounts-auth.js';
+import { recoveryRepo } from './accounts-recovery-repo.js';
+import { recoveryRoutes } from './accounts-recovery-routes.js';
 import { accountsRepo } from './accounts-repo.js';
 import { accountsRoutes } from './accounts-routes.js';
 import { createAccountsService } from './accounts-service.js';
@@ -26,6 +29,8 @@ export function createAccountsModule(deps: { config: Config; runtime: Runtime; b
   const service = createAccountsService({
     db: runtime.db,
     repo: accountsRepo,
+    links: recoveryRepo,
+    unverifiedTtlMs: config.unverifiedTtlHours * 3_600_000,
     tokens,
     box: deps.box,
     clock: runtime.clock,
@@ -60,7 +65,10 @@ export function createAccountsModule(deps: { config: Config; runtime: Runtime; b
     service,
     authenticate,
     credentials,
-    routes: accountsRoutes(service),
+    async routes(app: FastifyInstance) {
+      await accountsRoutes(service)(app);
+      await recoveryRoutes(service)(app);
+    },
     /** What the app listens for to let the credential cache serve (null: no cache). */
     changeFeed: config.credentialCacheMs > 0 ? { channel: credentialChanges, cache } : null,
   };
