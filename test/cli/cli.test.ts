@@ -150,7 +150,7 @@ describe('taskhook CLI arguments', () => {
       ['key', 'create', '--email', email],
       ['user', 'create', '--email', email, '--password', 'short'],
       ['user', 'set-password', '--email', email, '--password', 'short'],
-      ['user', 'delete', '--email', email],
+      ['user', 'rename', '--email', email],
     ]) {
       runs.push(await run(args, env));
     }
@@ -167,7 +167,7 @@ describe('taskhook CLI arguments', () => {
     expectFailure(noName, /required option '--name <name>' not specified/);
     expectFailure(shortPassword, /^taskhook: .*at least 8 characters/);
     expectFailure(shortReset, /^taskhook: .*at least 8 characters/);
-    expectFailure(noCommand, /unknown command 'delete'/);
+    expectFailure(noCommand, /unknown command 'rename'/);
   }, 300_000);
 });
 
@@ -363,4 +363,16 @@ describe.runIf(POSTGRES_URL)('taskhook migrate on a new, empty PostgreSQL databa
     const created = await runJson(['user', 'create', '--email', uniqueEmail(), '--password', 'cli password 1'], env);
     expect(created.uuid).toEqual(expect.any(String));
   });
+});
+
+describe.each(DATABASES)('taskhook user disable, enable and delete on $name', (database) => {
+  it('disable refuses the user’s key and login, enable restores them, delete removes the user', async () => {
+    const { env } = storage(database);
+    const email = uniqueEmail();
+    await runJson(['user', 'create', '--email', email, '--password', 'cli password 1', '--verified'], env);
+    expect(await runJson(['user', 'disable', '--email', email], env)).toMatchObject({ email, disabled: true });
+    expect(await runJson(['user', 'enable', '--email', email], env)).toMatchObject({ email, disabled: false });
+    expect(await runJson(['user', 'delete', '--email', email], env)).toMatchObject({ email, deleted: true });
+    expectFailure(await run(['user', 'delete', '--email', email], env), /User not found/);
+  }, 120_000);
 });
