@@ -31,6 +31,9 @@ const config = loadConfig({
   TASKHOOK_LOG_LEVEL: 'silent',
   TASKHOOK_RATE_LIMIT: '10000000',
   TASKHOOK_CREDENTIAL_CACHE_MS: '0',
+  // PostgreSQL mode takes its secrets from the environment only.
+  TASKHOOK_JWT_SECRET: 'bench-jwt-secret-of-at-least-32-characters',
+  TASKHOOK_ENCRYPTION_KEY: 'bench-encryption-key-of-at-least-32-chars',
 });
 const runtime = await openRuntime(config, { logger: createLogger(config) });
 const app = await buildApp(config, runtime);

@@ -32,6 +32,9 @@ const config = loadConfig({
   TASKHOOK_DATA_DIR: mkdtempSync('/tmp/w9rt-'),
   TASKHOOK_LOG_LEVEL: 'silent',
   TASKHOOK_RATE_LIMIT: '100000',
+  // PostgreSQL mode takes its secrets from the environment only.
+  TASKHOOK_JWT_SECRET: 'bench-jwt-secret-of-at-least-32-characters',
+  TASKHOOK_ENCRYPTION_KEY: 'bench-encryption-key-of-at-least-32-chars',
   ...(process.env.EXTRA ? JSON.parse(process.env.EXTRA) : {}),
 });
 const runtime = await openRuntime(config, { logger: createLogger(config) });

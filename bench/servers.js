@@ -93,7 +93,14 @@ export async function setupTaskhook({ mode, port, extraEnv = {}, nodeArgs = [] }
     TASKHOOK_RATE_LIMIT: '1000000000',
     TASKHOOK_SQLITE_SYNCHRONOUS: 'full',
     TASKHOOK_PUBLIC_URL: `http://127.0.0.1:${port}`,
-    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    ...(databaseUrl
+      ? {
+          DATABASE_URL: databaseUrl,
+          // PostgreSQL mode takes its secrets from the environment only.
+          TASKHOOK_JWT_SECRET: 'bench-jwt-secret-of-at-least-32-characters',
+          TASKHOOK_ENCRYPTION_KEY: 'bench-encryption-key-of-at-least-32-chars',
+        }
+      : {}),
     ...extraEnv,
   };
   const email = `bench-${Date.now()}@example.test`;

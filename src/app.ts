@@ -148,7 +148,7 @@ export async function buildApp(
 
   await registerOpenApi(app, config.publicUrl);
 
-  const box = createSecretBox(runtime.secrets.encryptionKey);
+  const box = createSecretBox(runtime.secrets.encryptionKey, runtime.secrets.previousEncryptionKeys);
   const accounts = createAccountsModule({ config, runtime, box });
   await registerCors(app, config.corsOrigins);
   registerGuard(app, { authenticate: accounts.authenticate, rateLimit });

@@ -11,9 +11,9 @@ import {
   createRedisStore,
   type RateLimitStore,
 } from './http/rate-limit-stores.js';
+import { createPasswordHasher, type PasswordHasher } from './lib/passwords.js';
 import { resolveSecrets, type ServiceSecrets } from './lib/secrets.js';
 import { type Clock, systemClock, systemTimers, type Timers } from './lib/time.js';
-import { createPasswordHasher, type PasswordHasher } from './modules/accounts/passwords.js';
 
 /** Paths of request data that must never reach a log line. */
 export const REDACT = [

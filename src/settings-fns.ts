@@ -34,6 +34,14 @@ export const setting = <S extends TSchema>(s: Setting<S>) => s;
 export const HTTP_URL = '^https?://[^\\s]+$';
 export const stripSlashes = (url: string) => url.replace(/\/+$/, '');
 
+/** Comma-separated values, blanks dropped. */
+export function parseList(raw: string): string[] {
+  return raw
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '');
+}
+
 /** Browser origins (`scheme://host[:port]`), or `*` for any. */
 export function parseOrigins(raw: string, name: string): string[] {
   return raw

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { HTTP_URL, parseOrigins, parseTrustProxy, setting, stripSlashes } from './settings-fns.js';
+import { HTTP_URL, parseList, parseOrigins, parseTrustProxy, setting, stripSlashes } from './settings-fns.js';
 
 export const DEFAULT_RETRY_SCHEDULE = [5, 300, 1800, 7200, 18000, 36000, 36000];
 
@@ -44,14 +44,32 @@ export const SETTINGS = {
   jwtSecret: setting({
     env: 'TASKHOOK_JWT_SECRET',
     schema: Type.Optional(Type.String({ minLength: 32 })),
-    defaultText: 'generated once',
-    doc: 'HS256 key of session tokens, at least 32 characters. Generated on first start and kept (data dir file, or a settings row in PostgreSQL so every instance agrees).',
+    defaultText: 'embedded: generated once; PostgreSQL: required',
+    doc: 'HS256 key of session tokens, at least 32 characters. Embedded mode: generated on first start and kept in `secrets.json` (0600) in the data dir. PostgreSQL mode: required (this or `TASKHOOK_JWT_SECRET_FILE`), never stored in the database; `taskhook secret generate` prints a fresh one.',
+  }),
+  jwtSecretFile: setting({
+    env: 'TASKHOOK_JWT_SECRET_FILE',
+    schema: Type.Optional(Type.String({ minLength: 1 })),
+    doc: 'A file holding the JWT secret (a trailing newline is ignored), instead of `TASKHOOK_JWT_SECRET`.',
   }),
   encryptionKey: setting({
     env: 'TASKHOOK_ENCRYPTION_KEY',
     schema: Type.Optional(Type.String({ minLength: 32 })),
-    defaultText: 'generated once',
-    doc: 'Encrypts secrets at rest (AES-256-GCM, key derived with HKDF-SHA256); at least 32 characters. Kept like the JWT secret.',
+    defaultText: 'embedded: generated once; PostgreSQL: required',
+    doc: 'Encrypts secrets at rest (AES-256-GCM, key derived with HKDF-SHA256); at least 32 characters. Kept and required like the JWT secret.',
+  }),
+  encryptionKeyFile: setting({
+    env: 'TASKHOOK_ENCRYPTION_KEY_FILE',
+    schema: Type.Optional(Type.String({ minLength: 1 })),
+    doc: 'A file holding the encryption key (a trailing newline is ignored), instead of `TASKHOOK_ENCRYPTION_KEY`.',
+  }),
+  encryptionKeyPrevious: setting({
+    env: 'TASKHOOK_ENCRYPTION_KEY_PREVIOUS',
+    schema: Type.Array(Type.String({ minLength: 32 })),
+    default: [],
+    defaultText: 'unset',
+    parse: parseList,
+    doc: 'Comma-separated earlier encryption keys that may still open stored secrets after a rotation; new values are sealed with `TASKHOOK_ENCRYPTION_KEY`. `taskhook secret reseal` re-seals everything under the current key, after which these can go.',
   }),
   allowPrivateUrls: setting({
     env: 'TASKHOOK_ALLOW_PRIVATE_URLS',
@@ -347,6 +365,12 @@ export const SETTINGS = {
     env: 'TASKHOOK_MODEL_PRICES_FILE',
     schema: Type.Optional(Type.String({ minLength: 1 })),
     doc: 'JSON file of model prices laid over the shipped table: `{"gpt-4o": {"input": 2.5, "output": 10}}` in US dollars per million tokens. A malformed file stops the server at start.',
+  }),
+  unverifiedTtlHours: setting({
+    env: 'TASKHOOK_UNVERIFIED_TTL_HOURS',
+    schema: Type.Integer({ minimum: 1, maximum: 720 }),
+    default: 24,
+    doc: 'An account whose e-mail is not verified is deleted this many hours after its last registration (the address is free again; registering it again before then replaces the pending registration).',
   }),
   dashboard: setting({
     env: 'TASKHOOK_DASHBOARD',

@@ -99,6 +99,8 @@ export const api = {
     ),
   register: (email: string, password: string) =>
     call<{ user: { uuid: string; email: string } }>('POST', '/auth/register', { email, password }, { anonymous: true }),
+  resetPassword: (token: string, newPassword: string) =>
+    call<null>('POST', '/auth/reset_password', { token, new_password: newPassword }, { anonymous: true }),
   oauthProviders: () => call<{ providers: string[] }>('GET', '/auth/oauth/providers', undefined, { anonymous: true }),
   oauthStart: (provider: string) =>
     call<{ authorization_url: string; state: string }>('GET', `/auth/oauth/${id(provider)}?mode=json`, undefined, {

@@ -8,6 +8,7 @@ import { KeysPage } from './pages/keys';
 import { LoginPage } from './pages/login';
 import { OAuthFinishPage } from './pages/oauth';
 import { ProvidersPage } from './pages/providers';
+import { ResetPasswordPage } from './pages/reset-password';
 import { TaskPage } from './pages/task';
 import { TelemetryPage } from './pages/telemetry';
 import { TracePage } from './pages/trace';
@@ -18,7 +19,7 @@ import { clearSession, getEmail, getToken } from './session';
 import { Link } from './ui';
 import './styles.css';
 
-const PUBLIC = ['/login', '/register'];
+const PUBLIC = ['/login', '/register', '/reset-password'];
 
 onUnauthorized(() => {
   const back = currentPath();
@@ -34,6 +35,7 @@ const ROUTES: [string, (p: Params) => preact.JSX.Element][] = [
   ['/oauth/:provider', (p) => <OAuthFinishPage provider={p.provider as string} />],
   ['/login', () => <LoginPage mode="login" />],
   ['/register', () => <LoginPage mode="register" />],
+  ['/reset-password', () => <ResetPasswordPage />],
   ['/', () => <AgentsPage />],
   ['/agents', () => <AgentsPage />],
   ['/agents/:id', (p) => <AgentPage agentId={p.id as string} />],

@@ -7,6 +7,7 @@ import { createSecretBox } from '../lib/crypto.js';
 import { createAccountsModule } from '../modules/accounts/accounts-module.js';
 import type { AccountsService } from '../modules/accounts/accounts-service.js';
 import { createLogger, openDb, openRuntime } from '../runtime.js';
+import { addSecretCommands } from './secret-commands.js';
 
 function print(value: unknown) {
   process.stdout.write(`${JSON.stringify(value)}\n`);
@@ -27,7 +28,7 @@ async function withAccounts<T>(work: (accounts: AccountsService) => Promise<T>) 
   const config = loadConfig();
   const runtime = await openRuntime({ ...config, logLevel: 'warn' });
   try {
-    const box = createSecretBox(runtime.secrets.encryptionKey);
+    const box = createSecretBox(runtime.secrets.encryptionKey, runtime.secrets.previousEncryptionKeys);
     print(await work(createAccountsModule({ config, runtime, box }).service));
   } finally {
     await runtime.close();
@@ -97,6 +98,18 @@ user
     withAccounts((accounts) => accounts.setPasswordByEmail(opts.email, opts.password)),
   );
 
+for (const [name, description, run] of [
+  ['disable', 'disable a user: every session, key and token stops working, and login is refused', 'disableByEmail'],
+  ['enable', 'enable a disabled user again', 'enableByEmail'],
+  ['delete', 'delete a user and everything they own', 'deleteByEmail'],
+] as const) {
+  user
+    .command(name)
+    .description(description)
+    .requiredOption('--email <email>', 'e-mail address', nonEmpty)
+    .action((opts: { email: string }) => withAccounts<unknown>((accounts) => accounts[run](opts.email)));
+}
+
 program
   .command('key')
   .description('manage platform API keys')
@@ -107,6 +120,8 @@ program
   .action((opts: { email: string; name: string }) =>
     withAccounts((accounts) => accounts.createPlatformKeyByEmail(opts.email, opts.name)),
   );
+
+addSecretCommands(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -1,4 +1,4 @@
-import { closeSync, fdatasync, fsyncSync, mkdirSync, openSync } from 'node:fs';
+import { chmodSync, closeSync, fdatasync, fsyncSync, mkdirSync, openSync } from 'node:fs';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { Kysely, type Dialect as KyselyDialect, type LogEvent, PostgresDialect, SqliteDialect, sql } from 'kysely';
@@ -71,8 +71,25 @@ export function connectDb(opts: ConnectOptions): Db {
 const checked = (dialect: KyselyDialect, opts: ConnectOptions) =>
   opts.checkTransactions ? checkedDialect(dialect) : dialect;
 
+/**
+ * Creates the database file owner-only (0600) before SQLite opens it, whatever the umask, and
+ * narrows one left by an earlier version: it holds password hashes and sealed secrets. SQLite
+ * gives its WAL and shared-memory files the mode of the database file.
+ */
+function ownerOnly(file: string): void {
+  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  closeSync(openSync(file, 'a', 0o600));
+  for (const f of [file, `${file}-wal`, `${file}-shm`]) {
+    try {
+      chmodSync(f, 0o600);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+}
+
 function connectSqlite(opts: ConnectOptions): Db {
-  if (opts.sqliteFile !== ':memory:') mkdirSync(path.dirname(opts.sqliteFile), { recursive: true });
+  if (opts.sqliteFile !== ':memory:') ownerOnly(opts.sqliteFile);
   const native = new SqliteDatabase(opts.sqliteFile);
   native.pragma('journal_mode = WAL');
   // 'full' durability is kept by syncing the WAL ourselves before acknowledging (createWalSync),

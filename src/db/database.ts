@@ -21,6 +21,8 @@ export interface UsersTable {
   token_version: number;
   created_at: string;
   updated_at: string;
+  /** Set while the account is disabled (`taskhook user disable`). */
+  disabled_at: string | null;
 }
 
 export interface EmailVerificationsTable {
@@ -322,6 +324,7 @@ export interface SpotlightCallsTable {
 export interface Database {
   users: UsersTable;
   email_verifications: EmailVerificationsTable;
+  password_resets: EmailVerificationsTable;
   platform_keys: PlatformKeysTable;
   ingest_tokens: IngestTokensTable;
   signing_secrets: SigningSecretsTable;

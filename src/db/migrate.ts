@@ -13,6 +13,7 @@ import { migration011 } from './migrations/011-task-trace.js';
 import { migration012 } from './migrations/012-push-runs.js';
 import { migration013 } from './migrations/013-refused-deliveries.js';
 import { migration014 } from './migrations/014-a2a.js';
+import { migration015 } from './migrations/015-account-recovery.js';
 import type { DialectMigration } from './migrations/types.js';
 
 /** Every migration, in order. Forward only: a released migration is never edited. */
@@ -29,6 +30,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '012-push-runs': migration012,
   '013-refused-deliveries': migration013,
   '014-a2a': migration014,
+  '015-account-recovery': migration015,
 };
 
 export class MigrationError extends Error {}

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { DbUnavailableError, translateDbError, UnstorableTextError } from '../db/errors.js';
+import { SealedSecretError } from '../lib/crypto.js';
 import { AppError, AuthError, type ErrorCode, type ErrorDetails, statusFor } from './errors.js';
 
 interface AjvIssue {
@@ -78,6 +79,13 @@ export function handleError(err: FastifyError, request: FastifyRequest, reply: F
     return reply
       .code(503)
       .send(errorBody(request, 'SERVICE_UNAVAILABLE', 'The database is unavailable; try again shortly'));
+  }
+  if (err instanceof SealedSecretError) {
+    // The operator's fault, not the caller's: the log names the variable to fix.
+    request.log.error({ err }, err.message);
+    return reply
+      .code(503)
+      .send(errorBody(request, 'SERVICE_UNAVAILABLE', 'A stored secret cannot be opened with the configured keys'));
   }
   if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
     request.log.info({ err }, 'client error');

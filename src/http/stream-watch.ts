@@ -1,8 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Principal } from '../lib/principal.js';
+import type { CredentialCheck, Principal } from '../lib/principal.js';
 import type { Timers } from '../lib/time.js';
-import type { CredentialCheck } from '../modules/accounts/accounts-module.js';
 
 /** A comment line goes out this often on every stream, and the stream's credential is checked again. */
 export const HEARTBEAT_MS = 15_000;

@@ -48,30 +48,78 @@ export function randomSecret(bytes = 32): string {
 }
 
 /**
- * Authenticated encryption for secrets kept at rest (webhook and signing secrets).
- * The 256-bit key is derived with HKDF-SHA256 from TASKHOOK_ENCRYPTION_KEY, so any
- * sufficiently long string works as the configured key.
+ * Authenticated encryption for secrets kept at rest (webhook and signing secrets, provider keys,
+ * agent header values). The 256-bit key is derived with HKDF-SHA256 from TASKHOOK_ENCRYPTION_KEY,
+ * so any sufficiently long string works as the configured key.
+ *
+ * A value sealed now reads `v2.<key id>.<iv | tag | ciphertext>`: the key id (derived from the key,
+ * it says nothing about it) picks the key that opens it, so after a rotation the keys listed in
+ * TASKHOOK_ENCRYPTION_KEY_PREVIOUS still open older values. `v1.` values, sealed before key ids
+ * existed, are tried with every configured key.
  */
 export interface SecretBox {
   seal(plaintext: string): string;
+  /** @throws SealedSecretError when no configured key opens the value */
   open(sealed: string): string;
+  /** Whether `sealed` is already sealed with the current key (what `secret reseal` skips). */
+  isCurrent(sealed: string): boolean;
 }
 
-export function createSecretBox(encryptionKey: string): SecretBox {
-  const key = Buffer.from(hkdfSync('sha256', encryptionKey, 'taskhook', 'secret-box-v1', 32));
+/** A stored secret that no configured encryption key opens: a configuration fault, not a bug. */
+export class SealedSecretError extends Error {
+  constructor() {
+    super(
+      'A stored secret was sealed with an encryption key that is not configured: add that key to TASKHOOK_ENCRYPTION_KEY_PREVIOUS',
+    );
+  }
+}
+
+interface BoxKey {
+  id: string;
+  key: Buffer;
+}
+
+function boxKey(material: string): BoxKey {
+  const key = Buffer.from(hkdfSync('sha256', material, 'taskhook', 'secret-box-v1', 32));
+  const id = Buffer.from(hkdfSync('sha256', material, 'taskhook', 'secret-box-key-id', 6)).toString('base64url');
+  return { id, key };
+}
+
+function openWith(key: Buffer, raw: Buffer): string {
+  const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12));
+  decipher.setAuthTag(raw.subarray(12, 28));
+  return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
+}
+
+function tryOpen(keys: readonly BoxKey[], raw: Buffer): string {
+  for (const { key } of keys) {
+    try {
+      return openWith(key, raw);
+    } catch {}
+  }
+  throw new SealedSecretError();
+}
+
+/** A box that seals with `current` and opens with it or any of `previous`. */
+export function createSecretBox(current: string, previous: readonly string[] = []): SecretBox {
+  const sealing = boxKey(current);
+  const keys = [sealing, ...previous.map(boxKey)];
   return {
     seal(plaintext) {
       const iv = randomBytes(12);
-      const cipher = createCipheriv('aes-256-gcm', key, iv);
+      const cipher = createCipheriv('aes-256-gcm', sealing.key, iv);
       const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-      return `v1.${Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url')}`;
+      return `v2.${sealing.id}.${Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url')}`;
     },
     open(sealed) {
-      if (!sealed.startsWith('v1.')) throw new Error('Unknown sealed secret format');
-      const raw = Buffer.from(sealed.slice(3), 'base64url');
-      const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12));
-      decipher.setAuthTag(raw.subarray(12, 28));
-      return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
+      if (sealed.startsWith('v1.')) return tryOpen(keys, Buffer.from(sealed.slice(3), 'base64url'));
+      const [version, id, body] = sealed.split('.');
+      if (version !== 'v2' || body === undefined) throw new SealedSecretError();
+      return tryOpen(
+        keys.filter((k) => k.id === id),
+        Buffer.from(body, 'base64url'),
+      );
     },
+    isCurrent: (sealed) => sealed.startsWith(`v2.${sealing.id}.`),
   };
 }

@@ -9,7 +9,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDb, type Db } from '../../src/db/connect.js';
 import { buildTestApp, call, type TestApp } from '../helpers/app.js';
-import { DATABASES, POSTGRES_URL, type TestDatabase, tempDir } from '../helpers/databases.js';
+import { DATABASES, POSTGRES_URL, TEST_PG_SECRETS, type TestDatabase, tempDir } from '../helpers/databases.js';
 import { createUser, uniqueEmail } from '../helpers/factories.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -120,10 +120,16 @@ async function waitFor(what: string, check: () => boolean): Promise<void> {
   throw new Error(`timed out waiting for ${what}`);
 }
 
+/** PostgreSQL mode takes its secrets from the environment only. */
+const PG_SECRET_ENV = {
+  TASKHOOK_JWT_SECRET: TEST_PG_SECRETS.jwtSecret,
+  TASKHOOK_ENCRYPTION_KEY: TEST_PG_SECRETS.encryptionKey,
+};
+
 function storage(database: TestDatabase) {
   const dataDir = tempDir('taskhook-cli-');
   const env: Record<string, string> = { TASKHOOK_DATA_DIR: dataDir };
-  if (database.databaseUrl) env.DATABASE_URL = database.databaseUrl;
+  if (database.databaseUrl) Object.assign(env, { DATABASE_URL: database.databaseUrl, ...PG_SECRET_ENV });
   return { dataDir, env };
 }
 
@@ -144,7 +150,7 @@ describe('taskhook CLI arguments', () => {
       ['key', 'create', '--email', email],
       ['user', 'create', '--email', email, '--password', 'short'],
       ['user', 'set-password', '--email', email, '--password', 'short'],
-      ['user', 'delete', '--email', email],
+      ['user', 'rename', '--email', email],
     ]) {
       runs.push(await run(args, env));
     }
@@ -161,7 +167,7 @@ describe('taskhook CLI arguments', () => {
     expectFailure(noName, /required option '--name <name>' not specified/);
     expectFailure(shortPassword, /^taskhook: .*at least 8 characters/);
     expectFailure(shortReset, /^taskhook: .*at least 8 characters/);
-    expectFailure(noCommand, /unknown command 'delete'/);
+    expectFailure(noCommand, /unknown command 'rename'/);
   }, 300_000);
 });
 
@@ -346,7 +352,7 @@ describe.runIf(POSTGRES_URL)('taskhook migrate on a new, empty PostgreSQL databa
   });
 
   it('works as the first command an operator runs, also from several instances at once, and serve then finds it done', async () => {
-    const env = { TASKHOOK_DATA_DIR: tempDir('taskhook-cli-'), DATABASE_URL: freshUrl() };
+    const env = { TASKHOOK_DATA_DIR: tempDir('taskhook-cli-'), DATABASE_URL: freshUrl(), ...PG_SECRET_ENV };
     const runs = await Promise.all([run(['migrate'], env), run(['migrate'], env), run(['migrate'], env)]);
     for (const r of runs) expect(r.code, r.stderr).toBe(0);
     const applied = runs.flatMap((r) => JSON.parse(r.stdout).applied as string[]);
@@ -357,4 +363,16 @@ describe.runIf(POSTGRES_URL)('taskhook migrate on a new, empty PostgreSQL databa
     const created = await runJson(['user', 'create', '--email', uniqueEmail(), '--password', 'cli password 1'], env);
     expect(created.uuid).toEqual(expect.any(String));
   });
+});
+
+describe.each(DATABASES)('taskhook user disable, enable and delete on $name', (database) => {
+  it('disable refuses the user’s key and login, enable restores them, delete removes the user', async () => {
+    const { env } = storage(database);
+    const email = uniqueEmail();
+    await runJson(['user', 'create', '--email', email, '--password', 'cli password 1', '--verified'], env);
+    expect(await runJson(['user', 'disable', '--email', email], env)).toMatchObject({ email, disabled: true });
+    expect(await runJson(['user', 'enable', '--email', email], env)).toMatchObject({ email, disabled: false });
+    expect(await runJson(['user', 'delete', '--email', email], env)).toMatchObject({ email, deleted: true });
+    expectFailure(await run(['user', 'delete', '--email', email], env), /User not found/);
+  }, 120_000);
 });

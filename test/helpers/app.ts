@@ -3,12 +3,12 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 import { buildApp } from '../../src/app.js';
 import { type Config, loadConfig, validateConfig } from '../../src/config.js';
 import { createSecretBox } from '../../src/lib/crypto.js';
+import type { PasswordHasher } from '../../src/lib/passwords.js';
 import type { Clock, Timers } from '../../src/lib/time.js';
 import { createAccountsModule } from '../../src/modules/accounts/accounts-module.js';
 import type { AccountsService } from '../../src/modules/accounts/accounts-service.js';
-import type { PasswordHasher } from '../../src/modules/accounts/passwords.js';
 import { createLogger, openRuntime, type Runtime } from '../../src/runtime.js';
-import { type TestDatabase, tempDir } from './databases.js';
+import { TEST_PG_SECRETS, type TestDatabase, tempDir } from './databases.js';
 
 export interface TestApp {
   app: FastifyInstance;
@@ -81,6 +81,7 @@ export function testConfig(db: TestDatabase, overrides: Partial<Config> = {}): C
     housekeepingIntervalMs: 3_600_000,
     dataDir: tempDir(),
     databaseUrl: db.databaseUrl,
+    ...(db.databaseUrl ? TEST_PG_SECRETS : {}),
     ...overrides,
   });
 }
@@ -114,7 +115,7 @@ export async function buildTestApp(
   });
   const app = await buildApp(config, runtime, { closeRuntime: true });
   await app.ready();
-  const box = createSecretBox(runtime.secrets.encryptionKey);
+  const box = createSecretBox(runtime.secrets.encryptionKey, runtime.secrets.previousEncryptionKeys);
   const accounts = createAccountsModule({ config, runtime, box }).service;
   return { app, runtime, config, accounts, close: () => app.close() };
 }

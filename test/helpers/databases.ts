@@ -27,6 +27,15 @@ export const DATABASES: TestDatabase[] = [
 
 export const POSTGRES_URL = pgUrl;
 
+/**
+ * The secrets every PostgreSQL test app and server is given: PostgreSQL mode takes them only from
+ * the environment, and every app on the shared test database must agree on them.
+ */
+export const TEST_PG_SECRETS = {
+  jwtSecret: 'test-jwt-secret-for-the-shared-postgres-database',
+  encryptionKey: 'test-encryption-key-for-the-shared-postgres-database',
+};
+
 /** A fresh temporary directory. */
 export function tempDir(prefix = 'taskhook-test-'): string {
   return mkdtempSync(path.join(tmpdir(), prefix));

@@ -1,5 +1,6 @@
 import { connectDb } from '../../src/db/connect.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
+import { deleteStoredSecrets } from '../../src/lib/secrets.js';
 
 /** Migrates the shared PostgreSQL test database once, before test files run in parallel. */
 export default async function setup() {
@@ -8,6 +9,8 @@ export default async function setup() {
   const db = connectDb({ databaseUrl: url, sqliteFile: ':memory:', sqliteSynchronous: 'normal' });
   try {
     await migrateToLatest(db);
+    // Secrets an earlier version generated into this database: tests give their own (TEST_PG_SECRETS).
+    await deleteStoredSecrets(db);
   } finally {
     await db.close();
   }

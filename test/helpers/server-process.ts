@@ -6,7 +6,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
-import type { TestDatabase } from './databases.js';
+import { TEST_PG_SECRETS, type TestDatabase } from './databases.js';
 
 /** The real server and CLI as child processes, for tests that kill and restart them. */
 
@@ -60,6 +60,12 @@ export function serverEnv(
     TASKHOOK_LOG_LEVEL: 'warn',
     // Thousands of requests per minute from one key: keep the rate limit out of the way.
     TASKHOOK_RATE_LIMIT: '10000000',
+    ...(db.databaseUrl
+      ? {
+          TASKHOOK_JWT_SECRET: TEST_PG_SECRETS.jwtSecret,
+          TASKHOOK_ENCRYPTION_KEY: TEST_PG_SECRETS.encryptionKey,
+        }
+      : {}),
     ...extra,
     ...(db.databaseUrl ? { DATABASE_URL: db.databaseUrl } : {}),
   };

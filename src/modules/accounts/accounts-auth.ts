@@ -34,6 +34,8 @@ export function createAuthenticator(deps: {
   const { db, repo, clock } = deps;
 
   function principal(user: UserRow, via: Principal['via'], credentialUuid: string | null): Principal {
+    // A disabled account's sessions, keys and tokens all stop working, as if revoked.
+    if (user.disabled) throw new AuthError(401, AUTH_MESSAGES.invalid);
     if (!user.emailVerified) throw new AuthError(403, AUTH_MESSAGES.unverified);
     return {
       userUuid: user.uuid,

@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
+import { invalid } from '../../http/errors.js';
 import { randomBase62, toBase62 } from '../../lib/crypto.js';
 import { isUuid, newRandomUuid } from '../../lib/ids.js';
 
@@ -48,8 +50,23 @@ export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 
+/** The flat 403 of a password or OAuth login to a disabled account. */
+export const ACCOUNT_DISABLED = 'This account is disabled';
+
+/** A Standard Webhooks signing secret: `whsec_` + 32 random bytes in standard base64 (what verifiers decode). */
+export function newSigningSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`;
+}
+
 export const MIN_PASSWORD_LENGTH = 8;
 export const MAX_PASSWORD_LENGTH = 1024;
+
+/** @throws AppError INVALID_REQUEST naming `field` when the password is too short */
+export function requirePassword(field: string, password: string) {
+  if (password.length < MIN_PASSWORD_LENGTH) {
+    throw invalid(field, `must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  }
+}
 
 /** The credential a request carries, classified by its header and shape (no lookup yet). */
 export type PresentedCredential =

@@ -1,15 +1,21 @@
+import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
 import { AuthError } from '../../http/errors.js';
 import type { SecretBox } from '../../lib/crypto.js';
-import type { Principal } from '../../lib/principal.js';
+import type { CredentialCheck } from '../../lib/principal.js';
 import type { Runtime } from '../../runtime.js';
 import { createAuthenticator } from './accounts-auth.js';
+import { recoveryRepo } from './accounts-recovery-repo.js';
+import { recoveryRoutes } from './accounts-recovery-routes.js';
 import { accountsRepo } from './accounts-repo.js';
 import { accountsRoutes } from './accounts-routes.js';
 import { createAccountsService } from './accounts-service.js';
 import { createSessionTokens } from './accounts-tokens.js';
-import { createCredentialCache, credentialChanges } from './credential-cache.js';
+import { createCredentialCache } from './credential-cache.js';
+import { credentialChanges } from './credential-changes.js';
 import { createMailer } from './mailer.js';
+
+export type { CredentialCheck } from '../../lib/principal.js';
 
 /**
  * Wires the accounts capability: its service, the request authenticator and its routes. The
@@ -23,6 +29,8 @@ export function createAccountsModule(deps: { config: Config; runtime: Runtime; b
   const service = createAccountsService({
     db: runtime.db,
     repo: accountsRepo,
+    links: recoveryRepo,
+    unverifiedTtlMs: config.unverifiedTtlHours * 3_600_000,
     tokens,
     box: deps.box,
     clock: runtime.clock,
@@ -43,7 +51,9 @@ export function createAccountsModule(deps: { config: Config; runtime: Runtime; b
     async stillValid(headers, was) {
       try {
         const now = await authenticate(headers, 'user');
-        return now.userUuid === was.userUuid && now.tokenVersion === was.tokenVersion && now.agentsEnabled;
+        // A password change (a new token version) ends sessions only: keys are not affected by it.
+        const sameSession = was.via !== 'jwt' || now.tokenVersion === was.tokenVersion;
+        return now.userUuid === was.userUuid && sameSession && now.agentsEnabled;
       } catch (err) {
         if (err instanceof AuthError) return false;
         throw err;
@@ -55,20 +65,11 @@ export function createAccountsModule(deps: { config: Config; runtime: Runtime; b
     service,
     authenticate,
     credentials,
-    routes: accountsRoutes(service),
+    async routes(app: FastifyInstance) {
+      await accountsRoutes(service)(app);
+      await recoveryRoutes(service)(app);
+    },
     /** What the app listens for to let the credential cache serve (null: no cache). */
     changeFeed: config.credentialCacheMs > 0 ? { channel: credentialChanges, cache } : null,
   };
-}
-
-/** For connections that outlive their request (event streams): is the credential they opened with still good? */
-export interface CredentialCheck {
-  /**
-   * False once the request's credential is revoked or expired, the user's password changed since
-   * `was` was authenticated, or the account lost the agents feature.
-   * @throws only for trouble other than the credential (e.g. the database is unreachable).
-   */
-  stillValid(headers: Record<string, string | string[] | undefined>, was: Principal): Promise<boolean>;
-  /** Hears each user whose credentials may have changed, as soon as this instance learns of it. */
-  onChange(listener: (userUuid: string) => void): () => void;
 }

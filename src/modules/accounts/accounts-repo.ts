@@ -3,7 +3,7 @@ import type { Executor } from '../../db/connect.js';
 import type { UsersTable } from '../../db/database.js';
 import { withDbErrors as guard } from '../../db/errors.js';
 import { prepareQuery } from '../../db/prepared.js';
-import { announceCredentialChange } from './credential-cache.js';
+import { announceCredentialChange } from './credential-changes.js';
 
 /** What `password_hash` holds for an account without a password (OAuth sign-ups): no hash matches it. */
 const NO_PASSWORD = '';
@@ -20,6 +20,8 @@ export interface UserRow {
   agentsEnabled: boolean;
   tokenVersion: number;
   createdAt: string;
+  /** Disabled by the operator: no login, and every credential of the user is refused. */
+  disabled: boolean;
 }
 
 function toUser(row: Selectable<UsersTable>): UserRow {
@@ -31,6 +33,7 @@ function toUser(row: Selectable<UsersTable>): UserRow {
     agentsEnabled: Boolean(row.agents_enabled),
     tokenVersion: row.token_version,
     createdAt: row.created_at,
+    disabled: row.disabled_at !== null && row.disabled_at !== undefined,
   };
 }
 
@@ -105,7 +108,15 @@ export const accountsRepo = {
   async updateUser(
     ex: Executor,
     uuid: string,
-    changes: { emailVerified?: boolean; agentsEnabled?: boolean; passwordHash?: string; bumpTokenVersion?: boolean },
+    changes: {
+      emailVerified?: boolean;
+      agentsEnabled?: boolean;
+      /** null clears the password (no password then matches). */
+      passwordHash?: string | null;
+      bumpTokenVersion?: boolean;
+      /** A time disables the account, null enables it. */
+      disabledAt?: string | null;
+    },
     now: string,
   ): Promise<boolean> {
     const result = await guard(
@@ -115,7 +126,8 @@ export const accountsRepo = {
           updated_at: now,
           ...(changes.emailVerified !== undefined && { email_verified: changes.emailVerified ? 1 : 0 }),
           ...(changes.agentsEnabled !== undefined && { agents_enabled: changes.agentsEnabled ? 1 : 0 }),
-          ...(changes.passwordHash !== undefined && { password_hash: changes.passwordHash }),
+          ...(changes.passwordHash !== undefined && { password_hash: changes.passwordHash ?? NO_PASSWORD }),
+          ...(changes.disabledAt !== undefined && { disabled_at: changes.disabledAt }),
           ...(changes.bumpTokenVersion && { token_version: eb('token_version', '+', 1) }),
         }))
         .where('uuid', '=', uuid)

@@ -74,3 +74,13 @@ export const SigningSecretReply = Type.Object({
   secret: Type.String({ description: 'whsec_… secret that signs task callbacks (Standard Webhooks).' }),
   created_at: TimestampSchema,
 });
+
+export const EmailBody = StrictObject({ email: Type.String({ minLength: 1, maxLength: 254 }) });
+export const AcceptedReply = StrictObject(
+  {},
+  { description: 'Accepted, whatever the e-mail (it is never revealed whether an account exists).' },
+);
+export const ResetPasswordBody = StrictObject({
+  token: Type.String({ minLength: 1, maxLength: 200, description: 'The token of the reset link.' }),
+  new_password: NewPassword,
+});

@@ -1,29 +1,27 @@
-import { randomBytes } from 'node:crypto';
 import type { Db, Executor } from '../../db/connect.js';
 import { UniqueViolationError } from '../../db/errors.js';
 import { AppError, AUTH_MESSAGES, AuthError, invalid, notFound } from '../../http/errors.js';
-import { randomSecret, type SecretBox, sha256Hex } from '../../lib/crypto.js';
+import { type SecretBox, sha256Hex } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';
+import type { PasswordHasher } from '../../lib/passwords.js';
 import { type Clock, iso } from '../../lib/time.js';
 import {
+  ACCOUNT_DISABLED,
   generateIngestToken,
   generatePlatformKey,
   ingestTokenPrefix,
-  MIN_PASSWORD_LENGTH,
+  newSigningSecret,
   normalizeEmail,
   platformKeyPrefix,
+  requirePassword,
 } from './accounts-fns.js';
+import type { RecoveryRepo } from './accounts-recovery-repo.js';
+import { createRecoveryService } from './accounts-recovery-service.js';
 import type { AccountsRepo, CredentialRow, CredentialTable, UserRow } from './accounts-repo.js';
 import type { SessionTokens } from './accounts-tokens.js';
 import type { Mailer } from './mailer.js';
-import type { PasswordHasher } from './passwords.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
-
-/** A Standard Webhooks signing secret: `whsec_` + 32 random bytes in standard base64 (what verifiers decode). */
-function newSigningSecret(): string {
-  return `whsec_${randomBytes(32).toString('base64')}`;
-}
 
 export interface AccountsDeps {
   db: Db;
@@ -35,6 +33,10 @@ export interface AccountsDeps {
   publicUrl: string;
   /** Bounded argon2 hashing, shared by every use in the process. */
   passwords: Pick<PasswordHasher, 'hash' | 'check'>;
+  /** Pending registrations, verification and reset links. */
+  links: RecoveryRepo;
+  /** How long an unverified registration lives (TASKHOOK_UNVERIFIED_TTL_HOURS). */
+  unverifiedTtlMs: number;
   /** Called after a commit that may void the user's credentials (this instance's cache). */
   onCredentialsChanged?: (userUuid: string) => void;
 }
@@ -51,12 +53,6 @@ const credentialView = (row: CredentialRow) => ({
   last_used_at: row.lastUsedAt,
   revoked_at: row.revokedAt,
 });
-
-function requirePassword(field: string, password: string) {
-  if (password.length < MIN_PASSWORD_LENGTH) {
-    throw invalid(field, `must be at least ${MIN_PASSWORD_LENGTH} characters`);
-  }
-}
 
 /** Registration, login, passwords, platform keys, ingest tokens and signing secrets. */
 export function createAccountsService(deps: AccountsDeps) {
@@ -85,6 +81,7 @@ export function createAccountsService(deps: AccountsDeps) {
       agentsEnabled: input.agentsEnabled,
       tokenVersion: 0,
       createdAt: now(),
+      disabled: false,
     };
     const sealed = deps.box.seal(newSigningSecret());
     try {
@@ -142,40 +139,15 @@ export function createAccountsService(deps: AccountsDeps) {
   return {
     createUser,
     session,
+    ...createRecoveryService(deps),
 
-    /** Self-service sign-up; the account must verify its e-mail before it can log in. */
-    async register(input: { email: string; password: string }): Promise<PublicUser & { email_verified: false }> {
-      const user = await createUser({ ...input, verified: false, agentsEnabled: true });
-      const token = randomSecret(32);
-      await db.transaction((trx) =>
-        repo.insertVerification(trx, {
-          tokenHash: sha256Hex(token),
-          userUuid: user.uuid,
-          expiresAt: iso(clock.now() + DAY_MS),
-          createdAt: now(),
-        }),
-      );
-      await deps.mailer.sendVerification(user.email, `${deps.publicUrl}/auth/verify_email?token=${token}`);
-      return { uuid: user.uuid, email: user.email, email_verified: false };
-    },
-
-    /** @throws AppError INVALID_REQUEST when the token is unknown, used or expired. */
-    async verifyEmail(token: string): Promise<void> {
-      const userUuid = await db.transaction(async (trx) => {
-        const found = await repo.consumeVerification(trx, sha256Hex(token), now());
-        if (found) await repo.updateUser(trx, found, { emailVerified: true }, now());
-        return found;
-      });
-      if (userUuid) changed(userUuid);
-      else throw invalid('token', 'is invalid or expired', 'The verification link is invalid or has expired');
-    },
-
-    /** @throws AuthError 401 on wrong credentials, 403 when the e-mail is not verified. */
+    /** @throws AuthError 401 on wrong credentials, 403 when the account is disabled or its e-mail not verified. */
     async login(email: string, password: string): Promise<{ token: string; user: PublicUser }> {
       const user = await repo.findUserByEmail(db.kysely, normalizeEmail(email));
       // An account without a password spends the same time as a wrong one and fails the same way.
       const ok = await deps.passwords.check(user?.passwordHash ?? undefined, password);
       if (!user || !ok) throw new AuthError(401, AUTH_MESSAGES.badLogin);
+      if (user.disabled) throw new AuthError(403, ACCOUNT_DISABLED);
       if (!user.emailVerified) throw new AuthError(403, AUTH_MESSAGES.unverified);
       return session(user);
     },

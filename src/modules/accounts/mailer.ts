@@ -2,6 +2,7 @@ import type { Transporter } from 'nodemailer';
 
 export interface Mailer {
   sendVerification(to: string, link: string): Promise<void>;
+  sendPasswordReset(to: string, link: string): Promise<void>;
 }
 
 interface Log {
@@ -18,20 +19,26 @@ export function createMailer(opts: { smtpUrl?: string | undefined; from: string;
       async sendVerification(to, link) {
         opts.log.info({ to, verification_link: link }, 'e-mail verification link (TASKHOOK_SMTP_URL is not set)');
       },
+      async sendPasswordReset(to, link) {
+        opts.log.info({ to, reset_link: link }, 'password reset link (TASKHOOK_SMTP_URL is not set)');
+      },
     };
   }
   const smtpUrl = opts.smtpUrl;
   // Loaded on first use: a server without SMTP never pays for the library (about 12 MB).
   let transport: Promise<Transporter> | null = null;
+  const send = async (to: string, subject: string, text: string) => {
+    transport ??= import('nodemailer').then((m) => m.default.createTransport(smtpUrl));
+    await (await transport).sendMail({ from: opts.from, to, subject, text });
+  };
   return {
-    async sendVerification(to, link) {
-      transport ??= import('nodemailer').then((m) => m.default.createTransport(smtpUrl));
-      await (await transport).sendMail({
-        from: opts.from,
+    sendVerification: (to, link) =>
+      send(to, 'Verify your taskhook account', `Open this link to verify your e-mail address:\n\n${link}\n`),
+    sendPasswordReset: (to, link) =>
+      send(
         to,
-        subject: 'Verify your taskhook account',
-        text: `Open this link to verify your e-mail address:\n\n${link}\n\nThe link is valid for 24 hours.`,
-      });
-    },
+        'Reset your taskhook password',
+        `Open this link to choose a new password:\n\n${link}\n\nThe link is valid for 1 hour and works once. If you did not ask for it, ignore this e-mail.`,
+      ),
   };
 }

@@ -4,6 +4,12 @@ import { HEADER_MASK, type Runtime } from './agents-schemas.js';
 
 type Headers = Record<string, string>;
 
+/**
+ * What an HTTP header value may hold (RFC 9110 field-value: tab, visible ASCII, space and the bytes
+ * 0x80-0xFF). Refused here, at create and update, rather than by the HTTP client when the task runs.
+ */
+const INVALID_HEADER_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
+
 function headersOf(runtime: Runtime | null | undefined): Headers | undefined {
   return runtime && (runtime.type === 'http' || runtime.type === 'a2a') ? runtime.headers : undefined;
 }
@@ -17,7 +23,8 @@ function withHeaders(runtime: Runtime, headers: Headers): Runtime {
  * stored under that name (names compare case-insensitively, as HTTP does), so a read-modify-write
  * never stores the mask.
  * @throws AppError INVALID_REQUEST (`runtime.headers`) for names that differ only in case, or a
- * mask with no stored value behind it.
+ * mask with no stored value behind it; (`runtime.headers.<Name>`) for a value no HTTP header may
+ * carry (CR, LF, other control characters).
  */
 export function sealRuntimeHeaders(runtime: Runtime, previous: Runtime | null, box: SecretBox): Runtime {
   const headers = headersOf(runtime);
@@ -34,6 +41,9 @@ export function sealRuntimeHeaders(runtime: Runtime, previous: Runtime | null, b
       if (kept === undefined) throw invalid('runtime.headers', `has no stored value of ${name} to keep`);
       sealed[name] = kept;
     } else {
+      if (INVALID_HEADER_VALUE.test(value)) {
+        throw invalid(`runtime.headers.${name}`, 'must not contain line breaks or other control characters');
+      }
       sealed[name] = box.seal(value);
     }
   }

@@ -13,7 +13,7 @@ import { createOAuthService } from './oauth-service.js';
 export function createOAuthModule(deps: {
   config: Pick<Config, 'oauth' | 'publicUrl'>;
   runtime: Pick<Runtime, 'db' | 'clock'>;
-  accounts: Pick<AccountsService, 'createUser' | 'session'>;
+  accounts: Pick<AccountsService, 'createUser' | 'session' | 'claimPendingAccount'>;
 }) {
   const { oauth } = deps.config;
   const dispatcher = createProviderDispatcher();

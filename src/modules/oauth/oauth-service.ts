@@ -3,7 +3,7 @@ import { isUniqueViolation } from '../../db/errors.js';
 import { AppError, AUTH_MESSAGES, AuthError, invalid } from '../../http/errors.js';
 import { sha256Hex } from '../../lib/crypto.js';
 import { type Clock, iso } from '../../lib/time.js';
-import { normalizeEmail } from '../accounts/accounts-fns.js';
+import { ACCOUNT_DISABLED, normalizeEmail } from '../accounts/accounts-fns.js';
 import type { AccountsRepo, UserRow } from '../accounts/accounts-repo.js';
 import type { AccountsService } from '../accounts/accounts-service.js';
 import {
@@ -23,7 +23,7 @@ export interface OAuthDeps {
   db: Db;
   repo: OAuthRepo;
   users: Pick<AccountsRepo, 'findUserByEmail' | 'findUserByUuid'>;
-  accounts: Pick<AccountsService, 'createUser' | 'session'>;
+  accounts: Pick<AccountsService, 'createUser' | 'session' | 'claimPendingAccount'>;
   clients: Partial<Record<ProviderName, ProviderClient>>;
   clock: Clock;
   publicUrl: string;
@@ -61,10 +61,15 @@ export function createOAuthService(deps: OAuthDeps) {
     const link = { provider, subject: identity.subject, email: identity.email };
     const existing = await deps.users.findUserByEmail(db.kysely, normalizeEmail(identity.email));
     if (existing) {
-      // Only an address both sides have verified may join an identity to an account.
-      if (!existing.emailVerified) throw new AuthError(403, AUTH_MESSAGES.unverified);
-      await db.transaction((trx) => repo.linkIdentity(trx, { ...link, userUuid: existing.uuid }, now()));
-      return { user: existing, created: false };
+      // The provider has just proved the mailbox: an unverified registration of the address (perhaps
+      // someone else's) is taken over, its password cleared and its links void.
+      await db.transaction(async (trx) => {
+        if (!existing.emailVerified) await deps.accounts.claimPendingAccount(trx, existing.uuid);
+        await repo.linkIdentity(trx, { ...link, userUuid: existing.uuid }, now());
+      });
+      const user = existing.emailVerified ? existing : await deps.users.findUserByUuid(db.kysely, existing.uuid);
+      if (!user) throw new AuthError(401, AUTH_MESSAGES.invalid);
+      return { user, created: false };
     }
     const user = await deps.accounts.createUser({
       email: identity.email,
@@ -107,7 +112,7 @@ export function createOAuthService(deps: OAuthDeps) {
     /**
      * Step 2: spends the attempt, exchanges the code and answers with a session like a password login.
      * @throws AppError NOT_FOUND, INVALID_REQUEST, OAUTH_STATE_INVALID, OAUTH_PROVIDER_UNAVAILABLE;
-     * AuthError 401 (provider refusal, invalid ID token) and 403 (unverified e-mail on either side).
+     * AuthError 401 (provider refusal, invalid ID token) and 403 (unverified provider e-mail, disabled account).
      */
     async finish(provider: string, input: { state: string; code?: string; error?: string }) {
       const client = clientFor(provider);
@@ -132,6 +137,7 @@ export function createOAuthService(deps: OAuthDeps) {
         if (!isConflict(err)) throw err;
         account = await accountFor(client.name, identity);
       }
+      if (account.user.disabled) throw new AuthError(403, ACCOUNT_DISABLED);
       return { ...(await deps.accounts.session(account.user)), created: account.created };
     },
   };

@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { argon2id, createPasswordHasher, DEFAULT_HASH_CONCURRENCY } from '../../../src/modules/accounts/passwords.js';
+import { argon2id, createPasswordHasher, DEFAULT_HASH_CONCURRENCY } from '../../../src/lib/passwords.js';
 import { buildTestApp, call, type TestApp } from '../../helpers/app.js';
 import { DATABASES } from '../../helpers/databases.js';
 import { createUser } from '../../helpers/factories.js';

@@ -7,8 +7,6 @@ import { type GithubLike, startGithubLike } from '../../helpers/github-like.js';
 import { type GoogleLike, startGoogleLike } from '../../helpers/google-like.js';
 import { buildOAuthApp, consentAt, postCallback, spaLogin, startLogin } from '../../helpers/oauth.js';
 
-const UNVERIFIED = { error: 'Please verify your e-mail address: check your inbox for the verification e-mail' };
-
 describe.each(DATABASES)('OAuth accounts on $name', (database) => {
   let google: GoogleLike;
   let github: GithubLike;
@@ -85,21 +83,40 @@ describe.each(DATABASES)('OAuth accounts on $name', (database) => {
     expect(login.statusCode).toBe(200);
   });
 
-  it('does not link to an unverified account until it is verified', async () => {
+  it('takes over an unverified account of the same e-mail: its password cleared, its links void, verified and linked', async () => {
     const email = uniqueEmail();
-    const existing = await t.accounts.createUser({
-      email,
-      password: 'password-123',
-      verified: false,
-      agentsEnabled: true,
-    });
+    const squatter = await call(t.app, 'POST', '/auth/register', { body: { email, password: 'squatter-password' } });
+    expect(squatter.statusCode).toBe(201);
+    const existing = squatter.json().user as { uuid: string };
+    const pending = await t.runtime.db.kysely
+      .selectFrom('email_verifications')
+      .select('token_hash')
+      .where('user_uuid', '=', existing.uuid)
+      .execute();
+    expect(pending).toHaveLength(1);
     google.identity = { sub: `g-${randomUUID()}`, email, email_verified: true };
-    const refused = await spaLogin(t, 'google');
-    expect(refused.statusCode).toBe(403);
-    expect(refused.json()).toEqual(UNVERIFIED);
-    await t.accounts.verifyByEmail(email);
+    const taken = await spaLogin(t, 'google');
+    expect(taken.statusCode, taken.body).toBe(200);
+    expect(taken.json()).toMatchObject({ created: false, user: { uuid: existing.uuid, email } });
+    const links = await t.runtime.db.kysely
+      .selectFrom('email_verifications')
+      .select('token_hash')
+      .where('user_uuid', '=', existing.uuid)
+      .execute();
+    expect(links).toEqual([]);
+    const squatterLogin = await call(t.app, 'POST', '/auth/login', { body: { email, password: 'squatter-password' } });
+    expect(squatterLogin.statusCode).toBe(401);
     const linked = await spaLogin(t, 'google');
     expect(linked.json()).toMatchObject({ created: false, user: { uuid: existing.uuid } });
+  });
+
+  it('refuses a disabled account with 403 "This account is disabled"', async () => {
+    const email = uniqueEmail();
+    await t.accounts.createUser({ email, password: 'password-123', verified: true, agentsEnabled: true });
+    await t.accounts.disableByEmail(email);
+    google.identity = { sub: `g-${randomUUID()}`, email, email_verified: true };
+    const refused = await spaLogin(t, 'google');
+    expect([refused.statusCode, refused.json()]).toEqual([403, { error: 'This account is disabled' }]);
   });
 
   it('a linked identity logs in whatever its e-mail claims say later, and never changes the e-mail', async () => {

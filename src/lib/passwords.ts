@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { hash, verify } from '@node-rs/argon2';
-import { AppError } from '../../http/errors.js';
-import { createSemaphore } from '../../lib/semaphore.js';
+import { AppError } from '../http/errors.js';
+import { createSemaphore } from './semaphore.js';
 
 // argon2id at OWASP's minimum: m = 19 MiB, t = 2, p = 1. (2 is Algorithm.Argon2id; the
 // package declares it as an ambient const enum, which isolated modules cannot import.)
