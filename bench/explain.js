@@ -11,7 +11,7 @@ import { buildApp } from '../dist/app.js';
 import { loadConfig } from '../dist/config.js';
 import { createSecretBox } from '../dist/lib/crypto.js';
 import { createAccountsModule } from '../dist/modules/accounts/accounts-module.js';
-import { createLogger, openRuntime } from '../dist/runtime.js';
+import { createLogger, openProcessDeps } from '../dist/process-deps.js';
 
 const seen = new Map();
 let label = null;
@@ -35,7 +35,7 @@ const config = loadConfig({
   TASKHOOK_JWT_SECRET: 'bench-jwt-secret-of-at-least-32-characters',
   TASKHOOK_ENCRYPTION_KEY: 'bench-encryption-key-of-at-least-32-chars',
 });
-const runtime = await openRuntime(config, { logger: createLogger(config) });
+const runtime = await openProcessDeps(config, { logger: createLogger(config) });
 const app = await buildApp(config, runtime);
 await app.ready();
 const accounts = createAccountsModule({ config, runtime, box: createSecretBox(runtime.secrets.encryptionKey) }).service;

@@ -10,7 +10,7 @@ import { buildApp } from '../dist/app.js';
 import { loadConfig } from '../dist/config.js';
 import { createSecretBox } from '../dist/lib/crypto.js';
 import { createAccountsModule } from '../dist/modules/accounts/accounts-module.js';
-import { createLogger, openRuntime } from '../dist/runtime.js';
+import { createLogger, openProcessDeps } from '../dist/process-deps.js';
 
 const counts = [];
 let on = false;
@@ -37,7 +37,7 @@ const config = loadConfig({
   TASKHOOK_ENCRYPTION_KEY: 'bench-encryption-key-of-at-least-32-chars',
   ...(process.env.EXTRA ? JSON.parse(process.env.EXTRA) : {}),
 });
-const runtime = await openRuntime(config, { logger: createLogger(config) });
+const runtime = await openProcessDeps(config, { logger: createLogger(config) });
 const app = await buildApp(config, runtime);
 await app.ready();
 const accounts = createAccountsModule({ config, runtime, box: createSecretBox(runtime.secrets.encryptionKey) }).service;

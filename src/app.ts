@@ -32,7 +32,7 @@ import { genAiServiceSpan } from './modules/spotlight/spotlight-telemetry.js';
 import { createTasksModule } from './modules/tasks/tasks-module.js';
 import { createTelemetryModule } from './modules/telemetry/telemetry-module.js';
 import { createTriggersModule } from './modules/triggers/triggers-module.js';
-import type { Runtime } from './runtime.js';
+import type { ProcessDeps } from './process-deps.js';
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -57,7 +57,7 @@ declare module 'fastify' {
  */
 export async function buildApp(
   config: Config,
-  runtime: Runtime,
+  runtime: ProcessDeps,
   opts: { closeRuntime?: boolean } = {},
 ): Promise<FastifyInstance> {
   const rateLimit = createRateLimiter({
@@ -251,7 +251,7 @@ export async function buildApp(
   // Background work on demand, so tests need not wait for its timers.
   app.decorate('background', {
     sweep: tasks.sweeper.sweep,
-    deliverCallbacks: callbacks.dispatcher.runOnce,
+    deliverCallbacks: callbacks.sender.runOnce,
     housekeep: housekeeping.runOnce,
     dispatch: runtimes.dispatcher.runOnce,
   });

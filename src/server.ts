@@ -2,7 +2,7 @@ import { setFlagsFromString } from 'node:v8';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
-import { openRuntime } from './runtime.js';
+import { openProcessDeps } from './process-deps.js';
 
 /**
  * Starts the service: migrations, then listen. SIGTERM/SIGINT stop accepting connections,
@@ -12,7 +12,7 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
   // Read by V8 at each full collection, so setting it now (before the heap fills) takes effect:
   // a burst's garbage is collected at a quarter above the live heap instead of at several times it.
   if (config.heapGrowingPercent > 0) setFlagsFromString(`--heap-growing-percent=${config.heapGrowingPercent}`);
-  const runtime = await openRuntime(config);
+  const runtime = await openProcessDeps(config);
   const app = await buildApp(config, runtime, { closeRuntime: true });
   let closing = false;
   const shutdown = (signal: string) => {

@@ -6,7 +6,7 @@ import { AppError } from '../http/errors.js';
 import { createSecretBox } from '../lib/crypto.js';
 import { createAccountsModule } from '../modules/accounts/accounts-module.js';
 import type { AccountsService } from '../modules/accounts/accounts-service.js';
-import { createLogger, openDb, openRuntime } from '../runtime.js';
+import { createLogger, openDb, openProcessDeps } from '../process-deps.js';
 import { addSecretCommands } from './secret-commands.js';
 
 function print(value: unknown) {
@@ -26,7 +26,7 @@ function nonEmpty(value: string): string {
 /** Runs `work` with an accounts service over the configured storage, then closes it. */
 async function withAccounts<T>(work: (accounts: AccountsService) => Promise<T>) {
   const config = loadConfig();
-  const runtime = await openRuntime({ ...config, logLevel: 'warn' });
+  const runtime = await openProcessDeps({ ...config, logLevel: 'warn' });
   try {
     const box = createSecretBox(runtime.secrets.encryptionKey, runtime.secrets.previousEncryptionKeys);
     print(await work(createAccountsModule({ config, runtime, box }).service));

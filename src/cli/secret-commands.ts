@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { loadConfig } from '../config.js';
 import { createSecretBox, randomSecret } from '../lib/crypto.js';
 import { deleteStoredSecrets, exportLines, readSecretsFile, readStoredSecrets } from '../lib/secrets.js';
-import { createLogger, openDb, openRuntime } from '../runtime.js';
+import { createLogger, openDb, openProcessDeps } from '../process-deps.js';
 import { resealAll } from './reseal.js';
 
 /** Prints the stored secrets as `KEY=value` lines; with `--delete`, removes them from PostgreSQL. */
@@ -29,7 +29,7 @@ async function exportSecrets(opts: { delete: boolean }): Promise<void> {
 /** Re-seals every stored secret under TASKHOOK_ENCRYPTION_KEY. @throws Error when some stay unreadable */
 async function resealSecrets(): Promise<void> {
   const config = loadConfig();
-  const runtime = await openRuntime({ ...config, logLevel: 'warn' });
+  const runtime = await openProcessDeps({ ...config, logLevel: 'warn' });
   try {
     const box = createSecretBox(runtime.secrets.encryptionKey, runtime.secrets.previousEncryptionKeys);
     const result = await resealAll(runtime.db, box);

@@ -7,12 +7,12 @@ import type { PasswordHasher } from '../../src/lib/passwords.js';
 import type { Clock, Timers } from '../../src/lib/time.js';
 import { createAccountsModule } from '../../src/modules/accounts/accounts-module.js';
 import type { AccountsService } from '../../src/modules/accounts/accounts-service.js';
-import { createLogger, openRuntime, type Runtime } from '../../src/runtime.js';
+import { createLogger, openProcessDeps, type ProcessDeps } from '../../src/process-deps.js';
 import { TEST_PG_SECRETS, type TestDatabase, tempDir } from './databases.js';
 
 export interface TestApp {
   app: FastifyInstance;
-  runtime: Runtime;
+  runtime: ProcessDeps;
   config: Config;
   accounts: AccountsService;
   close(): Promise<void>;
@@ -105,7 +105,7 @@ export async function buildTestApp(
   // app.background.sweep() when they mean to.
   const quiet = opts.clock && opts.config?.sweepIntervalMs === undefined ? { sweepIntervalMs: 86_400_000 } : {};
   const config = testConfig(db, { ...quiet, ...opts.config });
-  const runtime = await openRuntime(config, {
+  const runtime = await openProcessDeps(config, {
     logger: createLogger(config),
     clock: opts.clock,
     timers: opts.timers,

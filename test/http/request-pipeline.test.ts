@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import type { Config } from '../../src/config.js';
 import { lazyChildLogger } from '../../src/http/request-logger.js';
-import { openRuntime } from '../../src/runtime.js';
+import { openProcessDeps } from '../../src/process-deps.js';
 import { manualClock, testConfig } from '../helpers/app.js';
 import { DATABASES, type TestDatabase } from '../helpers/databases.js';
 
@@ -34,7 +34,7 @@ async function appWithLogs(
   const full = testConfig(database, config);
   // Counters of a minute about a day ahead, so the shared stores hold only this file's requests.
   const clock = manualClock((Math.floor(Date.now() / MINUTE) + 1_440 + randomInt(10_000)) * MINUTE);
-  const runtime = await openRuntime(full, { logger: pino({ level: full.logLevel }, sink.stream), clock });
+  const runtime = await openProcessDeps(full, { logger: pino({ level: full.logLevel }, sink.stream), clock });
   const app = await buildApp(full, runtime, { closeRuntime: true });
   extend(app);
   await app.ready();

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
-import type { Runtime } from '../../runtime.js';
+import type { ProcessDeps } from '../../process-deps.js';
 import type { CredentialCheck } from '../accounts/accounts-module.js';
 import type { AgentsModule } from '../agents/agents-module.js';
 import type { TasksModule } from '../tasks/tasks-module.js';
@@ -17,7 +17,7 @@ export type { AcquireConnection } from './a2a-server-service.js';
  */
 export function createA2aServerModule(deps: {
   config: Config;
-  runtime: Runtime;
+  runtime: ProcessDeps;
   agents: Pick<AgentsModule, 'service'>;
   tasks: Pick<TasksModule, 'service' | 'notifier'>;
   acquireConnection?: AcquireConnection;

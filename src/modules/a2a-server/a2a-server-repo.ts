@@ -1,5 +1,5 @@
 import type { Executor } from '../../db/connect.js';
-import { withDbErrors as guard } from '../../db/errors.js';
+import { withDbErrors } from '../../db/errors.js';
 import { taskQueries } from '../tasks/task-queries.js';
 
 /** What the A2A view of tasks needs: their contextIds and the messageIds of their A2A messages. */
@@ -11,7 +11,7 @@ export interface A2aTaskExtras {
 /** The only code that touches the A2A server's tables (tasks with their contextId: the tasks room). */
 export const a2aServerRepo = {
   insertContext(trx: Executor, row: { taskUuid: string; agentUuid: string; contextId: string }) {
-    return guard(
+    return withDbErrors(
       trx
         .insertInto('a2a_task_contexts')
         .values({ task_uuid: row.taskUuid, agent_uuid: row.agentUuid, context_id: row.contextId })
@@ -21,7 +21,7 @@ export const a2aServerRepo = {
 
   /** Records the sender's messageId of the conversation message at `position`. */
   insertHistoryId(trx: Executor, taskUuid: string, position: number, messageId: string) {
-    return guard(
+    return withDbErrors(
       trx.insertInto('a2a_history_ids').values({ task_uuid: taskUuid, position, message_id: messageId }).execute(),
     );
   },
@@ -31,14 +31,14 @@ export const a2aServerRepo = {
     const messageIds = new Map<string, Map<number, string>>();
     if (taskUuids.length === 0) return { contexts, messageIds };
     const [ctxRows, idRows] = await Promise.all([
-      guard(
+      withDbErrors(
         ex
           .selectFrom('a2a_task_contexts')
           .select(['task_uuid', 'context_id'])
           .where('task_uuid', 'in', taskUuids)
           .execute(),
       ),
-      guard(
+      withDbErrors(
         ex
           .selectFrom('a2a_history_ids')
           .select(['task_uuid', 'position', 'message_id'])
@@ -57,7 +57,7 @@ export const a2aServerRepo = {
 
   /** The task a messageId of this agent went to, with when that record expires. */
   findMessageId(ex: Executor, agentUuid: string, messageId: string) {
-    return guard(
+    return withDbErrors(
       ex
         .selectFrom('a2a_message_ids')
         .select(['task_uuid', 'expires_at'])
@@ -75,7 +75,7 @@ export const a2aServerRepo = {
     trx: Executor,
     row: { agentUuid: string; messageId: string; taskUuid: string; now: string; expiresAt: string },
   ) {
-    await guard(
+    await withDbErrors(
       trx
         .deleteFrom('a2a_message_ids')
         .where('agent_uuid', '=', row.agentUuid)
@@ -83,7 +83,7 @@ export const a2aServerRepo = {
         .where('expires_at', '<=', row.now)
         .execute(),
     );
-    await guard(
+    await withDbErrors(
       trx
         .insertInto('a2a_message_ids')
         .values({

@@ -3,7 +3,7 @@ import type { Config } from '../../config.js';
 import { AuthError } from '../../http/errors.js';
 import type { SecretBox } from '../../lib/crypto.js';
 import type { CredentialCheck } from '../../lib/principal.js';
-import type { Runtime } from '../../runtime.js';
+import type { ProcessDeps } from '../../process-deps.js';
 import { createAuthenticator } from './accounts-auth.js';
 import { recoveryRepo } from './accounts-recovery-repo.js';
 import { recoveryRoutes } from './accounts-recovery-routes.js';
@@ -22,7 +22,7 @@ export type { CredentialCheck } from '../../lib/principal.js';
  * credential cache serves once the app listens for its `changeFeed` (a serving app), not for the
  * CLI, which only uses the service.
  */
-export function createAccountsModule(deps: { config: Config; runtime: Runtime; box: SecretBox }) {
+export function createAccountsModule(deps: { config: Config; runtime: ProcessDeps; box: SecretBox }) {
   const { config, runtime } = deps;
   const tokens = createSessionTokens(runtime.secrets.jwtSecret, () => runtime.clock.now());
   const cache = createCredentialCache({ ttlMs: config.credentialCacheMs, now: () => runtime.clock.now() });

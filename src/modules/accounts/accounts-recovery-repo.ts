@@ -1,7 +1,7 @@
 // SQL of account recovery: pending registrations, verification and password-reset links, and
 // deleting a user with everything they own.
 import type { Executor } from '../../db/connect.js';
-import { withDbErrors as guard } from '../../db/errors.js';
+import { withDbErrors } from '../../db/errors.js';
 import { lockRows } from '../../db/transactions.js';
 import { announceCredentialChange } from './credential-changes.js';
 
@@ -13,7 +13,7 @@ const OWNED_WITHOUT_CASCADE = ['idempotency_keys', 'telemetry_spans', 'telemetry
 export const recoveryRepo = {
   /** The user with this (normalised) e-mail, locked until the transaction ends (PostgreSQL). */
   async lockUserByEmail(ex: Executor, email: string): Promise<{ uuid: string; verified: boolean } | undefined> {
-    const row = await guard(
+    const row = await withDbErrors(
       lockRows(
         ex,
         ex.selectFrom('users').select(['uuid', 'email_verified']).where('email', '=', email),
@@ -27,7 +27,7 @@ export const recoveryRepo = {
     table: LinkTable,
     row: { tokenHash: string; userUuid: string; expiresAt: string; createdAt: string },
   ) {
-    return guard(
+    return withDbErrors(
       ex
         .insertInto(table)
         .values({
@@ -42,7 +42,7 @@ export const recoveryRepo = {
 
   /** Deletes the link and returns its user when it exists and has not expired. */
   async consumeLink(ex: Executor, table: LinkTable, tokenHash: string, now: string): Promise<string | undefined> {
-    const row = await guard(
+    const row = await withDbErrors(
       ex
         .deleteFrom(table)
         .where('token_hash', '=', tokenHash)
@@ -54,12 +54,12 @@ export const recoveryRepo = {
 
   /** Every link of the user stops working. */
   deleteLinks(ex: Executor, table: LinkTable, userUuid: string) {
-    return guard(ex.deleteFrom(table).where('user_uuid', '=', userUuid).execute());
+    return withDbErrors(ex.deleteFrom(table).where('user_uuid', '=', userUuid).execute());
   },
 
   /** When the user's newest link was made (to send at most one mail a minute). */
   async newestLinkAt(ex: Executor, table: LinkTable, userUuid: string): Promise<string | undefined> {
-    const row = await guard(
+    const row = await withDbErrors(
       ex
         .selectFrom(table)
         .select('created_at')
@@ -73,7 +73,7 @@ export const recoveryRepo = {
 
   /** Deletes up to `limit` unverified accounts last registered before `before`; returns how many. */
   async deleteExpiredRegistrations(ex: Executor, before: string, limit: number): Promise<number> {
-    const rows = await guard(
+    const rows = await withDbErrors(
       ex
         .selectFrom('users')
         .select('uuid')
@@ -89,9 +89,9 @@ export const recoveryRepo = {
   /** Deletes the user and everything they own; announces it so their credentials stop at once. */
   async deleteUser(ex: Executor, uuid: string): Promise<void> {
     for (const table of OWNED_WITHOUT_CASCADE) {
-      await guard(ex.deleteFrom(table).where('user_uuid', '=', uuid).execute());
+      await withDbErrors(ex.deleteFrom(table).where('user_uuid', '=', uuid).execute());
     }
-    await guard(ex.deleteFrom('users').where('uuid', '=', uuid).execute());
+    await withDbErrors(ex.deleteFrom('users').where('uuid', '=', uuid).execute());
     await announceCredentialChange(ex, uuid);
   },
 };

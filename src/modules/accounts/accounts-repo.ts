@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import type { UsersTable } from '../../db/database.js';
-import { withDbErrors as guard } from '../../db/errors.js';
+import { withDbErrors } from '../../db/errors.js';
 import { prepareQuery } from '../../db/prepared.js';
 import { announceCredentialChange } from './credential-changes.js';
 
@@ -78,7 +78,7 @@ const liveTokenByHash = prepareQuery(1, (ex, hash: string) =>
 /** The only code that touches the accounts tables. */
 export const accountsRepo = {
   insertUser(ex: Executor, user: UserRow): Promise<unknown> {
-    return guard(
+    return withDbErrors(
       ex
         .insertInto('users')
         .values({
@@ -96,12 +96,12 @@ export const accountsRepo = {
   },
 
   async findUserByEmail(ex: Executor, email: string): Promise<UserRow | undefined> {
-    const row = await guard(ex.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst());
+    const row = await withDbErrors(ex.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst());
     return row && toUser(row);
   },
 
   async findUserByUuid(ex: Executor, uuid: string): Promise<UserRow | undefined> {
-    const [row] = await guard(userByUuid(ex, uuid));
+    const [row] = await withDbErrors(userByUuid(ex, uuid));
     return row && toUser(row);
   },
 
@@ -119,7 +119,7 @@ export const accountsRepo = {
     },
     now: string,
   ): Promise<boolean> {
-    const result = await guard(
+    const result = await withDbErrors(
       ex
         .updateTable('users')
         .set((eb) => ({
@@ -138,7 +138,7 @@ export const accountsRepo = {
   },
 
   insertVerification(ex: Executor, row: { tokenHash: string; userUuid: string; expiresAt: string; createdAt: string }) {
-    return guard(
+    return withDbErrors(
       ex
         .insertInto('email_verifications')
         .values({
@@ -153,7 +153,7 @@ export const accountsRepo = {
 
   /** Deletes the verification and returns its user when it exists and has not expired. */
   async consumeVerification(ex: Executor, tokenHash: string, now: string): Promise<string | undefined> {
-    const row = await guard(
+    const row = await withDbErrors(
       ex
         .deleteFrom('email_verifications')
         .where('token_hash', '=', tokenHash)
@@ -176,7 +176,7 @@ export const accountsRepo = {
       last_used_at: null,
       revoked_at: null,
     };
-    return guard(
+    return withDbErrors(
       table === 'platform_keys'
         ? ex
             .insertInto('platform_keys')
@@ -191,7 +191,7 @@ export const accountsRepo = {
 
   /** Newest first, at most MAX_CREDENTIALS_LISTED: a list answer stays bounded however many exist. */
   async listCredentials(ex: Executor, table: CredentialTable, userUuid: string): Promise<CredentialRow[]> {
-    const rows = await guard(
+    const rows = await withDbErrors(
       ex
         .selectFrom(table)
         .selectAll()
@@ -213,7 +213,7 @@ export const accountsRepo = {
 
   /** Marks the user's credential revoked; false when it is not theirs or does not exist. */
   async revokeCredential(ex: Executor, table: CredentialTable, userUuid: string, uuid: string, now: string) {
-    const found = await guard(
+    const found = await withDbErrors(
       ex
         .selectFrom(table)
         .select(['uuid', 'revoked_at'])
@@ -223,7 +223,7 @@ export const accountsRepo = {
     );
     if (!found) return false;
     if (found.revoked_at === null) {
-      await guard(ex.updateTable(table).set({ revoked_at: now }).where('uuid', '=', uuid).execute());
+      await withDbErrors(ex.updateTable(table).set({ revoked_at: now }).where('uuid', '=', uuid).execute());
       await announceCredentialChange(ex, userUuid);
     }
     return true;
@@ -235,18 +235,18 @@ export const accountsRepo = {
     table: CredentialTable,
     hash: string,
   ): Promise<CredentialWithUser | undefined> {
-    const [row] = await guard(table === 'platform_keys' ? liveKeyByHash(ex, hash) : liveTokenByHash(ex, hash));
+    const [row] = await withDbErrors(table === 'platform_keys' ? liveKeyByHash(ex, hash) : liveTokenByHash(ex, hash));
     if (!row) return undefined;
     return { credentialUuid: row.credential_uuid, lastUsedAt: row.credential_last_used_at, user: toUser(row) };
   },
 
   touchCredential(ex: Executor, table: CredentialTable, uuid: string, now: string) {
-    return guard(ex.updateTable(table).set({ last_used_at: now }).where('uuid', '=', uuid).execute());
+    return withDbErrors(ex.updateTable(table).set({ last_used_at: now }).where('uuid', '=', uuid).execute());
   },
 
   /** Signing secrets still in force (current first), newest first. */
   listSigningSecrets(ex: Executor, userUuid: string, now: string) {
-    return guard(
+    return withDbErrors(
       ex
         .selectFrom('signing_secrets')
         .select(['uuid', 'secret_sealed', 'created_at', 'expires_at'])
@@ -259,7 +259,7 @@ export const accountsRepo = {
   },
 
   insertSigningSecret(ex: Executor, row: { uuid: string; userUuid: string; sealed: string; createdAt: string }) {
-    return guard(
+    return withDbErrors(
       ex
         .insertInto('signing_secrets')
         .values({
@@ -274,7 +274,7 @@ export const accountsRepo = {
   },
 
   expireCurrentSigningSecrets(ex: Executor, userUuid: string, expiresAt: string) {
-    return guard(
+    return withDbErrors(
       ex
         .updateTable('signing_secrets')
         .set({ expires_at: expiresAt })

@@ -1,6 +1,6 @@
 import { createChangeCache } from '../../db/change-cache.js';
 import type { SecretBox } from '../../lib/crypto.js';
-import type { Runtime } from '../../runtime.js';
+import type { ProcessDeps } from '../../process-deps.js';
 import { type AgentRow, agentChanges, agentsRepo } from './agents-repo.js';
 import { agentsRoutes } from './agents-routes.js';
 import { type AgentDeleteListener, createAgentsService, type RuntimeCheck } from './agents-service.js';
@@ -11,7 +11,7 @@ import { type AgentDeleteListener, createAgentsService, type RuntimeCheck } from
  * once the app listens for its `changeFeed`.
  */
 export function createAgentsModule(deps: {
-  runtime: Runtime;
+  runtime: ProcessDeps;
   checkRuntime: RuntimeCheck;
   box: SecretBox;
   /** How long an agent read outside a transaction is remembered (0: no cache). */

@@ -2,7 +2,7 @@ import type { Selectable } from 'kysely';
 import { changeChannel } from '../../db/change-cache.js';
 import type { Executor } from '../../db/connect.js';
 import type { AgentsTable } from '../../db/database.js';
-import { withDbErrors as guard } from '../../db/errors.js';
+import { withDbErrors } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
 import { prepareQuery } from '../../db/prepared.js';
 import { lockRows } from '../../db/transactions.js';
@@ -46,7 +46,7 @@ const ownedAgent = prepareQuery(2, (ex, uuid: string, userUuid: string) =>
 /** The only code that touches the agents table. Deleted agents are invisible to every read. */
 export const agentsRepo = {
   insert(ex: Executor, agent: AgentRow) {
-    return guard(
+    return withDbErrors(
       ex
         .insertInto('agents')
         .values({
@@ -68,7 +68,7 @@ export const agentsRepo = {
 
   /** The user's live agent, or undefined when it does not exist, is deleted or is someone else's. */
   async findOwned(ex: Executor, userUuid: string, uuid: string): Promise<AgentRow | undefined> {
-    const [row] = await guard(ownedAgent(ex, uuid, userUuid));
+    const [row] = await withDbErrors(ownedAgent(ex, uuid, userUuid));
     return row && toAgent(row);
   },
 
@@ -83,24 +83,24 @@ export const agentsRepo = {
       .where('uuid', '=', uuid)
       .where('deleted_at', 'is', null);
     // Claims of one agent take turns on its row; its submits' foreign key checks do not wait.
-    const row = await guard(lockRows(trx, query, { noKeyUpdate: true }).executeTakeFirst());
+    const row = await withDbErrors(lockRows(trx, query, { noKeyUpdate: true }).executeTakeFirst());
     return row && { status: row.status, concurrency: row.concurrency, runtime: fromDbJson<Runtime>(row.runtime) };
   },
 
   async listOwned(ex: Executor, userUuid: string, offset: number, limit: number) {
     const base = ex.selectFrom('agents').where('user_uuid', '=', userUuid).where('deleted_at', 'is', null);
     const [rows, count] = await Promise.all([
-      guard(
+      withDbErrors(
         base.selectAll().orderBy('created_at', 'desc').orderBy('uuid', 'desc').offset(offset).limit(limit).execute(),
       ),
-      guard(base.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()),
+      withDbErrors(base.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()),
     ]);
     return { agents: rows.map(toAgent), total: Number(count.n) };
   },
 
   async update(ex: Executor, agent: AgentRow) {
     await agentChanges.announce(ex, agent.uuid);
-    return guard(
+    return withDbErrors(
       ex
         .updateTable('agents')
         .set({
@@ -119,7 +119,7 @@ export const agentsRepo = {
 
   async markDeleted(ex: Executor, userUuid: string, uuid: string, now: string): Promise<boolean> {
     await agentChanges.announce(ex, uuid);
-    const result = await guard(
+    const result = await withDbErrors(
       ex
         .updateTable('agents')
         .set({ deleted_at: now, updated_at: now })

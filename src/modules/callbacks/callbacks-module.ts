@@ -1,22 +1,22 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
 import { createFairOutboundDispatcher } from '../../lib/outbound.js';
-import type { Runtime } from '../../runtime.js';
+import type { ProcessDeps } from '../../process-deps.js';
 import type { AccountsService } from '../accounts/accounts-service.js';
 import type { TasksModule } from '../tasks/tasks-module.js';
 import { type ServiceSpan, taskTraceOf } from '../telemetry/service-spans-fns.js';
-import { createDispatcher } from './callbacks-dispatcher.js';
 import { callbacksRepo } from './callbacks-repo.js';
 import { callbacksRoutes } from './callbacks-routes.js';
+import { createCallbackSender } from './callbacks-sender.js';
 import { createCallbacksService } from './callbacks-service.js';
 
 /**
  * Wires task callbacks: an outbox row written with each announced status change (subscribed to
- * `tasks.onStatusChange`), the dispatcher that sends them, and the deliveries routes.
+ * `tasks.onStatusChange`), the sender that sends them, and the deliveries routes.
  */
 export function createCallbacksModule(deps: {
   config: Config;
-  runtime: Runtime;
+  runtime: ProcessDeps;
   accounts: Pick<AccountsService, 'activeSigningSecrets'>;
   tasks: Pick<TasksModule, 'service' | 'onStatusChange' | 'traceFields'>;
   /** Records the service's own spans (the callback attempts), best-effort. */
@@ -31,7 +31,7 @@ export function createCallbacksModule(deps: {
     timeoutMs: config.callbackTimeoutMs,
     perAccount: config.outboundPerAccount,
   });
-  const dispatcher = createDispatcher({
+  const sender = createCallbackSender({
     db: runtime.db,
     repo: callbacksRepo,
     signingSecrets: (userUuid) => deps.accounts.activeSigningSecrets(userUuid),
@@ -57,15 +57,15 @@ export function createCallbacksModule(deps: {
     repo: callbacksRepo,
     tasks: deps.tasks.service,
     clock: runtime.clock,
-    nudge: dispatcher.nudge,
+    nudge: sender.nudge,
   });
   deps.tasks.onStatusChange(service.onStatusChange);
 
   async function routes(app: FastifyInstance) {
-    app.addHook('onReady', async () => dispatcher.start());
-    app.addHook('preClose', async () => dispatcher.stop());
+    app.addHook('onReady', async () => sender.start());
+    app.addHook('preClose', async () => sender.stop());
     await app.register(callbacksRoutes(service));
   }
 
-  return { service, dispatcher, outbound, routes };
+  return { service, sender, outbound, routes };
 }

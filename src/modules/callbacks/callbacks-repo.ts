@@ -2,7 +2,7 @@ import type { Selectable } from 'kysely';
 import { sql } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import type { CallbacksTable } from '../../db/database.js';
-import { withDbErrors as guard } from '../../db/errors.js';
+import { withDbErrors } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
 import { lockRows } from '../../db/transactions.js';
 
@@ -50,7 +50,7 @@ function toRow(r: Selectable<CallbacksTable>): CallbackRow {
 /** The only code that touches the callbacks outbox. */
 export const callbacksRepo = {
   insert(ex: Executor, c: CallbackRow) {
-    return guard(
+    return withDbErrors(
       ex
         .insertInto('callbacks')
         .values({
@@ -72,7 +72,7 @@ export const callbacksRepo = {
   },
 
   async listForTask(ex: Executor, taskUuid: string): Promise<CallbackRow[]> {
-    const rows = await guard(
+    const rows = await withDbErrors(
       ex
         .selectFrom('callbacks')
         .selectAll()
@@ -86,14 +86,14 @@ export const callbacksRepo = {
 
   async find(ex: Executor, taskUuid: string, uuid: string): Promise<CallbackRow | undefined> {
     const query = ex.selectFrom('callbacks').selectAll().where('uuid', '=', uuid).where('task_uuid', '=', taskUuid);
-    const row = await guard(query.executeTakeFirst());
+    const row = await withDbErrors(query.executeTakeFirst());
     return row && toRow(row);
   },
 
   /** `find`, row-locked for the transaction `trx`. */
   async lock(trx: Executor, taskUuid: string, uuid: string): Promise<CallbackRow | undefined> {
     const query = trx.selectFrom('callbacks').selectAll().where('uuid', '=', uuid).where('task_uuid', '=', taskUuid);
-    const row = await guard(lockRows(trx, query).executeTakeFirst());
+    const row = await withDbErrors(lockRows(trx, query).executeTakeFirst());
     return row && toRow(row);
   },
 
@@ -123,14 +123,18 @@ export const callbacksRepo = {
       .where('next_attempt_at', '<=', now)
       .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]));
     if (skipUsers.length > 0) due = due.where('user_uuid', 'not in', skipUsers);
-    const rows = await guard(lockRows(ex, due.orderBy('next_attempt_at').limit(limit), { skipLocked: true }).execute());
+    const rows = await withDbErrors(
+      lockRows(ex, due.orderBy('next_attempt_at').limit(limit), { skipLocked: true }).execute(),
+    );
     return rows.map(toRow);
   },
 
   /** Leases the deliveries to this sender until `leaseUntil`. */
   async lease(ex: Executor, uuids: readonly string[], leaseUntil: string): Promise<void> {
     if (uuids.length === 0) return;
-    await guard(ex.updateTable('callbacks').set({ lease_until: leaseUntil }).where('uuid', 'in', uuids).execute());
+    await withDbErrors(
+      ex.updateTable('callbacks').set({ lease_until: leaseUntil }).where('uuid', 'in', uuids).execute(),
+    );
   },
 
   /** Stores an attempt's outcome and releases the lease. */
@@ -139,7 +143,7 @@ export const callbacksRepo = {
     uuid: string,
     change: { attempts: Attempt[]; status: CallbackStatus; nextAttemptAt: string | null; now: string },
   ) {
-    return guard(
+    return withDbErrors(
       ex
         .updateTable('callbacks')
         .set({
@@ -156,7 +160,7 @@ export const callbacksRepo = {
 
   /** Makes the delivery due now (a manual retry), whatever its status, unless an attempt is in flight. */
   rearm(ex: Executor, uuid: string, now: string) {
-    return guard(
+    return withDbErrors(
       ex
         .updateTable('callbacks')
         .set({ status: 'pending', next_attempt_at: now, updated_at: now })

@@ -3,7 +3,7 @@ import type { Config } from '../../config.js';
 import type { Executor } from '../../db/connect.js';
 import { createLoop } from '../../lib/loop.js';
 import { iso } from '../../lib/time.js';
-import type { Runtime } from '../../runtime.js';
+import type { ProcessDeps } from '../../process-deps.js';
 import { spotlightRepo } from '../spotlight/spotlight-repo.js';
 import { idempotencyRepo } from '../tasks/idempotency-repo.js';
 import { taskQueries } from '../tasks/task-queries.js';
@@ -44,7 +44,7 @@ export interface HousekeepingResult {
  * room owns the SQL of its delete; this module only paces them. On PostgreSQL each batch takes an
  * advisory lock, so instances take turns instead of deleting the same rows together.
  */
-export function createHousekeepingModule(deps: { config: Config; runtime: Runtime }) {
+export function createHousekeepingModule(deps: { config: Config; runtime: ProcessDeps }) {
   const { db, clock, logger } = deps.runtime;
   const repo = createHousekeepingRepo();
   // Set at close, so a round in progress stops between batches.

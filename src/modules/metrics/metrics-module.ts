@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from '../../config.js';
 import { afterCommit } from '../../db/transactions.js';
-import type { Runtime } from '../../runtime.js';
+import type { ProcessDeps } from '../../process-deps.js';
 import type { TasksModule } from '../tasks/tasks-module.js';
 
 const WEBHOOK_ROUTE = '/v1/webhooks/triggers/:trigger_uuid';
@@ -15,7 +15,11 @@ import { createMetrics } from './metrics-registry.js';
  * anyone who reaches the port) or TASKHOOK_METRICS_PORT is set (then only on that port).
  * Every request's duration is observed either way, so turning exposure on loses no history.
  */
-export function createMetricsModule(deps: { config: Config; runtime: Runtime; tasks: Pick<TasksModule, 'onChange'> }) {
+export function createMetricsModule(deps: {
+  config: Config;
+  runtime: ProcessDeps;
+  tasks: Pick<TasksModule, 'onChange'>;
+}) {
   const metrics = createMetrics({ db: deps.runtime.db, clock: deps.runtime.clock });
   // Counted once the change has committed: a rolled-back claim is no claim.
   deps.tasks.onChange(({ trx, operation }) => {
@@ -67,7 +71,7 @@ function statusClass(status: number): string {
 }
 
 /** A plain HTTP server that answers `GET /metrics` and 404 to everything else. */
-function serveMetrics(render: () => Promise<string>, contentType: string, logger: Runtime['logger']): Server {
+function serveMetrics(render: () => Promise<string>, contentType: string, logger: ProcessDeps['logger']): Server {
   return createServer((req, res) => {
     if (req.method !== 'GET' || req.url?.split('?')[0] !== '/metrics') {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');

@@ -1,5 +1,5 @@
 import type { Config } from '../../config.js';
-import type { Runtime } from '../../runtime.js';
+import type { ProcessDeps } from '../../process-deps.js';
 import { accountsRepo } from '../accounts/accounts-repo.js';
 import type { AccountsService } from '../accounts/accounts-service.js';
 import { createGithubClient } from './oauth-github.js';
@@ -12,7 +12,7 @@ import { createOAuthService } from './oauth-service.js';
 /** Wires OAuth login: a client per configured provider, the service and its routes. */
 export function createOAuthModule(deps: {
   config: Pick<Config, 'oauth' | 'publicUrl'>;
-  runtime: Pick<Runtime, 'db' | 'clock'>;
+  runtime: Pick<ProcessDeps, 'db' | 'clock'>;
   accounts: Pick<AccountsService, 'createUser' | 'session' | 'claimPendingAccount'>;
 }) {
   const { oauth } = deps.config;

@@ -1,5 +1,5 @@
 import type { Executor } from '../../db/connect.js';
-import { withDbErrors as guard } from '../../db/errors.js';
+import { withDbErrors } from '../../db/errors.js';
 import { isProviderName } from './oauth-fns.js';
 import type { LoginAttempt } from './oauth-types.js';
 
@@ -7,8 +7,8 @@ import type { LoginAttempt } from './oauth-types.js';
 export const oauthRepo = {
   /** Stores a new attempt, and drops the expired ones so abandoned logins do not pile up. */
   async insertAttempt(ex: Executor, stateHash: string, attempt: Omit<LoginAttempt, 'state'>, now: string) {
-    await guard(ex.deleteFrom('oauth_attempts').where('expires_at', '<=', now).execute());
-    await guard(
+    await withDbErrors(ex.deleteFrom('oauth_attempts').where('expires_at', '<=', now).execute());
+    await withDbErrors(
       ex
         .insertInto('oauth_attempts')
         .values({
@@ -29,7 +29,7 @@ export const oauthRepo = {
    * exactly one gets it. Expiry and provider are the caller's to check.
    */
   async takeAttempt(ex: Executor, stateHash: string, state: string): Promise<LoginAttempt | undefined> {
-    const row = await guard(
+    const row = await withDbErrors(
       ex.deleteFrom('oauth_attempts').where('state_hash', '=', stateHash).returningAll().executeTakeFirst(),
     );
     if (!row || !isProviderName(row.provider)) return undefined;
@@ -45,7 +45,7 @@ export const oauthRepo = {
 
   /** The user linked to (provider, subject), recording the login. */
   async useIdentity(ex: Executor, provider: string, subject: string, now: string): Promise<string | undefined> {
-    const row = await guard(
+    const row = await withDbErrors(
       ex
         .updateTable('oauth_identities')
         .set({ last_login_at: now })
@@ -62,7 +62,7 @@ export const oauthRepo = {
     row: { provider: string; subject: string; userUuid: string; email: string | null },
     now: string,
   ): Promise<unknown> {
-    return guard(
+    return withDbErrors(
       ex
         .insertInto('oauth_identities')
         .values({

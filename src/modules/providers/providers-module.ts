@@ -1,12 +1,12 @@
 import type { Config } from '../../config.js';
 import type { SecretBox } from '../../lib/crypto.js';
-import type { Runtime } from '../../runtime.js';
+import type { ProcessDeps } from '../../process-deps.js';
 import { providersRepo } from './providers-repo.js';
 import { providersRoutes } from './providers-routes.js';
 import { createProvidersService } from './providers-service.js';
 
 /** Wires provider credentials: the service (also used by the model proxy) and its routes. */
-export function createProvidersModule(deps: { config: Config; runtime: Runtime; box: SecretBox }) {
+export function createProvidersModule(deps: { config: Config; runtime: ProcessDeps; box: SecretBox }) {
   const service = createProvidersService({
     db: deps.runtime.db,
     repo: providersRepo,

@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import type { ProviderCredentialsTable } from '../../db/database.js';
-import { withDbErrors as guard } from '../../db/errors.js';
+import { withDbErrors } from '../../db/errors.js';
 import { fromDbJson } from '../../db/json.js';
 
 export interface CredentialRow {
@@ -35,7 +35,7 @@ function toRow(r: Selectable<ProviderCredentialsTable>): CredentialRow {
 /** The only code that touches the provider_credentials table. */
 export const providersRepo = {
   insert(ex: Executor, c: CredentialRow) {
-    return guard(
+    return withDbErrors(
       ex
         .insertInto('provider_credentials')
         .values({
@@ -55,7 +55,7 @@ export const providersRepo = {
   },
 
   update(ex: Executor, c: CredentialRow) {
-    return guard(
+    return withDbErrors(
       ex
         .updateTable('provider_credentials')
         .set({
@@ -71,7 +71,7 @@ export const providersRepo = {
   },
 
   async findOwned(ex: Executor, userUuid: string, uuid: string): Promise<CredentialRow | undefined> {
-    const row = await guard(
+    const row = await withDbErrors(
       ex
         .selectFrom('provider_credentials')
         .selectAll()
@@ -83,7 +83,7 @@ export const providersRepo = {
   },
 
   async findByName(ex: Executor, userUuid: string, name: string): Promise<CredentialRow | undefined> {
-    const row = await guard(
+    const row = await withDbErrors(
       ex
         .selectFrom('provider_credentials')
         .selectAll()
@@ -95,7 +95,7 @@ export const providersRepo = {
   },
 
   async list(ex: Executor, userUuid: string): Promise<CredentialRow[]> {
-    const rows = await guard(
+    const rows = await withDbErrors(
       ex
         .selectFrom('provider_credentials')
         .selectAll()
@@ -108,7 +108,7 @@ export const providersRepo = {
   },
 
   async count(ex: Executor, userUuid: string): Promise<number> {
-    const row = await guard(
+    const row = await withDbErrors(
       ex
         .selectFrom('provider_credentials')
         .select((eb) => eb.fn.countAll().as('n'))
@@ -120,15 +120,17 @@ export const providersRepo = {
 
   /** PostgreSQL: serialises a user's creates, so the count and the insert are one step. */
   async lockOwner(ex: Executor, userUuid: string) {
-    await guard(ex.selectFrom('users').select('uuid').where('uuid', '=', userUuid).forUpdate().execute());
+    await withDbErrors(ex.selectFrom('users').select('uuid').where('uuid', '=', userUuid).forUpdate().execute());
   },
 
   async remove(ex: Executor, uuid: string) {
-    await guard(ex.deleteFrom('provider_credentials').where('uuid', '=', uuid).execute());
+    await withDbErrors(ex.deleteFrom('provider_credentials').where('uuid', '=', uuid).execute());
   },
 
   touch(ex: Executor, uuid: string, at: string) {
-    return guard(ex.updateTable('provider_credentials').set({ last_used_at: at }).where('uuid', '=', uuid).execute());
+    return withDbErrors(
+      ex.updateTable('provider_credentials').set({ last_used_at: at }).where('uuid', '=', uuid).execute(),
+    );
   },
 
   /**
@@ -136,7 +138,7 @@ export const providersRepo = {
    * module's JSON column, read here only to keep a credential in use from being deleted.
    */
   async agentsUsing(ex: Executor, userUuid: string, credentialUuid: string): Promise<string[]> {
-    const rows = await guard(
+    const rows = await withDbErrors(
       ex
         .selectFrom('agents')
         .select(['name', 'runtime'])

@@ -33,7 +33,7 @@ export function leaseSecondsOf(runtime: Runtime): number {
  * other instances queued. A run in flight is aborted when its task is cancelled or times out,
  * on this instance or another (the notifier carries the change).
  */
-export function createDispatcher(deps: {
+export function createPushDispatcher(deps: {
   db: Db;
   lifecycle: Pick<Lifecycle, 'claim'>;
   /** The tasks room's reads: which agents have work, a task's status now. */
@@ -168,7 +168,7 @@ export function createDispatcher(deps: {
   };
 }
 
-export type Dispatcher = ReturnType<typeof createDispatcher>;
+export type PushDispatcher = ReturnType<typeof createPushDispatcher>;
 
 /**
  * Push runs in flight per account on this instance, so one account's hanging runs (each agent may

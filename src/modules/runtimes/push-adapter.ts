@@ -1,6 +1,6 @@
 import type { Config } from '../../config.js';
 import type { FairOutbound } from '../../lib/outbound-fair.js';
-import type { Runtime as ProcessDeps } from '../../runtime.js';
+import type { ProcessDeps } from '../../process-deps.js';
 import type { AccountsService } from '../accounts/accounts-service.js';
 import type { SpotlightService } from '../spotlight/spotlight-service.js';
 import type { PushRuntime } from './push-runtime.js';

@@ -4,7 +4,7 @@ import { afterCommit } from '../../db/transactions.js';
 import type { SecretBox } from '../../lib/crypto.js';
 import { createFairOutboundDispatcher } from '../../lib/outbound.js';
 import type { FairOutbound } from '../../lib/outbound-fair.js';
-import type { Runtime as ServiceRuntime } from '../../runtime.js';
+import type { ProcessDeps } from '../../process-deps.js';
 import type { AccountsService } from '../accounts/accounts-service.js';
 import { openRuntimeHeaders } from '../agents/runtime-headers.js';
 import type { SpotlightService } from '../spotlight/spotlight-service.js';
@@ -13,7 +13,7 @@ import type { TasksModule } from '../tasks/tasks-module.js';
 import { tasksRepo } from '../tasks/tasks-repo.js';
 import type { TaskChangeEvent } from '../tasks/tasks-writer.js';
 import { a2aAdapter } from './a2a/a2a-adapter.js';
-import { createDispatcher } from './dispatcher.js';
+import { createPushDispatcher } from './dispatcher.js';
 import { httpAdapter } from './http/http-adapter.js';
 import { modelAdapter } from './model/model-adapter.js';
 import type { PushAdapter } from './push-adapter.js';
@@ -36,7 +36,7 @@ const ADAPTERS = {
  */
 export function createRuntimesModule(deps: {
   config: Config;
-  runtime: ServiceRuntime;
+  runtime: ProcessDeps;
   box: SecretBox;
   tasks: Pick<TasksModule, 'lifecycle' | 'writer' | 'notifier' | 'onStatusChange'>;
   accounts: Pick<AccountsService, 'activeSigningSecrets'>;
@@ -70,7 +70,7 @@ export function createRuntimesModule(deps: {
     log: runtime.logger,
     onRetry: (delayMs) => wakeAfter(delayMs),
   });
-  const dispatcher = createDispatcher({
+  const dispatcher = createPushDispatcher({
     db: runtime.db,
     lifecycle: deps.tasks.lifecycle,
     queue: tasksRepo,

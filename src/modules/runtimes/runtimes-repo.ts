@@ -1,5 +1,5 @@
 import type { Executor } from '../../db/connect.js';
-import { withDbErrors as guard } from '../../db/errors.js';
+import { withDbErrors } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
 import type { Runtime } from '../agents/agents-schemas.js';
 
@@ -16,7 +16,7 @@ export interface PushRunRow {
 export const runtimesRepo = {
   /** The push run row of a task, or null. */
   async findRun(ex: Executor, taskUuid: string): Promise<PushRunRow | null> {
-    const row = await guard(
+    const row = await withDbErrors(
       ex
         .selectFrom('push_runs')
         .select(['state', 'accepted_lease_id'])
@@ -31,7 +31,7 @@ export const runtimesRepo = {
   /** Stores a runtime's state for the task (creating its row). */
   saveState(ex: Executor, taskUuid: string, state: Record<string, unknown> | null, now: string) {
     const value = state === null ? null : toDbJson(state);
-    return guard(
+    return withDbErrors(
       ex
         .insertInto('push_runs')
         .values({ task_uuid: taskUuid, state: value, accepted_lease_id: null, updated_at: now })
@@ -42,7 +42,7 @@ export const runtimesRepo = {
 
   /** Records that the agent accepted the task under `leaseId` (http 202). */
   markAccepted(ex: Executor, taskUuid: string, leaseId: string, now: string) {
-    return guard(
+    return withDbErrors(
       ex
         .insertInto('push_runs')
         .values({ task_uuid: taskUuid, state: null, accepted_lease_id: leaseId, updated_at: now })
@@ -54,14 +54,14 @@ export const runtimesRepo = {
   /** Deletes the task's push run row; the row as it was, or null. */
   async takeRun(ex: Executor, taskUuid: string): Promise<PushRunRow | null> {
     const row = await runtimesRepo.findRun(ex, taskUuid);
-    if (row) await guard(ex.deleteFrom('push_runs').where('task_uuid', '=', taskUuid).execute());
+    if (row) await withDbErrors(ex.deleteFrom('push_runs').where('task_uuid', '=', taskUuid).execute());
     return row;
   },
 
   /** The runtime type of each of these agents (deleted ones included). */
   async runtimeTypes(ex: Executor, agentUuids: string[]): Promise<Array<{ uuid: string; type: Runtime['type'] }>> {
     if (agentUuids.length === 0) return [];
-    const rows = await guard(
+    const rows = await withDbErrors(
       ex.selectFrom('agents').select(['uuid', 'runtime']).where('uuid', 'in', agentUuids).execute(),
     );
     return rows.map((r) => ({ uuid: r.uuid, type: fromDbJson<Runtime>(r.runtime).type }));
@@ -69,7 +69,9 @@ export const runtimesRepo = {
 
   /** An agent's runtime as stored (deleted agents included), or undefined. */
   async runtimeOf(ex: Executor, agentUuid: string): Promise<Runtime | undefined> {
-    const row = await guard(ex.selectFrom('agents').select('runtime').where('uuid', '=', agentUuid).executeTakeFirst());
+    const row = await withDbErrors(
+      ex.selectFrom('agents').select('runtime').where('uuid', '=', agentUuid).executeTakeFirst(),
+    );
     return row && fromDbJson<Runtime>(row.runtime);
   },
 };

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
 import { createConnectionLimits } from '../../http/connection-limits.js';
 import { createOutboundDispatcher } from '../../lib/outbound.js';
-import type { Runtime } from '../../runtime.js';
+import type { ProcessDeps } from '../../process-deps.js';
 import type { ProvidersService } from '../providers/providers-service.js';
 import { loadPriceTable } from './spotlight-prices.js';
 import { createSpotlightQueries } from './spotlight-queries.js';
@@ -20,7 +20,7 @@ import { usageRoutes } from './spotlight-usage-routes.js';
  */
 export function createSpotlightModule(deps: {
   config: Config;
-  runtime: Runtime;
+  runtime: ProcessDeps;
   providers: ProvidersService;
   observers?: CallObserver[];
 }) {

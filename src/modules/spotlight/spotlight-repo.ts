@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/connect.js';
-import { withDbErrors as guard } from '../../db/errors.js';
+import { withDbErrors } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
 import { taskQueries } from '../tasks/task-queries.js';
 
@@ -64,7 +64,7 @@ function callsOf(ex: Executor, userUuid: string) {
 /** The only code that touches the spotlight_calls table. */
 export const spotlightRepo = {
   insert(ex: Executor, c: CallRow) {
-    return guard(
+    return withDbErrors(
       ex
         .insertInto('spotlight_calls')
         .values({
@@ -99,7 +99,7 @@ export const spotlightRepo = {
         q.where('s.provider_credential_uuid', '=', filter.credentialUuid as string),
       );
     const [rows, total] = await Promise.all([
-      guard(
+      withDbErrors(
         base
           .selectAll('s')
           .select('p.name as credential_name')
@@ -109,13 +109,13 @@ export const spotlightRepo = {
           .limit(limit)
           .execute(),
       ),
-      guard(base.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()),
+      withDbErrors(base.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()),
     ]);
     return { calls: rows.map(toNamedCall), total: Number(total.n) };
   },
 
   async find(ex: Executor, userUuid: string, uuid: string): Promise<NamedCallRow | undefined> {
-    const row = await guard(
+    const row = await withDbErrors(
       callsOf(ex, userUuid)
         .selectAll('s')
         .select('p.name as credential_name')
@@ -128,7 +128,7 @@ export const spotlightRepo = {
   /** Totals per (UTC day, credential, upstream model) of calls created in [from, before). */
   async usage(ex: Executor, userUuid: string, from: string, before: string): Promise<UsageRow[]> {
     const day = sql<string>`substr(s.created_at, 1, 10)`;
-    const rows = await guard(
+    const rows = await withDbErrors(
       callsOf(ex, userUuid)
         .where('s.created_at', '>=', from)
         .where('s.created_at', '<', before)
@@ -170,7 +170,7 @@ export const spotlightRepo = {
   /** Deletes up to `batch` records created before `before`; returns how many went. */
   async deleteExpiredCalls(ex: Executor, before: string, batch: number): Promise<number> {
     const old = ex.selectFrom('spotlight_calls').select('uuid').where('created_at', '<', before).limit(batch);
-    const result = await guard(ex.deleteFrom('spotlight_calls').where('uuid', 'in', old).executeTakeFirst());
+    const result = await withDbErrors(ex.deleteFrom('spotlight_calls').where('uuid', 'in', old).executeTakeFirst());
     return Number(result.numDeletedRows);
   },
 };

@@ -1,5 +1,5 @@
 import type { Executor } from '../../db/connect.js';
-import { withDbErrors as guard } from '../../db/errors.js';
+import { withDbErrors } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
 
 export interface IdempotencyRecord {
@@ -16,7 +16,7 @@ export interface IdempotencyRecord {
 export const idempotencyRepo = {
   /** Inserts the key; a live duplicate raises UniqueViolationError. An expired one is replaced. */
   async claim(ex: Executor, rec: IdempotencyRecord) {
-    await guard(
+    await withDbErrors(
       ex
         .deleteFrom('idempotency_keys')
         .where('user_uuid', '=', rec.userUuid)
@@ -24,7 +24,7 @@ export const idempotencyRepo = {
         .where('expires_at', '<=', rec.createdAt)
         .execute(),
     );
-    await guard(
+    await withDbErrors(
       ex
         .insertInto('idempotency_keys')
         .values({
@@ -41,7 +41,7 @@ export const idempotencyRepo = {
   },
 
   async find(ex: Executor, userUuid: string, key: string) {
-    const row = await guard(
+    const row = await withDbErrors(
       ex
         .selectFrom('idempotency_keys')
         .select(['request_hash', 'response', 'expires_at'])
@@ -56,7 +56,7 @@ export const idempotencyRepo = {
 
   /** Deletes up to `limit` keys that expired before `now` (housekeeping). @returns how many went. */
   async deleteExpired(ex: Executor, now: string, limit: number): Promise<number> {
-    const result = await guard(
+    const result = await withDbErrors(
       ex
         .deleteFrom('idempotency_keys')
         .where(({ eb, refTuple, selectFrom }) =>

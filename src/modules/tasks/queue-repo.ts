@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/connect.js';
-import { withDbErrors as guard } from '../../db/errors.js';
+import { withDbErrors } from '../../db/errors.js';
 import { fromDbJson } from '../../db/json.js';
 import { lockRows } from '../../db/transactions.js';
 import type { Runtime } from '../agents/agents-schemas.js';
@@ -39,13 +39,13 @@ export const queueRepo = {
       .orderBy('created_at')
       .orderBy('uuid')
       .limit(limit);
-    const rows = await guard(lockRows(trx, query, { skipLocked: true }).execute());
+    const rows = await withDbErrors(lockRows(trx, query, { skipLocked: true }).execute());
     return rows.map(toRecord);
   },
 
   /** How many tasks of the agent a worker (or a push run) holds now. */
   async countHeld(ex: Executor, agentUuid: string): Promise<number> {
-    const row = await guard(
+    const row = await withDbErrors(
       ex
         .selectFrom('tasks')
         .select((eb) => eb.fn.countAll().as('n'))
@@ -58,7 +58,7 @@ export const queueRepo = {
 
   /** Ready tasks that a new task of this priority would wait behind, counted up to `cap`. */
   async countAhead(ex: Executor, agentUuid: string, priority: number, cap: number): Promise<number> {
-    const row = await guard(
+    const row = await withDbErrors(
       sql<{ n: number | string }>`select count(*) as n from (select 1 from tasks
         where agent_uuid = ${agentUuid} and ready = true and priority >= ${priority} limit ${cap}) as ahead`.execute(
         ex,
@@ -69,7 +69,7 @@ export const queueRepo = {
 
   /** Run times (ms) of the agent's most recently completed tasks. */
   async recentRunTimes(ex: Executor, agentUuid: string, count: number): Promise<number[]> {
-    const rows = await guard(
+    const rows = await withDbErrors(
       ex
         .selectFrom('tasks')
         .select(['started_at', 'completed_at'])
@@ -88,7 +88,7 @@ export const queueRepo = {
   async agentsWithWork(ex: Executor, dialect: 'sqlite' | 'postgres', limit: number): Promise<WaitingAgent[]> {
     // Worker agents are left out in SQL: there may be many of them with work, and the limit must not hide ours.
     const type = dialect === 'sqlite' ? sql<string>`json_extract(runtime, '$.type')` : sql<string>`runtime->>'type'`;
-    const rows = await guard(
+    const rows = await withDbErrors(
       ex
         .selectFrom('agents')
         .select(['uuid', 'user_uuid', 'runtime'])
@@ -112,7 +112,9 @@ export const queueRepo = {
 
   /** A task's status and lease id, or undefined when it is gone (a cheap look, no lock). */
   statusOf(ex: Executor, taskUuid: string) {
-    return guard(ex.selectFrom('tasks').select(['status', 'lease_id']).where('uuid', '=', taskUuid).executeTakeFirst());
+    return withDbErrors(
+      ex.selectFrom('tasks').select(['status', 'lease_id']).where('uuid', '=', taskUuid).executeTakeFirst(),
+    );
   },
 
   /**
@@ -127,12 +129,12 @@ export const queueRepo = {
       .where('status', 'in', [...OPEN_STATUSES])
       .orderBy('uuid')
       .limit(limit);
-    return (await guard(lockRows(trx, query).execute())).map(toRecord);
+    return (await withDbErrors(lockRows(trx, query).execute())).map(toRecord);
   },
 
   /** Tasks whose lease ran out before `now`. */
   async expiredLeases(ex: Executor, now: string, limit: number): Promise<string[]> {
-    const rows = await guard(
+    const rows = await withDbErrors(
       ex.selectFrom('tasks').select('uuid').where('lease_expires_at', '<', now).limit(limit).execute(),
     );
     return rows.map((r) => r.uuid);
@@ -140,7 +142,7 @@ export const queueRepo = {
 
   /** Running tasks past their timeout. */
   async timedOut(ex: Executor, now: string, limit: number): Promise<string[]> {
-    const rows = await guard(
+    const rows = await withDbErrors(
       ex
         .selectFrom('tasks')
         .select('uuid')

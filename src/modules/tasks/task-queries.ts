@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/connect.js';
-import { withDbErrors as guard } from '../../db/errors.js';
+import { withDbErrors } from '../../db/errors.js';
 import { FINAL_STATUSES, type TaskStatus } from './tasks-fns.js';
 import { type TaskRecord, toRecord } from './tasks-record.js';
 
@@ -50,7 +50,7 @@ export const taskQueries = {
 
   /** The model proxy's attribution: the task's id and agent when it is the user's. */
   ownedBy(ex: Executor, userUuid: string, taskUuid: string) {
-    return guard(
+    return withDbErrors(
       ex
         .selectFrom('tasks')
         .select(['uuid', 'agent_uuid'])
@@ -97,7 +97,7 @@ export const taskQueries = {
         ),
       );
     const [rows, count] = await Promise.all([
-      guard(
+      withDbErrors(
         base
           .selectAll('tasks')
           .orderBy('tasks.created_at', 'desc')
@@ -105,7 +105,7 @@ export const taskQueries = {
           .$if(page !== null, (qb) => qb.offset(page?.offset ?? 0).limit(page?.limit ?? 0))
           .execute(),
       ),
-      guard(base.select(sql<number | string>`count(*)`.as('n')).executeTakeFirstOrThrow()),
+      withDbErrors(base.select(sql<number | string>`count(*)`.as('n')).executeTakeFirstOrThrow()),
     ]);
     return { tasks: rows.map(toRecord), total: Number(count.n) };
   },

@@ -3,7 +3,7 @@ import type { Config } from '../../config.js';
 import type { ConnectionLimits } from '../../http/connection-limits.js';
 import { invalid } from '../../http/errors.js';
 import { checkOutboundUrl, OutboundUrlError } from '../../lib/outbound.js';
-import type { Runtime } from '../../runtime.js';
+import type { ProcessDeps } from '../../process-deps.js';
 import type { CredentialCheck } from '../accounts/accounts-module.js';
 import type { AgentsModule } from '../agents/agents-module.js';
 import { agentsRepo } from '../agents/agents-repo.js';
@@ -28,7 +28,7 @@ import { createWorkerService } from './worker-service.js';
  */
 export function createTasksModule(deps: {
   config: Config;
-  runtime: Runtime;
+  runtime: ProcessDeps;
   agents: Pick<AgentsModule, 'service' | 'onDelete' | 'beforeDelete'>;
   /** Per-user counts of open streams and waiting claims. */
   connections: ConnectionLimits;

@@ -1,7 +1,7 @@
 import { SqliteAdapter } from 'kysely';
 import { chunks, insertRows, MAX_PARAMETERS, updateFromValues } from '../../db/batches.js';
 import type { Executor } from '../../db/connect.js';
-import { withDbErrors as guard } from '../../db/errors.js';
+import { withDbErrors } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
 import { prepareQuery } from '../../db/prepared.js';
 import { lockRows } from '../../db/transactions.js';
@@ -39,7 +39,7 @@ const ownTaskLocked = prepareQuery(3, (ex, t: string, a: string, u: string) => l
 export const tasksRepo = {
   insertTask(ex: Executor, task: TaskRecord) {
     const columns = toColumns(task);
-    return guard(insertTaskRow(ex, ...TASK_COLUMNS.map((c) => columns[c] ?? null)));
+    return withDbErrors(insertTaskRow(ex, ...TASK_COLUMNS.map((c) => columns[c] ?? null)));
   },
 
   /** Inserts new tasks in one statement (one row: the prepared insert). */
@@ -53,12 +53,12 @@ export const tasksRepo = {
       const columns = toColumns(task);
       for (const c of TASK_COLUMNS) values.push(columns[c] ?? null);
     }
-    await guard(insertRows(ex, 'tasks', TASK_COLUMNS, values));
+    await withDbErrors(insertRows(ex, 'tasks', TASK_COLUMNS, values));
   },
 
   /** Writes the changed fields. */
   updateTask(ex: Executor, uuid: string, changes: Partial<TaskRecord>) {
-    return guard(
+    return withDbErrors(
       ex
         .updateTable('tasks')
         .set(toColumns(changes) as never)
@@ -87,18 +87,18 @@ export const tasksRepo = {
       group.rows.push([uuid, ...columns.map((c) => values[c])]);
     }
     const target = { table: 'tasks', key: 'uuid', pgTypes: PG_TYPES };
-    for (const { columns, rows } of groups.values()) await guard(updateFromValues(ex, target, columns, rows));
+    for (const { columns, rows } of groups.values()) await withDbErrors(updateFromValues(ex, target, columns, rows));
   },
 
   /** The task when it belongs to this agent of this user. */
   async findTask(ex: Executor, where: TaskKey): Promise<TaskRecord | undefined> {
-    const [row] = await guard(ownTask(ex, where.taskUuid, where.agentUuid, where.userUuid));
+    const [row] = await withDbErrors(ownTask(ex, where.taskUuid, where.agentUuid, where.userUuid));
     return row && toRecord(row);
   },
 
   /** Where a task's trace hangs (see `TaskRecord.traceId`), by task id alone; for telemetry. */
   async traceFields(ex: Executor, uuid: string) {
-    const row = await guard(
+    const row = await withDbErrors(
       ex
         .selectFrom('tasks')
         .select(['uuid', 'trace_id', 'trace_parent_span_id'])
@@ -110,7 +110,7 @@ export const tasksRepo = {
 
   /** `findTask`, row-locked for the transaction `trx`. */
   async lockTask(trx: Executor, where: TaskKey): Promise<TaskRecord | undefined> {
-    const [row] = await guard(ownTaskLocked(trx, where.taskUuid, where.agentUuid, where.userUuid));
+    const [row] = await withDbErrors(ownTaskLocked(trx, where.taskUuid, where.agentUuid, where.userUuid));
     return row && toRecord(row);
   },
 
@@ -127,7 +127,7 @@ export const tasksRepo = {
     for (const part of chunks([...taskUuids].sort(), MAX_PARAMETERS)) {
       let query = trx.selectFrom('tasks').selectAll().where('uuid', 'in', part).orderBy('uuid');
       if (!byKeyOnly) query = query.where('agent_uuid', '=', where.agentUuid).where('user_uuid', '=', where.userUuid);
-      for (const row of await guard(lockRows(trx, query).execute())) {
+      for (const row of await withDbErrors(lockRows(trx, query).execute())) {
         if (row.agent_uuid === where.agentUuid && row.user_uuid === where.userUuid) out.push(toRecord(row));
       }
     }
@@ -136,14 +136,14 @@ export const tasksRepo = {
 
   /** Any task by id, row-locked for the transaction `trx` (the sweeper). */
   async lockByUuid(trx: Executor, uuid: string): Promise<TaskRecord | undefined> {
-    const row = await guard(
+    const row = await withDbErrors(
       lockRows(trx, trx.selectFrom('tasks').selectAll().where('uuid', '=', uuid)).executeTakeFirst(),
     );
     return row && toRecord(row);
   },
 
   insertEvent(ex: Executor, event: NewTaskEvent) {
-    return guard(
+    return withDbErrors(
       ex
         .insertInto('task_events')
         .values({ task_uuid: event.taskUuid, seq: event.seq, data: toDbJson(event.data), created_at: event.createdAt })
@@ -160,12 +160,12 @@ export const tasksRepo = {
     }
     const values: unknown[] = [];
     for (const e of events) values.push(e.taskUuid, e.seq, toDbJson(e.data), e.createdAt);
-    await guard(insertRows(ex, 'task_events', EVENT_COLUMNS, values));
+    await withDbErrors(insertRows(ex, 'task_events', EVENT_COLUMNS, values));
   },
 
   /** Up to `limit` stored events of a task after `afterSeq`, oldest first (see task-events-fns.ts). */
   async eventsAfter(ex: Executor, taskUuid: string, afterSeq: number, limit: number) {
-    const rows = await guard(
+    const rows = await withDbErrors(
       ex
         .selectFrom('task_events')
         .select(['seq', 'data'])
@@ -180,7 +180,7 @@ export const tasksRepo = {
 
   /** A task's original message and conversation, by task id alone (events are joined with it). */
   async conversation(ex: Executor, uuid: string) {
-    const row = await guard(
+    const row = await withDbErrors(
       ex.selectFrom('tasks').select(['message', 'messages']).where('uuid', '=', uuid).executeTakeFirst(),
     );
     return row && { message: row.message, messages: fromDbJson<ConversationMessage[]>(row.messages) };
@@ -198,10 +198,10 @@ export const tasksRepo = {
       .where('user_uuid', '=', filter.userUuid)
       .$if(filter.status !== undefined, (qb) => qb.where('status', '=', filter.status as string));
     const [rows, count] = await Promise.all([
-      guard(
+      withDbErrors(
         base.selectAll().orderBy('created_at', 'desc').orderBy('uuid', 'desc').offset(offset).limit(limit).execute(),
       ),
-      guard(base.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()),
+      withDbErrors(base.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()),
     ]);
     return { tasks: rows.map(toRecord), total: Number(count.n) };
   },

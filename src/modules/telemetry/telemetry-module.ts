@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
-import type { Runtime } from '../../runtime.js';
+import type { ProcessDeps } from '../../process-deps.js';
 import { ingestRoutes } from './ingest-routes.js';
 import { createTaskTracer, type TracedChange } from './task-tracer.js';
 import { telemetryRepo } from './telemetry-repo.js';
@@ -20,7 +20,7 @@ declare module 'fastify' {
  */
 export function createTelemetryModule(deps: {
   config: Config;
-  runtime: Runtime;
+  runtime: ProcessDeps;
   /** The name of a user's agent for task spans (null when it is gone). */
   agentName: (userUuid: string, agentUuid: string) => Promise<string | null>;
   /** Every saved change of a task, heard inside its transaction (the tasks module's `onChange`). */

@@ -2,7 +2,7 @@ import { type Expression, type SqlBool, sql } from 'kysely';
 import { insertRows } from '../../db/batches.js';
 import type { Executor } from '../../db/connect.js';
 import type { TelemetryLogsTable } from '../../db/database.js';
-import { withDbErrors as guard } from '../../db/errors.js';
+import { withDbErrors } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
 import type { Attributes, JsonValue } from './otlp-values-fns.js';
 import { SPAN_COLUMNS, type SpanOrigin, spanFromRow, spanValues, UPSERT_SUFFIX } from './span-rows.js';
@@ -73,7 +73,7 @@ export const telemetryRepo = {
     if (spans.length === 0) return [];
     const values: unknown[] = [];
     for (const span of spans) spanValues(values, userUuid, origin, receivedAt, span);
-    return guard(
+    return withDbErrors(
       insertRows<{ trace_id: string; span_id: string }>(
         ex,
         'telemetry_spans',
@@ -95,7 +95,7 @@ export const telemetryRepo = {
       attributes: toDbJson(l.attributes),
       resource_attributes: toDbJson(l.resource_attributes),
     }));
-    await guard(
+    await withDbErrors(
       ex
         .insertInto('telemetry_logs')
         .values(values)
@@ -134,7 +134,7 @@ export const telemetryRepo = {
       conds.push(sql<SqlBool>`(min(start_key) < ${key} or (min(start_key) = ${key} and trace_id < ${traceId}))`);
     }
     for (const c of conds) q = q.having(c);
-    const rows = await guard(
+    const rows = await withDbErrors(
       q.orderBy(sql`min(start_key)`, 'desc').orderBy('trace_id', 'desc').limit(f.limit).execute(),
     );
     return rows.map((r) => ({
@@ -153,7 +153,7 @@ export const telemetryRepo = {
    */
   async spansOfTraces(ex: Executor, userUuid: string, traceIds: string[], cutoff: string): Promise<SpanRow[]> {
     if (traceIds.length === 0) return [];
-    const rows = await guard(
+    const rows = await withDbErrors(
       ex
         .selectFrom('telemetry_spans')
         .selectAll()
@@ -171,7 +171,7 @@ export const telemetryRepo = {
    * sorts only that trace's spans.
    */
   async firstSpansOfTrace(ex: Executor, userUuid: string, traceId: string, cutoff: string, limit: number) {
-    const rows = await guard(
+    const rows = await withDbErrors(
       ex
         .selectFrom('telemetry_spans')
         .selectAll()
@@ -202,7 +202,7 @@ export const telemetryRepo = {
       .limit(upTo);
     const [a, b] = await Promise.all(
       [spans, logs].map((q) =>
-        guard(
+        withDbErrors(
           ex
             .selectFrom(q.as('live'))
             .select((eb) => eb.fn.countAll().as('n'))
@@ -241,7 +241,7 @@ export const telemetryRepo = {
     if (f.fromKey) conds.push(sql`s.start_key >= ${f.fromKey}`);
     if (f.toKey) conds.push(sql`s.start_key < ${f.toKey}`);
     if (f.service !== undefined) conds.push(sql`s.service_name = ${f.service}`);
-    const { rows } = await guard(
+    const { rows } = await withDbErrors(
       sql<UsageRow>`select ${columns[0]} as day, ${columns[1]} as model, ${columns[2]} as agent_id,
           sum(coalesce(s.input_tokens, 0)) as input_tokens, sum(coalesce(s.output_tokens, 0)) as output_tokens,
           count(*) as span_count
@@ -271,7 +271,7 @@ export const telemetryRepo = {
       const { key, uuid } = f.after;
       q = q.where((eb) => eb.or([eb('time_key', '<', key), eb.and([eb('time_key', '=', key), eb('uuid', '<', uuid)])]));
     }
-    const rows = await guard(q.orderBy('time_key', 'desc').orderBy('uuid', 'desc').limit(f.limit).execute());
+    const rows = await withDbErrors(q.orderBy('time_key', 'desc').orderBy('uuid', 'desc').limit(f.limit).execute());
     return rows.map(({ user_uuid: _, received_at: __, ...r }) => ({
       ...r,
       body: JSON.parse(r.body) as JsonValue,
@@ -287,7 +287,7 @@ export const telemetryRepo = {
       .select(['user_uuid', 'trace_id', 'span_id'])
       .where('end_time', '<', cutoff)
       .limit(batch);
-    const res = await guard(
+    const res = await withDbErrors(
       ex
         .deleteFrom('telemetry_spans')
         .where((eb) =>
@@ -305,7 +305,7 @@ export const telemetryRepo = {
   /** Deletes at most `batch` log records older than `cutoff`; returns how many. */
   async deleteExpiredLogs(ex: Executor, cutoff: string, batch: number): Promise<number> {
     const doomed = ex.selectFrom('telemetry_logs').select('uuid').where('time', '<', cutoff).limit(batch);
-    const res = await guard(ex.deleteFrom('telemetry_logs').where('uuid', 'in', doomed).executeTakeFirst());
+    const res = await withDbErrors(ex.deleteFrom('telemetry_logs').where('uuid', 'in', doomed).executeTakeFirst());
     return Number(res.numDeletedRows);
   },
 };

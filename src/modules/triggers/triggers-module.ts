@@ -3,7 +3,7 @@ import type { Config } from '../../config.js';
 import { createChangeCache } from '../../db/change-cache.js';
 import { afterCommit } from '../../db/transactions.js';
 import type { SecretBox } from '../../lib/crypto.js';
-import type { Runtime } from '../../runtime.js';
+import type { ProcessDeps } from '../../process-deps.js';
 import type { AgentsModule } from '../agents/agents-module.js';
 import { agentsRepo } from '../agents/agents-repo.js';
 import type { TasksService } from '../tasks/tasks-service.js';
@@ -20,7 +20,7 @@ import { createWebhookService } from './webhook-service.js';
  */
 export function createTriggersModule(deps: {
   config: Config;
-  runtime: Runtime;
+  runtime: ProcessDeps;
   box: SecretBox;
   agents: Pick<AgentsModule, 'service' | 'onDelete'>;
   tasks: TasksService;

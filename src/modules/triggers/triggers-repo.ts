@@ -2,7 +2,7 @@ import type { Selectable } from 'kysely';
 import { changeChannel } from '../../db/change-cache.js';
 import type { Executor } from '../../db/connect.js';
 import type { TriggerDeliveriesTable, TriggersTable } from '../../db/database.js';
-import { withDbErrors as guard } from '../../db/errors.js';
+import { withDbErrors } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
 import { prepareQuery } from '../../db/prepared.js';
 import { lockRows } from '../../db/transactions.js';
@@ -93,7 +93,7 @@ const triggerByUuid = prepareQuery(1, (ex, uuid: string) =>
 /** The only code that touches the trigger tables. */
 export const triggersRepo = {
   insert(ex: Executor, t: TriggerRow) {
-    return guard(
+    return withDbErrors(
       ex
         .insertInto('triggers')
         .values({
@@ -115,7 +115,7 @@ export const triggersRepo = {
 
   async update(ex: Executor, t: TriggerRow) {
     await triggerChanges.announce(ex, t.uuid);
-    return guard(
+    return withDbErrors(
       ex
         .updateTable('triggers')
         .set({
@@ -133,13 +133,13 @@ export const triggersRepo = {
   },
 
   async findByUuid(ex: Executor, uuid: string): Promise<TriggerRow | undefined> {
-    const [row] = await guard(triggerByUuid(ex, uuid));
+    const [row] = await withDbErrors(triggerByUuid(ex, uuid));
     return row && toTrigger(row);
   },
 
   /** The trigger when it belongs to this agent of this user. */
   async findOwned(ex: Executor, userUuid: string, agentUuid: string, uuid: string): Promise<TriggerRow | undefined> {
-    const row = await guard(
+    const row = await withDbErrors(
       ex
         .selectFrom('triggers')
         .selectAll()
@@ -154,16 +154,16 @@ export const triggersRepo = {
   async list(ex: Executor, agentUuid: string, offset: number, limit: number) {
     const base = ex.selectFrom('triggers').where('agent_uuid', '=', agentUuid);
     const [rows, count] = await Promise.all([
-      guard(
+      withDbErrors(
         base.selectAll().orderBy('created_at', 'desc').orderBy('uuid', 'desc').offset(offset).limit(limit).execute(),
       ),
-      guard(base.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()),
+      withDbErrors(base.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()),
     ]);
     return { triggers: rows.map(toTrigger), total: Number(count.n) };
   },
 
   async count(ex: Executor, agentUuid: string): Promise<number> {
-    const row = await guard(
+    const row = await withDbErrors(
       ex
         .selectFrom('triggers')
         .select((eb) => eb.fn.countAll().as('n'))
@@ -175,30 +175,32 @@ export const triggersRepo = {
 
   async remove(ex: Executor, uuid: string) {
     await triggerChanges.announce(ex, uuid);
-    await guard(ex.deleteFrom('trigger_deliveries').where('trigger_uuid', '=', uuid).execute());
-    await guard(ex.deleteFrom('triggers').where('uuid', '=', uuid).execute());
+    await withDbErrors(ex.deleteFrom('trigger_deliveries').where('trigger_uuid', '=', uuid).execute());
+    await withDbErrors(ex.deleteFrom('triggers').where('uuid', '=', uuid).execute());
   },
 
   /** Deletes the agent's triggers; answers their uuids. */
   async removeAllOfAgent(ex: Executor, agentUuid: string): Promise<string[]> {
-    const rows = await guard(ex.selectFrom('triggers').select('uuid').where('agent_uuid', '=', agentUuid).execute());
+    const rows = await withDbErrors(
+      ex.selectFrom('triggers').select('uuid').where('agent_uuid', '=', agentUuid).execute(),
+    );
     for (const { uuid } of rows) await this.remove(ex, uuid);
     return rows.map((r) => r.uuid);
   },
 
   insertDelivery(ex: Executor, d: DeliveryRow) {
-    return guard(ex.insertInto('trigger_deliveries').values(deliveryColumns(d)).execute());
+    return withDbErrors(ex.insertInto('trigger_deliveries').values(deliveryColumns(d)).execute());
   },
 
   /** Several deliveries in one statement (a batch of one turn's receives). */
   insertDeliveries(ex: Executor, rows: DeliveryRow[]) {
-    return guard(ex.insertInto('trigger_deliveries').values(rows.map(deliveryColumns)).execute());
+    return withDbErrors(ex.insertInto('trigger_deliveries').values(rows.map(deliveryColumns)).execute());
   },
 
   /** The accepted deliveries that still hold any of these ids (each pair: trigger, id). */
   async findDedupHolders(ex: Executor, pairs: Array<{ triggerUuid: string; key: string }>): Promise<DedupHolder[]> {
     if (pairs.length === 0) return [];
-    const rows = await guard(
+    const rows = await withDbErrors(
       ex
         .selectFrom('trigger_deliveries')
         .select(['uuid', 'trigger_uuid', 'dedup_key', 'received_at'])
@@ -217,7 +219,9 @@ export const triggersRepo = {
   /** Lets these accepted deliveries' ids be used again (their 24 h are over). */
   async releaseDedupKeys(ex: Executor, uuids: string[]) {
     if (uuids.length === 0) return;
-    await guard(ex.updateTable('trigger_deliveries').set({ dedup_key: null }).where('uuid', 'in', uuids).execute());
+    await withDbErrors(
+      ex.updateTable('trigger_deliveries').set({ dedup_key: null }).where('uuid', 'in', uuids).execute(),
+    );
   },
 
   /**
@@ -225,7 +229,7 @@ export const triggersRepo = {
    * since `since`, counting no further than `cap`.
    */
   async countRefusedSince(ex: Executor, triggerUuid: string, since: string, cap: number): Promise<number> {
-    const rows = await guard(
+    const rows = await withDbErrors(
       ex
         .selectFrom('trigger_deliveries')
         .select('uuid')
@@ -240,12 +244,12 @@ export const triggersRepo = {
 
   /** Takes the trigger's row lock (PostgreSQL) for `trx`: refusals of one trigger are logged one at a time. */
   async lockTrigger(trx: Executor, uuid: string) {
-    await guard(lockRows(trx, trx.selectFrom('triggers').select('uuid').where('uuid', '=', uuid)).execute());
+    await withDbErrors(lockRows(trx, trx.selectFrom('triggers').select('uuid').where('uuid', '=', uuid)).execute());
   },
 
   /** The accepted delivery that still holds this id for the trigger, if any. */
   async findByDedupKey(ex: Executor, triggerUuid: string, key: string): Promise<DeliveryRow | undefined> {
-    const row = await guard(
+    const row = await withDbErrors(
       ex
         .selectFrom('trigger_deliveries')
         .selectAll()
@@ -258,16 +262,18 @@ export const triggersRepo = {
 
   /** Lets an accepted delivery's id be used again (its 24 h are over). */
   releaseDedupKey(ex: Executor, uuid: string) {
-    return guard(ex.updateTable('trigger_deliveries').set({ dedup_key: null }).where('uuid', '=', uuid).execute());
+    return withDbErrors(
+      ex.updateTable('trigger_deliveries').set({ dedup_key: null }).where('uuid', '=', uuid).execute(),
+    );
   },
 
   async listDeliveries(ex: Executor, triggerUuid: string, offset: number, limit: number) {
     const base = ex.selectFrom('trigger_deliveries').where('trigger_uuid', '=', triggerUuid);
     const [rows, count] = await Promise.all([
-      guard(
+      withDbErrors(
         base.selectAll().orderBy('received_at', 'desc').orderBy('uuid', 'desc').offset(offset).limit(limit).execute(),
       ),
-      guard(base.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()),
+      withDbErrors(base.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()),
     ]);
     return { deliveries: rows.map(toDelivery), total: Number(count.n) };
   },

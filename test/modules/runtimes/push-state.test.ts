@@ -10,7 +10,7 @@ import type { PushRun, PushRuntime } from '../../../src/modules/runtimes/push-ru
 import { createRuntimesModule } from '../../../src/modules/runtimes/runtimes-module.js';
 import { runtimesRepo } from '../../../src/modules/runtimes/runtimes-repo.js';
 import { createTasksModule } from '../../../src/modules/tasks/tasks-module.js';
-import { createLogger, openRuntime, type Runtime } from '../../../src/runtime.js';
+import { createLogger, openProcessDeps, type ProcessDeps } from '../../../src/process-deps.js';
 import { testConfig } from '../../helpers/app.js';
 import { DATABASES, ownDatabase } from '../../helpers/databases.js';
 
@@ -20,7 +20,7 @@ import { DATABASES, ownDatabase } from '../../helpers/databases.js';
  * the state a run saves reaches the next run of the task, and its row goes when the task finishes.
  */
 describe.each(DATABASES)('push runtime state between runs on $name', (shared) => {
-  let runtime: Runtime;
+  let runtime: ProcessDeps;
   let drop: () => Promise<void> = async () => undefined;
   let modules: ReturnType<typeof assemble>;
   const runs: Array<Pick<PushRun<A2aRuntime>, 'state' | 'runtime'> & { messages: string[] }> = [];
@@ -37,7 +37,7 @@ describe.each(DATABASES)('push runtime state between runs on $name', (shared) =>
     },
   };
 
-  function assemble(config: Config, rt: Runtime) {
+  function assemble(config: Config, rt: ProcessDeps) {
     const box = createSecretBox(rt.secrets.encryptionKey);
     const accounts = createAccountsModule({ config, runtime: rt, box });
     const agents = createAgentsModule({ runtime: rt, box, checkRuntime: async () => undefined, cacheMs: 0 });
@@ -66,7 +66,7 @@ describe.each(DATABASES)('push runtime state between runs on $name', (shared) =>
     const own = await ownDatabase(shared);
     drop = own.drop;
     const config = testConfig(own.database);
-    runtime = await openRuntime(config, { logger: createLogger(config) });
+    runtime = await openProcessDeps(config, { logger: createLogger(config) });
     modules = assemble(config, runtime);
   });
   afterAll(async () => {

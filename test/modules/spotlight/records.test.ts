@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../../src/app.js';
 import { createSecretBox } from '../../../src/lib/crypto.js';
 import { createAccountsModule } from '../../../src/modules/accounts/accounts-module.js';
-import { openRuntime } from '../../../src/runtime.js';
+import { openProcessDeps } from '../../../src/process-deps.js';
 import { call, type TestApp, testConfig } from '../../helpers/app.js';
 import { DATABASES } from '../../helpers/databases.js';
 import { createAgent, createUser, type TestUser } from '../../helpers/factories.js';
@@ -34,7 +34,7 @@ describe.each(DATABASES)('model call records and usage on $name', (database) => 
         done();
       },
     });
-    const runtime = await openRuntime(config, { logger: pino({ level: 'trace' }, sink) });
+    const runtime = await openProcessDeps(config, { logger: pino({ level: 'trace' }, sink) });
     const app = await buildApp(config, runtime, { closeRuntime: true });
     await app.ready();
     const accounts = createAccountsModule({

@@ -32,7 +32,7 @@ export interface CallbackTracing {
  * is sent, so instances sharing a database never send the same attempt twice; a sender that dies
  * leaves its lease to expire and the delivery is sent again, with the same webhook-id.
  */
-export function createDispatcher(deps: {
+export function createCallbackSender(deps: {
   db: Db;
   repo: CallbacksRepo;
   signingSecrets: (userUuid: string) => Promise<string[]>;

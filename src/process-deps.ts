@@ -33,7 +33,7 @@ export const REDACT = [
 ];
 
 /** Everything the app needs from outside itself: storage, secrets, counters, time, logs. */
-export interface Runtime {
+export interface ProcessDeps {
   db: Db;
   secrets: ServiceSecrets;
   rateLimitStore: RateLimitStore;
@@ -71,7 +71,7 @@ export function openDb(config: Config, logger: Logger, opts: { checkTransactions
 }
 
 /** Connects storage (running migrations), resolves secrets and picks the rate-limit store. */
-export async function openRuntime(
+export async function openProcessDeps(
   config: Config,
   opts: {
     logger?: Logger;
@@ -82,7 +82,7 @@ export async function openRuntime(
     /** Make a root-handle query inside a transaction throw instead of waiting (tests). */
     checkTransactions?: boolean;
   } = {},
-): Promise<Runtime> {
+): Promise<ProcessDeps> {
   const logger = opts.logger ?? createLogger(config);
   const db = openDb(config, logger, { checkTransactions: opts.checkTransactions });
   try {
