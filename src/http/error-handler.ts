@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { DbUnavailableError, translateDbError, UnstorableTextError } from '../db/errors.js';
 import { SealedSecretError } from '../lib/crypto.js';
+import { HashingBusyError } from '../lib/passwords.js';
 import { AppError, AuthError, type ErrorCode, type ErrorDetails, statusFor } from './errors.js';
 
 interface AjvIssue {
@@ -79,6 +80,10 @@ export function handleError(err: FastifyError, request: FastifyRequest, reply: F
     return reply
       .code(503)
       .send(errorBody(request, 'SERVICE_UNAVAILABLE', 'The database is unavailable; try again shortly'));
+  }
+  if (err instanceof HashingBusyError) {
+    if (!reply.hasHeader('retry-after')) reply.header('retry-after', 1);
+    return reply.code(503).send(errorBody(request, 'SERVICE_UNAVAILABLE', err.message));
   }
   if (err instanceof SealedSecretError) {
     // The operator's fault, not the caller's: the log names the variable to fix.

@@ -1,6 +1,5 @@
 import { availableParallelism } from 'node:os';
 import { hash, verify } from '@node-rs/argon2';
-import { AppError } from '../http/errors.js';
 import { createSemaphore } from './semaphore.js';
 
 // argon2id at OWASP's minimum: m = 19 MiB, t = 2, p = 1. (2 is Algorithm.Argon2id; the
@@ -36,6 +35,14 @@ export const DEFAULT_HASH_CONCURRENCY = availableParallelism();
 /** How long a hash may wait for its turn before the request is refused. */
 export const DEFAULT_HASH_WAIT_MS = 5000;
 
+/** Every hashing slot stayed taken for the whole wait: the caller answers 503 with Retry-After. */
+export class HashingBusyError extends Error {
+  constructor() {
+    super('Too many password checks at once: try again in a moment');
+    this.name = 'HashingBusyError';
+  }
+}
+
 /**
  * Password hashing with a bound: at most `concurrency` argon2 hashes or verifications run at once,
  * so a flood of logins cannot take every CPU (and libuv thread) from other work; the rest wait in
@@ -46,10 +53,10 @@ export function createPasswordHasher(opts: { concurrency?: number; maxWaitMs?: n
   const maxWaitMs = opts.maxWaitMs ?? DEFAULT_HASH_WAIT_MS;
   const primitives = opts.argon2 ?? argon2id;
 
-  /** @throws AppError 503 SERVICE_UNAVAILABLE when no slot frees within `maxWaitMs`. */
+  /** @throws HashingBusyError when no slot frees within `maxWaitMs`. */
   async function bounded<T>(work: () => Promise<T>): Promise<T> {
     if (!(await slots.acquire(maxWaitMs))) {
-      throw new AppError('SERVICE_UNAVAILABLE', 'Too many password checks at once: try again in a moment');
+      throw new HashingBusyError();
     }
     try {
       return await work();
@@ -61,14 +68,14 @@ export function createPasswordHasher(opts: { concurrency?: number; maxWaitMs?: n
   return {
     /**
      * An argon2id PHC string for the password.
-     * @throws AppError 503 SERVICE_UNAVAILABLE when the hashing slots stay full.
+     * @throws HashingBusyError when the hashing slots stay full.
      */
     hash: (password: string): Promise<string> => bounded(() => primitives.hash(password)),
 
     /**
      * Checks a password against a stored hash. With no hash (unknown user) it still spends the time
      * of one verification, so response time does not reveal which e-mails have accounts.
-     * @throws AppError 503 SERVICE_UNAVAILABLE when the hashing slots stay full.
+     * @throws HashingBusyError when the hashing slots stay full.
      */
     async check(stored: string | undefined, password: string): Promise<boolean> {
       if (stored === undefined) {

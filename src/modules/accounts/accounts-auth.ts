@@ -1,6 +1,7 @@
 import type { Db } from '../../db/connect.js';
 import { AUTH_MESSAGES, AuthError } from '../../http/errors.js';
 import { sha256Hex } from '../../lib/crypto.js';
+import type { Log } from '../../lib/log.js';
 import type { AuthMode, Principal } from '../../lib/principal.js';
 import { type Clock, iso } from '../../lib/time.js';
 import { readCredential } from './accounts-fns.js';
@@ -12,10 +13,6 @@ import type { CredentialCache } from './credential-cache.js';
 const TOUCH_INTERVAL_MS = 60_000;
 
 type Headers = Record<string, string | string[] | undefined>;
-
-interface Log {
-  warn(obj: object, msg: string): void;
-}
 
 /**
  * Turns request headers into a Principal for a route's auth mode.

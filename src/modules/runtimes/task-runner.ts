@@ -1,6 +1,7 @@
 import type { Db, Executor } from '../../db/connect.js';
 import { AppError } from '../../http/errors.js';
 import { retryDelayMs } from '../../lib/backoff.js';
+import type { Log } from '../../lib/log.js';
 import { type Clock, iso } from '../../lib/time.js';
 import type { Runtime } from '../agents/agents-schemas.js';
 import type { Lifecycle } from '../tasks/lifecycle.js';
@@ -24,10 +25,6 @@ export const ABORT = {
 
 /** Push runtimes by runtime `type`. */
 export type PushRuntimes = Partial<Record<Runtime['type'], PushRuntime<never>>>;
-
-interface Log {
-  warn(obj: object, msg: string): void;
-}
 
 /** What a runtime saved about a task in earlier runs. */
 type State = Record<string, unknown> | null;

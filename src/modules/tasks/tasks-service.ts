@@ -207,7 +207,7 @@ export function createTasksService(deps: {
           await writer.insert(trx, task);
         });
       } catch (err) {
-        if (!(key && err instanceof UniqueViolationError)) throw err;
+        if (!(err instanceof UniqueViolationError)) throw err;
         const first = await replayOf(userUuid, key.key, hash, nowMs);
         if (!first) throw new AppError('CONFLICT', 'A request with this Idempotency-Key is in flight; retry');
         return { response: first, replayed: true };
