@@ -14,6 +14,7 @@ import { createRateLimiter } from './http/rate-limit.js';
 import { lazyChildLogger } from './http/request-logger.js';
 import { registerValidators } from './http/validation.js';
 import { createSecretBox } from './lib/crypto.js';
+import { createEventHub } from './lib/event-hub.js';
 import { jsonHasNul, jsonTooDeep, MAX_JSON_DEPTH } from './lib/json-depth.js';
 import { createA2aServerModule } from './modules/a2a-server/a2a-server-module.js';
 import { createAccountsModule } from './modules/accounts/accounts-module.js';
@@ -152,32 +153,43 @@ export async function buildApp(
   const accounts = createAccountsModule({ config, runtime, box });
   await registerCors(app, config.corsOrigins);
   registerGuard(app, { authenticate: accounts.authenticate, rateLimit });
-  // Built in dependency order; each capability subscribes to what it reacts to: tasks and
-  // triggers to agents.onDelete, callbacks to tasks.onStatusChange, telemetry's task tracer to
-  // tasks.onChange (the service's own spans, recorded after each commit), inside its own module.
+  // Built in dependency order; each capability subscribes on the event hub to what it reacts to,
+  // inside its own module: tasks and triggers to agent:deleted, callbacks and runtimes to
+  // task:statusChanged, telemetry's task tracer, metrics and the push dispatcher to task:changed.
   const providers = createProvidersModule({ config, runtime, box });
   const outboundPolicy = { allowPrivate: config.allowPrivateUrls, lookup: runtime.lookup };
+  // The one hub where rooms announce task and agent changes and hear each other's.
+  const events = createEventHub();
   const agents = createAgentsModule({
     runtime,
+    events,
     box,
     checkRuntime: createRuntimeCheck(providers.service, outboundPolicy),
     cacheMs: config.agentCacheMs,
   });
   const connections = createConnectionLimits();
   app.decorate('connections', connections);
-  const tasks = createTasksModule({ config, runtime, agents, connections, credentials: accounts.credentials });
+  const tasks = createTasksModule({
+    config,
+    runtime,
+    agents,
+    events,
+    connections,
+    credentials: accounts.credentials,
+  });
   const telemetry = createTelemetryModule({
     config,
     runtime,
     agentName: (userUuid, agentUuid) => agents.service.get(userUuid, agentUuid).then((agent) => agent.name),
-    tasks,
+    events,
   });
-  const metrics = createMetricsModule({ config, runtime, tasks });
+  const metrics = createMetricsModule({ config, runtime, events });
   const callbacks = createCallbacksModule({
     config,
     runtime,
     accounts: accounts.service,
     tasks,
+    events,
     traceSpans: telemetry.tracer.enqueue,
     onAttempt: (outcome) => metrics.metrics.callbackAttempts.inc({ outcome }),
   });
@@ -186,6 +198,7 @@ export async function buildApp(
     runtime,
     box,
     agents,
+    events,
     tasks: tasks.service,
     traceSpans: telemetry.tracer.enqueue,
     onUnloggedRefusal: () => metrics.metrics.webhookRefusalsUnlogged.inc(),
@@ -238,6 +251,7 @@ export async function buildApp(
     runtime,
     box,
     tasks,
+    events,
     accounts: accounts.service,
     spotlight: spotlight.service,
   });

@@ -2,6 +2,7 @@ import type { ChangeCache } from '../../db/change-cache.js';
 import type { Db, Executor } from '../../db/connect.js';
 import { notFound } from '../../http/errors.js';
 import type { SecretBox } from '../../lib/crypto.js';
+import type { EventHub } from '../../lib/event-hub.js';
 import { newId } from '../../lib/ids.js';
 import { type Clock, iso } from '../../lib/time.js';
 import type { AgentRow, AgentsRepo } from './agents-repo.js';
@@ -15,7 +16,18 @@ export const DEFAULT_TIMEOUT_SECONDS = 3600;
  * What another capability does, in the same transaction, when an agent is deleted (cancel its
  * tasks, delete its triggers). Wake-ups go through `afterCommit`.
  */
-export type AgentDeleteListener = (trx: Executor, agentUuid: string, now: string) => Promise<void>;
+declare module '../../lib/event-hub.js' {
+  interface HubEvents {
+    /**
+     * An agent of the caller's is about to be deleted; its deleting transaction has not begun. For
+     * long work in bounded transactions of its own (cancelling its open tasks in batches), which
+     * `agent:deleted` then finishes atomically with the deletion.
+     */
+    'agent:deleting': { agentUuid: string };
+    /** An agent is deleted: heard inside the deleting transaction (a throw rolls it back). */
+    'agent:deleted': { trx: Executor; agentUuid: string; at: string };
+  }
+}
 
 /** The agent as answered: runtime header values masked (they are secrets). */
 function view({ userUuid: _owner, ...agent }: AgentRow): Agent {
@@ -35,13 +47,8 @@ export function createAgentsService(deps: {
   /** Agents read outside a transaction, by uuid; only served while it hears every agent change. */
   cache: ChangeCache<AgentRow>;
   clock: Clock;
-  onDelete: AgentDeleteListener;
-  /**
-   * Work done before the deletion's transaction, once the agent is known to be the user's, in
-   * bounded transactions of its own (cancelling the open tasks in batches); `onDelete` then
-   * finishes it atomically with the deletion.
-   */
-  beforeDelete?: (agentUuid: string) => Promise<void>;
+  /** Where `agent:deleting` and `agent:deleted` are announced. */
+  events: Pick<EventHub, 'emit'>;
   checkRuntime: RuntimeCheck;
   /** Seals runtime header values at rest. */
   box: SecretBox;
@@ -124,15 +131,13 @@ export function createAgentsService(deps: {
      * @throws AppError NOT_FOUND unless the agent exists, is live and belongs to the user.
      */
     async remove(userUuid: string, uuid: string): Promise<void> {
-      if (deps.beforeDelete) {
-        await requireOwnedIn(db.kysely, userUuid, uuid);
-        await deps.beforeDelete(uuid);
-      }
+      await requireOwnedIn(db.kysely, userUuid, uuid);
+      await deps.events.emit('agent:deleting', { agentUuid: uuid });
       const deleted = await db.transaction(async (trx) => {
         const at = now();
         if (!(await repo.markDeleted(trx, userUuid, uuid, at))) return false;
         cache.invalidateAtCommit(trx, uuid);
-        await deps.onDelete(trx, uuid, at);
+        await deps.events.emit('agent:deleted', { trx, agentUuid: uuid, at });
         return true;
       });
       if (!deleted) throw notFound('Agent');

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
+import type { EventHub } from '../../lib/event-hub.js';
 import { createFairOutboundDispatcher } from '../../lib/outbound.js';
 import type { ProcessDeps } from '../../process-deps.js';
 import type { AccountsService } from '../accounts/accounts-service.js';
@@ -12,13 +13,14 @@ import { createCallbacksService } from './callbacks-service.js';
 
 /**
  * Wires task callbacks: an outbox row written with each announced status change (subscribed to
- * `tasks.onStatusChange`), the sender that sends them, and the deliveries routes.
+ * the hub's `task:statusChanged`), the sender that sends them, and the deliveries routes.
  */
 export function createCallbacksModule(deps: {
   config: Config;
   runtime: ProcessDeps;
   accounts: Pick<AccountsService, 'activeSigningSecrets'>;
-  tasks: Pick<TasksModule, 'service' | 'onStatusChange' | 'traceFields'>;
+  tasks: Pick<TasksModule, 'service' | 'traceFields'>;
+  events: Pick<EventHub, 'on'>;
   /** Records the service's own spans (the callback attempts), best-effort. */
   traceSpans?: (userUuid: string, spans: ServiceSpan[]) => void;
   /** Hears each attempt's outcome (metrics). */
@@ -59,7 +61,7 @@ export function createCallbacksModule(deps: {
     clock: runtime.clock,
     nudge: sender.nudge,
   });
-  deps.tasks.onStatusChange(service.onStatusChange);
+  deps.events.on('task:statusChanged', service.onStatusChange);
 
   async function routes(app: FastifyInstance) {
     app.addHook('onReady', async () => sender.start());

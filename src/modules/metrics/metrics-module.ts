@@ -3,8 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from '../../config.js';
 import { afterCommit } from '../../db/transactions.js';
+import type { EventHub } from '../../lib/event-hub.js';
 import type { ProcessDeps } from '../../process-deps.js';
-import type { TasksModule } from '../tasks/tasks-module.js';
 
 const WEBHOOK_ROUTE = '/v1/webhooks/triggers/:trigger_uuid';
 
@@ -15,14 +15,10 @@ import { createMetrics } from './metrics-registry.js';
  * anyone who reaches the port) or TASKHOOK_METRICS_PORT is set (then only on that port).
  * Every request's duration is observed either way, so turning exposure on loses no history.
  */
-export function createMetricsModule(deps: {
-  config: Config;
-  runtime: ProcessDeps;
-  tasks: Pick<TasksModule, 'onChange'>;
-}) {
+export function createMetricsModule(deps: { config: Config; runtime: ProcessDeps; events: Pick<EventHub, 'on'> }) {
   const metrics = createMetrics({ db: deps.runtime.db, clock: deps.runtime.clock });
   // Counted once the change has committed: a rolled-back claim is no claim.
-  deps.tasks.onChange(({ trx, operation }) => {
+  deps.events.on('task:changed', ({ trx, operation }) => {
     afterCommit(trx, () => metrics.taskTransitions.inc({ operation }));
   });
   const render = () => metrics.render();

@@ -1,5 +1,6 @@
 import type { Db } from '../../db/connect.js';
 import { afterCommit } from '../../db/transactions.js';
+import type { EventHub } from '../../lib/event-hub.js';
 import type { Log } from '../../lib/log.js';
 import { createLoop } from '../../lib/loop.js';
 import type { Clock } from '../../lib/time.js';
@@ -8,7 +9,6 @@ import type { Lifecycle } from '../tasks/lifecycle.js';
 import type { Notifier } from '../tasks/notifier.js';
 import type { WaitingAgent } from '../tasks/queue-repo.js';
 import type { TaskRecord, TasksRepo } from '../tasks/tasks-repo.js';
-import type { TaskWriter } from '../tasks/tasks-writer.js';
 import { runtimesRepo } from './runtimes-repo.js';
 import { ABORT, type TaskRunner } from './task-runner.js';
 
@@ -38,7 +38,7 @@ export function createPushDispatcher(deps: {
   lifecycle: Pick<Lifecycle, 'claim'>;
   /** The tasks room's reads: which agents have work, a task's status now. */
   queue: Pick<TasksRepo, 'agentsWithWork' | 'statusOf'>;
-  writer: Pick<TaskWriter, 'onChange'>;
+  events: Pick<EventHub, 'on'>;
   notifier: Pick<Notifier, 'subscribe'>;
   runner: TaskRunner;
   /** Whether the service runs tasks of this runtime type itself. */
@@ -51,7 +51,7 @@ export function createPushDispatcher(deps: {
   perAccount: number;
   log: Log;
 }) {
-  const { db, writer } = deps;
+  const { db } = deps;
   const inFlight = new Map<string, AbortController>();
   const runsOf = createAccountRuns(deps.perAccount);
   // Worker agents seen lately (until when to believe it): their tasks' changes wake nothing, so a
@@ -133,7 +133,7 @@ export function createPushDispatcher(deps: {
   const schedule = () => loop.nudge();
 
   // Wake-ups: a task became claimable (submitted, answered, retried); cancel or timeout aborts its call.
-  writer.onChange((event) => {
+  deps.events.on('task:changed', (event) => {
     const agentUuid = event.task.agentUuid;
     if (event.task.ready && (workerUntil.get(agentUuid) ?? 0) <= deps.clock.now()) {
       woken.add(agentUuid);

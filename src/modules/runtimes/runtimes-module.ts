@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
 import { afterCommit } from '../../db/transactions.js';
 import type { SecretBox } from '../../lib/crypto.js';
+import type { EventHub } from '../../lib/event-hub.js';
 import { createFairOutboundDispatcher } from '../../lib/outbound.js';
 import type { FairOutbound } from '../../lib/outbound-fair.js';
 import type { ProcessDeps } from '../../process-deps.js';
@@ -38,7 +39,8 @@ export function createRuntimesModule(deps: {
   config: Config;
   runtime: ProcessDeps;
   box: SecretBox;
-  tasks: Pick<TasksModule, 'lifecycle' | 'writer' | 'notifier' | 'onStatusChange'>;
+  tasks: Pick<TasksModule, 'lifecycle' | 'notifier'>;
+  events: Pick<EventHub, 'on'>;
   accounts: Pick<AccountsService, 'activeSigningSecrets'>;
   spotlight: Pick<SpotlightService, 'chatCompletions'>;
   /** More push runtimes by type, or replacements of the registered ones (tests give their own). */
@@ -74,7 +76,7 @@ export function createRuntimesModule(deps: {
     db: runtime.db,
     lifecycle: deps.tasks.lifecycle,
     queue: tasksRepo,
-    writer: deps.tasks.writer,
+    events: deps.events,
     notifier: deps.tasks.notifier,
     runner,
     isPush: (type) => runtimes[type] !== undefined,
@@ -103,7 +105,7 @@ export function createRuntimesModule(deps: {
       });
     });
   }
-  deps.tasks.onStatusChange(onFinished);
+  deps.events.on('task:statusChanged', onFinished);
 
   async function routes(app: FastifyInstance) {
     app.addHook('onReady', async () => dispatcher.start());

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
 import type { ConnectionLimits } from '../../http/connection-limits.js';
 import { invalid } from '../../http/errors.js';
+import type { EventHub } from '../../lib/event-hub.js';
 import { checkOutboundUrl, OutboundUrlError } from '../../lib/outbound.js';
 import type { ProcessDeps } from '../../process-deps.js';
 import type { CredentialCheck } from '../accounts/accounts-module.js';
@@ -24,12 +25,14 @@ import { createWorkerService } from './worker-service.js';
  * Wires tasks: the user API, the worker protocol, the event stream, the sweeper, and the
  * wake-up notifier. Open tasks are cancelled when their agent is deleted. Every change of a
  * task goes through `lifecycle` (other capabilities too: push runtimes, A2A). Other capabilities
- * subscribe to changes with `onStatusChange` (e.g. callbacks) or `onChange` (every transition).
+ * hear of changes on the event hub: `task:statusChanged` (e.g. callbacks) or `task:changed`.
  */
 export function createTasksModule(deps: {
   config: Config;
   runtime: ProcessDeps;
-  agents: Pick<AgentsModule, 'service' | 'onDelete' | 'beforeDelete'>;
+  agents: Pick<AgentsModule, 'service'>;
+  /** Where task changes are announced, and agent deletions heard. */
+  events: EventHub;
   /** Per-user counts of open streams and waiting claims. */
   connections: ConnectionLimits;
   /** Re-checks the credential a stream was opened with. */
@@ -38,7 +41,7 @@ export function createTasksModule(deps: {
   const { runtime, config } = deps;
   const db = runtime.db;
   const notifier = createNotifier({ db, log: runtime.logger });
-  const writer = createTaskWriter({ repo: tasksRepo, notifier });
+  const writer = createTaskWriter({ repo: tasksRepo, notifier, events: deps.events });
   const lifecycle = createLifecycle({ repo: tasksRepo, agentsRepo, writer, clock: runtime.clock });
   const policy = { allowPrivate: config.allowPrivateUrls, lookup: runtime.lookup };
   const service = createTasksService({
@@ -78,8 +81,10 @@ export function createTasksModule(deps: {
     log: runtime.logger,
   });
 
-  deps.agents.beforeDelete((agentUuid) => service.cancelAllOfAgent(agentUuid));
-  deps.agents.onDelete((trx, agentUuid, now) => service.cancelRestOfAgent(trx, agentUuid, Date.parse(now)));
+  deps.events.on('agent:deleting', ({ agentUuid }) => service.cancelAllOfAgent(agentUuid));
+  deps.events.on('agent:deleted', ({ trx, agentUuid, at }) =>
+    service.cancelRestOfAgent(trx, agentUuid, Date.parse(at)),
+  );
 
   async function routes(app: FastifyInstance) {
     app.addHook('onReady', async () => sweeper.start());
@@ -110,8 +115,6 @@ export function createTasksModule(deps: {
     /** The one door for changing and claiming tasks (see lifecycle.ts). */
     lifecycle,
     routes,
-    onStatusChange: writer.onStatusChange,
-    onChange: writer.onChange,
     /** A task's trace context fields by id (undefined when it is gone), for spans of work done later. */
     traceFields: (taskUuid: string) => tasksRepo.traceFields(db.kysely, taskUuid),
   };

@@ -1,5 +1,6 @@
 import type { Executor } from '../../db/connect.js';
 import { afterCommit } from '../../db/transactions.js';
+import type { EventHub } from '../../lib/event-hub.js';
 import type { Notifier } from './notifier.js';
 import { toStoredEvent } from './task-events-fns.js';
 import type { TaskOperation } from './tasks-fns.js';
@@ -28,21 +29,31 @@ export interface SavedTask {
 
 export type TaskChangeListener = (event: TaskChangeEvent) => Promise<void> | void;
 
+declare module '../../lib/event-hub.js' {
+  interface HubEvents {
+    /**
+     * A task's status changed, or a task was submitted: heard inside the change's transaction (a
+     * throw rolls it back), before `task:changed`. For work that must commit with the change.
+     */
+    'task:statusChanged': TaskChangeEvent;
+    /** Every saved change of a task, and every new task, under the same rules. */
+    'task:changed': TaskChangeEvent;
+  }
+}
+
 /**
  * Saves what the transition function decided, and is the only code that writes tasks: the
  * changed fields, the event a reader can see, the subscribers of the change (in the same
- * transaction, e.g. a callback's outbox row), and the wake-ups once the transaction commits
+ * transaction, through the event hub: e.g. a callback's outbox row), and the wake-ups once the transaction commits
  * (SSE streams of the task; workers of the agent when a task became claimable or freed a slot).
  */
-export function createTaskWriter(deps: { repo: TasksRepo; notifier: Notifier }) {
-  const { repo, notifier } = deps;
-  const onStatus: TaskChangeListener[] = [];
-  const onAny: TaskChangeListener[] = [];
+export function createTaskWriter(deps: { repo: TasksRepo; notifier: Notifier; events: Pick<EventHub, 'emit'> }) {
+  const { repo, notifier, events } = deps;
 
   async function tell(event: TaskChangeEvent) {
     const statusChanged = event.before === null || event.before.status !== event.task.status;
-    if (statusChanged) for (const listener of onStatus) await listener(event);
-    for (const listener of onAny) await listener(event);
+    if (statusChanged) await events.emit('task:statusChanged', event);
+    await events.emit('task:changed', event);
   }
 
   function wake(before: TaskRecord | null, task: TaskRecord, visible: boolean) {
@@ -105,19 +116,6 @@ export function createTaskWriter(deps: { repo: TasksRepo; notifier: Notifier }) 
     },
 
     saveMany,
-
-    /**
-     * Subscribes to status changes (and new tasks), called inside the change's transaction: a
-     * throw rolls the change back. For work that must commit with the change (an outbox row).
-     */
-    onStatusChange(listener: TaskChangeListener): void {
-      onStatus.push(listener);
-    },
-
-    /** Subscribes to every saved change, e.g. for a span per transition (same rules as above). */
-    onChange(listener: TaskChangeListener): void {
-      onAny.push(listener);
-    },
   };
 }
 

@@ -1,8 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
+import type { EventHub } from '../../lib/event-hub.js';
 import type { ProcessDeps } from '../../process-deps.js';
 import { ingestRoutes } from './ingest-routes.js';
-import { createTaskTracer, type TracedChange } from './task-tracer.js';
+import { createTaskTracer } from './task-tracer.js';
 import { telemetryRepo } from './telemetry-repo.js';
 import { telemetryRoutes } from './telemetry-routes.js';
 import { createTelemetryService } from './telemetry-service.js';
@@ -23,8 +24,8 @@ export function createTelemetryModule(deps: {
   runtime: ProcessDeps;
   /** The name of a user's agent for task spans (null when it is gone). */
   agentName: (userUuid: string, agentUuid: string) => Promise<string | null>;
-  /** Every saved change of a task, heard inside its transaction (the tasks module's `onChange`). */
-  tasks: { onChange(listener: (event: TracedChange) => void): void };
+  /** Where every saved change of a task is heard, inside its transaction (`task:changed`). */
+  events: Pick<EventHub, 'on'>;
 }) {
   const { config, runtime } = deps;
   const service = createTelemetryService({
@@ -41,7 +42,7 @@ export function createTelemetryModule(deps: {
     agentName: deps.agentName,
     logger: runtime.logger,
   });
-  deps.tasks.onChange(tracer.onChange);
+  deps.events.on('task:changed', tracer.onChange);
 
   async function routes(app: FastifyInstance) {
     app.addHook('onClose', async () => tracer.flush());

@@ -3,6 +3,7 @@ import type { Config } from '../../config.js';
 import { createChangeCache } from '../../db/change-cache.js';
 import { afterCommit } from '../../db/transactions.js';
 import type { SecretBox } from '../../lib/crypto.js';
+import type { EventHub } from '../../lib/event-hub.js';
 import type { ProcessDeps } from '../../process-deps.js';
 import type { AgentsModule } from '../agents/agents-module.js';
 import { agentsRepo } from '../agents/agents-repo.js';
@@ -22,7 +23,8 @@ export function createTriggersModule(deps: {
   config: Config;
   runtime: ProcessDeps;
   box: SecretBox;
-  agents: Pick<AgentsModule, 'service' | 'onDelete'>;
+  agents: Pick<AgentsModule, 'service'>;
+  events: Pick<EventHub, 'on'>;
   tasks: TasksService;
   traceSpans?: (userUuid: string, spans: ServiceSpan[]) => void;
   /** Counts refusals for a bad secret or signature that the delivery log left out (a metric). */
@@ -52,7 +54,7 @@ export function createTriggersModule(deps: {
     onUnloggedRefusal: deps.onUnloggedRefusal,
   });
   // An agent's triggers go with it.
-  deps.agents.onDelete(async (trx, agentUuid) => {
+  deps.events.on('agent:deleted', async ({ trx, agentUuid }) => {
     const removed = await triggersRepo.removeAllOfAgent(trx, agentUuid);
     afterCommit(trx, () => {
       for (const uuid of removed) cache.invalidate(uuid);

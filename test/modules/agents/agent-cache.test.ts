@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChangeCache } from '../../../src/db/change-cache.js';
 import { AppError } from '../../../src/http/errors.js';
 import { createSecretBox } from '../../../src/lib/crypto.js';
+import { createEventHub } from '../../../src/lib/event-hub.js';
 import { createAgentsModule } from '../../../src/modules/agents/agents-module.js';
 import { type AgentRow, agentsRepo } from '../../../src/modules/agents/agents-repo.js';
 import { createAgentsService } from '../../../src/modules/agents/agents-service.js';
@@ -34,7 +35,13 @@ const claim = (t: TestApp, user: TestUser, agentUuid: string) => () =>
 /** The agents service as a process without a server runs it (the CLI's way): no cache, no listener. */
 function serverless(t: TestApp) {
   const box = createSecretBox(t.runtime.secrets.encryptionKey);
-  return createAgentsModule({ runtime: t.runtime, box, checkRuntime: async () => undefined, cacheMs: 0 }).service;
+  return createAgentsModule({
+    runtime: t.runtime,
+    box,
+    checkRuntime: async () => undefined,
+    cacheMs: 0,
+    events: createEventHub(),
+  }).service;
 }
 
 // Two instances on one database, as in a deployment with several servers. Each caches agents for
@@ -166,7 +173,7 @@ describe.each(DATABASES)('agents service with a listening cache on $name', (data
       },
       cache,
       clock: t.runtime.clock,
-      onDelete: async () => undefined,
+      events: createEventHub(),
       checkRuntime: async () => undefined,
       box: createSecretBox(t.runtime.secrets.encryptionKey),
     });

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../../src/config.js';
 import { createConnectionLimits } from '../../../src/http/connection-limits.js';
 import { createSecretBox } from '../../../src/lib/crypto.js';
+import { createEventHub } from '../../../src/lib/event-hub.js';
 import { createAccountsModule } from '../../../src/modules/accounts/accounts-module.js';
 import { createAgentsModule } from '../../../src/modules/agents/agents-module.js';
 import type { A2aRuntime } from '../../../src/modules/agents/agents-schemas.js';
@@ -40,11 +41,13 @@ describe.each(DATABASES)('push runtime state between runs on $name', (shared) =>
   function assemble(config: Config, rt: ProcessDeps) {
     const box = createSecretBox(rt.secrets.encryptionKey);
     const accounts = createAccountsModule({ config, runtime: rt, box });
-    const agents = createAgentsModule({ runtime: rt, box, checkRuntime: async () => undefined, cacheMs: 0 });
+    const events = createEventHub();
+    const agents = createAgentsModule({ runtime: rt, box, checkRuntime: async () => undefined, cacheMs: 0, events });
     const tasks = createTasksModule({
       config,
       runtime: rt,
       agents,
+      events,
       connections: createConnectionLimits(),
       credentials: accounts.credentials,
     });
@@ -53,6 +56,7 @@ describe.each(DATABASES)('push runtime state between runs on $name', (shared) =>
       runtime: rt,
       box,
       tasks,
+      events,
       accounts: accounts.service,
       spotlight: {
         chatCompletions: () => Promise.reject(new Error('no model runs in this test')),

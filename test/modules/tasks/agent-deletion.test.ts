@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Executor } from '../../../src/db/connect.js';
+import { createEventHub } from '../../../src/lib/event-hub.js';
 import { newId } from '../../../src/lib/ids.js';
 import { agentsRepo } from '../../../src/modules/agents/agents-repo.js';
 import { createLifecycle } from '../../../src/modules/tasks/lifecycle.js';
@@ -78,10 +79,15 @@ describe.each(DATABASES)('agent deletion with many open tasks on $name', (databa
   it('cancels in transactions of at most CANCEL_BATCH tasks, and the rest with the deletion', async () => {
     const user = await createUser(t);
     const { agent, tasks } = await openAgent(user, 2 * CANCEL_BATCH + 3);
-    const writer = createTaskWriter({ repo: tasksRepo, notifier: createNotifier({ log: { warn: () => undefined } }) });
+    const events = createEventHub();
+    const writer = createTaskWriter({
+      repo: tasksRepo,
+      notifier: createNotifier({ log: { warn: () => undefined } }),
+      events,
+    });
     const lifecycle = createLifecycle({ repo: tasksRepo, agentsRepo, writer, clock: t.runtime.clock });
     const batches: Array<{ trx: Executor; cancelled: number }> = [];
-    writer.onStatusChange(({ trx }) => {
+    events.on('task:statusChanged', ({ trx }) => {
       const last = batches.at(-1);
       if (last?.trx === trx) last.cancelled++;
       else batches.push({ trx, cancelled: 1 });

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Executor } from '../../../src/db/connect.js';
 import { fromDbJson } from '../../../src/db/json.js';
 import { AppError } from '../../../src/http/errors.js';
+import { createEventHub } from '../../../src/lib/event-hub.js';
 import { createNotifier } from '../../../src/modules/tasks/notifier.js';
 import { PG_TYPES } from '../../../src/modules/tasks/tasks-record.js';
 import { type TaskRecord, tasksRepo } from '../../../src/modules/tasks/tasks-repo.js';
@@ -155,7 +156,8 @@ describe.each(DATABASES)('batch writes on $name', (database) => {
     for (const together of [true, false]) {
       const { agent, tasks } = await agentWithTasks(user, 7);
       const notifier = createNotifier({ log: { warn: () => undefined } });
-      const writer = createTaskWriter({ repo: tasksRepo, notifier });
+      const events = createEventHub();
+      const writer = createTaskWriter({ repo: tasksRepo, notifier, events });
       const label = (uuid: string) => (uuid === agent ? 'agent' : `task#${tasks.indexOf(uuid)}`);
       const told: unknown[] = [];
       const published: string[] = [];
@@ -168,8 +170,8 @@ describe.each(DATABASES)('batch writes on $name', (database) => {
         });
         told.push([kind, event.operation, label(event.task.uuid), event.before?.status, row?.status, row?.seq]);
       };
-      writer.onStatusChange(listen('status'));
-      writer.onChange(listen('any'));
+      events.on('task:statusChanged', listen('status'));
+      events.on('task:changed', listen('any'));
       notifier.subscribe('work', agent, () => published.push('work:agent'));
       for (const id of tasks) notifier.subscribe('task', id, () => published.push(`task:${label(id)}`));
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../../src/db/connect.js';
+import { createEventHub } from '../../../src/lib/event-hub.js';
 import { newId } from '../../../src/lib/ids.js';
 import { createInsertBatcher } from '../../../src/modules/tasks/insert-batcher.js';
 import { createNotifier } from '../../../src/modules/tasks/notifier.js';
@@ -49,7 +50,11 @@ describe.each(DATABASES)('submits batched into one insert on $name', (database) 
 
   it('commits the tasks of one turn of the event loop in one transaction', async () => {
     const { db, transactions } = counted();
-    const writer = createTaskWriter({ repo: tasksRepo, notifier: createNotifier({ log: { warn: () => undefined } }) });
+    const writer = createTaskWriter({
+      repo: tasksRepo,
+      notifier: createNotifier({ log: { warn: () => undefined } }),
+      events: createEventHub(),
+    });
     const batcher = createInsertBatcher({ db, writer });
     const tasks = await records(30);
     await Promise.all(tasks.map((task) => batcher.insert(task)));
@@ -66,7 +71,11 @@ describe.each(DATABASES)('submits batched into one insert on $name', (database) 
 
   it('a bad row fails only its own submit: the others are committed one by one', async () => {
     const { db, transactions } = counted();
-    const writer = createTaskWriter({ repo: tasksRepo, notifier: createNotifier({ log: { warn: () => undefined } }) });
+    const writer = createTaskWriter({
+      repo: tasksRepo,
+      notifier: createNotifier({ log: { warn: () => undefined } }),
+      events: createEventHub(),
+    });
     const batcher = createInsertBatcher({ db, writer });
     const tasks = await records(4);
     const [first] = tasks as [TaskRecord];

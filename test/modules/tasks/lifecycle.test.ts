@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/http/errors.js';
+import { createEventHub } from '../../../src/lib/event-hub.js';
 import { iso } from '../../../src/lib/time.js';
 import { agentsRepo } from '../../../src/modules/agents/agents-repo.js';
 import { createLifecycle } from '../../../src/modules/tasks/lifecycle.js';
@@ -20,7 +21,11 @@ describe.each(DATABASES)('the lifecycle door on $name', (database) => {
   let lifecycle: ReturnType<typeof createLifecycle>;
   beforeAll(async () => {
     t = await buildTestApp(database);
-    const writer = createTaskWriter({ repo: tasksRepo, notifier: createNotifier({ log: { warn: () => undefined } }) });
+    const writer = createTaskWriter({
+      repo: tasksRepo,
+      notifier: createNotifier({ log: { warn: () => undefined } }),
+      events: createEventHub(),
+    });
     lifecycle = createLifecycle({ repo: tasksRepo, agentsRepo, writer, clock: t.runtime.clock });
   });
   afterAll(() => t.close());

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/http/errors.js';
+import { createEventHub } from '../../../src/lib/event-hub.js';
 import { createNotifier } from '../../../src/modules/tasks/notifier.js';
 import { type TaskRecord, tasksRepo } from '../../../src/modules/tasks/tasks-repo.js';
 import { createTaskWriter, type TaskChangeEvent } from '../../../src/modules/tasks/tasks-writer.js';
@@ -33,8 +34,9 @@ describe.each(DATABASES)('task writer on $name', (database) => {
   function writerWith(listener: (event: TaskChangeEvent) => Promise<void> | void) {
     const notifier = createNotifier({ log: { warn: () => undefined } });
     const published: string[] = [];
-    const writer = createTaskWriter({ repo: tasksRepo, notifier });
-    writer.onStatusChange(listener);
+    const events = createEventHub();
+    const writer = createTaskWriter({ repo: tasksRepo, notifier, events });
+    events.on('task:statusChanged', listener);
     const record = (channel: 'task' | 'work', id: string) =>
       notifier.subscribe(channel, id, () => published.push(channel));
     return { writer, published, record };

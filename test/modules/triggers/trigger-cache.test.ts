@@ -4,6 +4,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChangeCache } from '../../../src/db/change-cache.js';
 import { createSecretBox } from '../../../src/lib/crypto.js';
+import { createEventHub } from '../../../src/lib/event-hub.js';
 import { createAgentsModule } from '../../../src/modules/agents/agents-module.js';
 import { agentsRepo } from '../../../src/modules/agents/agents-repo.js';
 import { type TriggerRow, triggersRepo } from '../../../src/modules/triggers/triggers-repo.js';
@@ -32,7 +33,13 @@ const BODY = { repository: { name: 'r' } };
 /** The triggers service as a process without a server runs it (the CLI's way): no cache, no listener. */
 function serverless(t: TestApp) {
   const box = createSecretBox(t.runtime.secrets.encryptionKey);
-  const agents = createAgentsModule({ runtime: t.runtime, box, checkRuntime: async () => undefined, cacheMs: 0 });
+  const agents = createAgentsModule({
+    runtime: t.runtime,
+    box,
+    checkRuntime: async () => undefined,
+    cacheMs: 0,
+    events: createEventHub(),
+  });
   return createTriggersService({
     db: t.runtime.db,
     repo: triggersRepo,
