@@ -33,8 +33,16 @@ function useApp(shared: TestDatabase, config: Partial<Config>) {
 }
 
 /** The task.run POSTs that reached `/hang` from the given agents. */
+/**
+ * The runs (`task.run` pushes) the hanging endpoint received for these agents. A cancel also sends
+ * the agent a `task.cancelled` there, which is not a run.
+ */
 const hangingRuns = (receiver: Receiver, agents: string[]) =>
-  receiver.requests.filter((r) => r.path === '/hang' && agents.includes(pushBodyOf(r).data.agent_uuid)).length;
+  receiver.requests.filter((r) => {
+    if (r.path !== '/hang') return false;
+    const body = pushBodyOf(r);
+    return body.type === 'task.run' && agents.includes(body.data.agent_uuid);
+  }).length;
 
 async function httpAgent(t: TestApp, user: TestUser, receiver: Receiver, path: string, extra = {}) {
   const url = receiver.url.replace('/hook', path);
