@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, DEFAULT_RETRY_SCHEDULE, loadConfig, renderConfigTable, SETTINGS } from '../../src/config.js';
+import { ConfigError, DEFAULT_RETRY_SCHEDULE, loadConfig, renderConfigTable, SETTINGS } from '../src/config.js';
 
 describe('loadConfig defaults', () => {
   it('serves the embedded default with an empty environment', () => {
@@ -149,7 +149,7 @@ describe('loadConfig refuses bad values, naming the variable', () => {
 
 describe('the settings table is the one description of the configuration', () => {
   it('the README shows exactly the table rendered from it (npm run docs:config rewrites it)', () => {
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
     const section = readme.split('<!-- config-table:start -->')[1]?.split('<!-- config-table:end -->')[0];
     expect(section?.trim()).toBe(renderConfigTable());
   });

@@ -1,7 +1,7 @@
 import { crc32 } from 'node:zlib';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createSecretBox, SealedSecretError, toBase62 } from '../../src/lib/crypto.js';
+import { createSecretBox, SealedSecretError, toBase62 } from '../../../src/lib/crypto.js';
 import {
   generateIngestToken,
   generatePlatformKey,
@@ -11,7 +11,7 @@ import {
   type PresentedCredential,
   platformKeyPrefix,
   readCredential,
-} from '../../src/modules/accounts/accounts-fns.js';
+} from '../../../src/modules/accounts/accounts-fns.js';
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
