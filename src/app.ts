@@ -152,7 +152,7 @@ export async function buildApp(
   const box = createSecretBox(runtime.secrets.encryptionKey, runtime.secrets.previousEncryptionKeys);
   const accounts = createAccountsModule({ config, runtime, box });
   await registerCors(app, config.corsOrigins);
-  registerGuard(app, { authenticate: accounts.authenticate, rateLimit });
+  registerGuard(app, { authenticate: accounts.authenticate, resolveWorkspace: accounts.resolveWorkspace, rateLimit });
   // Built in dependency order; each capability subscribes on the event hub to what it reacts to,
   // inside its own module: tasks and triggers to agent:deleted, callbacks and runtimes to
   // task:statusChanged, telemetry's task tracer, metrics and the push dispatcher to task:changed.
@@ -243,7 +243,7 @@ export async function buildApp(
     runtime,
     providers: providers.service,
     // Each model call also becomes a GenAI span in the telemetry store.
-    observers: [(call) => telemetry.tracer.enqueue(call.userUuid, [genAiServiceSpan(call)])],
+    observers: [(call) => telemetry.tracer.enqueue(call.workspaceUuid, [genAiServiceSpan(call)])],
   });
   await app.register(spotlight.routes);
   const runtimes = createRuntimesModule({

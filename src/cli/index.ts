@@ -4,6 +4,8 @@ import { ConfigError, loadConfig } from '../config.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { AppError } from '../http/errors.js';
 import { createSecretBox } from '../lib/crypto.js';
+import { isUuid } from '../lib/ids.js';
+import type { KeyRole } from '../lib/principal.js';
 import { createAccountsModule } from '../modules/accounts/accounts-module.js';
 import type { AccountsService } from '../modules/accounts/accounts-service.js';
 import { createLogger, openDb, openProcessDeps } from '../process-deps.js';
@@ -20,6 +22,18 @@ function fail(message: string): never {
 
 function nonEmpty(value: string): string {
   if (value.trim() === '') throw new InvalidArgumentError('must not be empty');
+  return value;
+}
+
+function workspaceUuid(value: string): string {
+  if (!isUuid(value)) throw new InvalidArgumentError('must be a workspace uuid');
+  return value.toLowerCase();
+}
+
+function keyRole(value: string): KeyRole {
+  if (value !== 'admin' && value !== 'member' && value !== 'viewer') {
+    throw new InvalidArgumentError('must be admin, member or viewer');
+  }
   return value;
 }
 
@@ -114,11 +128,15 @@ program
   .command('key')
   .description('manage platform API keys')
   .command('create')
-  .description('create a platform API key for a user; the key is printed once')
-  .requiredOption('--email <email>', "the owner's e-mail address", nonEmpty)
+  .description('create a platform API key made by a user, in a workspace they administer; the key is printed once')
+  .requiredOption('--email <email>', "the creator's e-mail address", nonEmpty)
   .requiredOption('--name <name>', 'a name for the key', nonEmpty)
-  .action((opts: { email: string; name: string }) =>
-    withAccounts((accounts) => accounts.createPlatformKeyByEmail(opts.email, opts.name)),
+  .option('--workspace <uuid>', "the workspace (default: the user's personal workspace)", workspaceUuid)
+  .option('--role <role>', 'admin, member or viewer (default: admin)', keyRole)
+  .action((opts: { email: string; name: string; workspace?: string; role?: KeyRole }) =>
+    withAccounts((accounts) =>
+      accounts.createPlatformKeyByEmail(opts.email, opts.name, { workspaceUuid: opts.workspace, role: opts.role }),
+    ),
   );
 
 addSecretCommands(program);

@@ -40,6 +40,11 @@ export interface Db {
    * Absent for an in-memory database, which no other connection can reach.
    */
   watchOtherWriters?: (onChange: () => void) => Subscription;
+  /**
+   * SQLite only: lets a migration edit `sqlite_master` (SQLite's documented way to change a
+   * foreign key in place), which the driver's defensive mode otherwise forbids. Only migrations use it.
+   */
+  allowSchemaEdits?: (on: boolean) => void;
   /** PostgreSQL only: the pool's connections (open, idle) and the queries waiting for one. */
   poolStats?: () => { total: number; idle: number; waiting: number };
   /** Hears the duration of every query that goes through Kysely, in milliseconds (metrics). */
@@ -114,6 +119,9 @@ function connectSqlite(opts: ConnectOptions): Db {
     kysely,
     transaction: (fn) => groupCommit.run(fn),
     ...(opts.sqliteFile === ':memory:' ? {} : { watchOtherWriters: (onChange) => watchDataVersion(native, onChange) }),
+    allowSchemaEdits: (on) => {
+      native.unsafeMode(on);
+    },
     onQuery: timing.onQuery,
     ping: async () => {
       await sql`select 1`.execute(kysely);

@@ -1,4 +1,5 @@
 import type { Generated } from 'kysely';
+import type { AuditLogTable, InvitationsTable, WorkspaceMembersTable, WorkspacesTable } from './workspace-tables.js';
 
 /**
  * Table types shared by both dialects. Portable choices: ids made by the app, timestamps as
@@ -34,28 +35,37 @@ export interface EmailVerificationsTable {
 
 export interface PlatformKeysTable {
   uuid: string;
-  user_uuid: string;
+  /** The workspace that owns the row (a personal workspace has its user's uuid). */
+  workspace_uuid: string;
   name: string;
   key_hash: string;
   prefix: string;
   created_at: string;
   last_used_at: string | null;
   revoked_at: string | null;
+  /** The user who made it; its role bounds the key's (null never, once migrated). */
+  created_by: string | null;
+  /** `admin`, `member` or `viewer`. */
+  role: Generated<string>;
 }
 
 export interface IngestTokensTable {
   uuid: string;
-  user_uuid: string;
+  /** The workspace that owns the row (a personal workspace has its user's uuid). */
+  workspace_uuid: string;
   token_hash: string;
   prefix: string;
   created_at: string;
   last_used_at: string | null;
   revoked_at: string | null;
+  /** The user who made it. */
+  created_by: string | null;
 }
 
 export interface SigningSecretsTable {
   uuid: string;
-  user_uuid: string;
+  /** The workspace that owns the row (a personal workspace has its user's uuid). */
+  workspace_uuid: string;
   secret_sealed: string;
   created_at: string;
   expires_at: string | null;
@@ -63,7 +73,8 @@ export interface SigningSecretsTable {
 
 export interface AgentsTable {
   uuid: string;
-  user_uuid: string;
+  /** The workspace that owns the row (a personal workspace has its user's uuid). */
+  workspace_uuid: string;
   name: string;
   description: string | null;
   status: string;
@@ -89,7 +100,8 @@ export interface RateLimitsTable {
 export interface TasksTable {
   uuid: string;
   agent_uuid: string;
-  user_uuid: string;
+  /** The workspace that owns the row (a personal workspace has its user's uuid). */
+  workspace_uuid: string;
   status: string;
   ready: DbBool;
   priority: number;
@@ -130,7 +142,8 @@ export interface TaskEventsTable {
 }
 
 export interface IdempotencyKeysTable {
-  user_uuid: string;
+  /** The workspace that owns the row (a personal workspace has its user's uuid). */
+  workspace_uuid: string;
   key: string;
   request_hash: string;
   task_uuid: string;
@@ -161,7 +174,8 @@ export interface A2aMessageIdsTable {
 export interface TriggersTable {
   uuid: string;
   agent_uuid: string;
-  user_uuid: string;
+  /** The workspace that owns the row (a personal workspace has its user's uuid). */
+  workspace_uuid: string;
   name: string;
   message_template: string;
   enabled: DbBool;
@@ -187,7 +201,8 @@ export interface TriggerDeliveriesTable {
 export interface CallbacksTable {
   uuid: string;
   task_uuid: string;
-  user_uuid: string;
+  /** The workspace that owns the row (a personal workspace has its user's uuid). */
+  workspace_uuid: string;
   url: string;
   event_type: string;
   /** The exact JSON text that is signed and sent, identical on every attempt. */
@@ -229,7 +244,8 @@ export interface OAuthIdentitiesTable {
 }
 
 export interface TelemetrySpansTable {
-  user_uuid: string;
+  /** The workspace that owns the row (a personal workspace has its user's uuid). */
+  workspace_uuid: string;
   trace_id: string;
   span_id: string;
   parent_span_id: string | null;
@@ -266,7 +282,8 @@ export interface TelemetrySpansTable {
 
 export interface TelemetryLogsTable {
   uuid: string;
-  user_uuid: string;
+  /** The workspace that owns the row (a personal workspace has its user's uuid). */
+  workspace_uuid: string;
   time_unix_nano: string;
   time_key: string;
   time: string;
@@ -288,7 +305,8 @@ export interface TelemetryLogsTable {
 
 export interface ProviderCredentialsTable {
   uuid: string;
-  user_uuid: string;
+  /** The workspace that owns the row (a personal workspace has its user's uuid). */
+  workspace_uuid: string;
   name: string;
   provider: string;
   base_url: string;
@@ -301,7 +319,8 @@ export interface ProviderCredentialsTable {
 
 export interface SpotlightCallsTable {
   uuid: string;
-  user_uuid: string;
+  /** The workspace that owns the row (a personal workspace has its user's uuid). */
+  workspace_uuid: string;
   created_at: string;
   source: string;
   model: string;
@@ -347,4 +366,8 @@ export interface Database {
   a2a_task_contexts: A2aTaskContextsTable;
   a2a_history_ids: A2aHistoryIdsTable;
   a2a_message_ids: A2aMessageIdsTable;
+  workspaces: WorkspacesTable;
+  workspace_members: WorkspaceMembersTable;
+  invitations: InvitationsTable;
+  audit_log: AuditLogTable;
 }

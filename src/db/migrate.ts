@@ -14,6 +14,7 @@ import { migration012 } from './migrations/012-push-runs.js';
 import { migration013 } from './migrations/013-refused-deliveries.js';
 import { migration014 } from './migrations/014-a2a.js';
 import { migration015 } from './migrations/015-account-recovery.js';
+import { migration016 } from './migrations/016-workspaces.js';
 import type { DialectMigration } from './migrations/types.js';
 
 /** Every migration, in order. Forward only: a released migration is never edited. */
@@ -31,16 +32,17 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '013-refused-deliveries': migration013,
   '014-a2a': migration014,
   '015-account-recovery': migration015,
+  '016-workspaces': migration016,
 };
 
 export class MigrationError extends Error {}
 
 /**
- * Brings the schema up to date. Safe to run from several instances at once (the migrator
- * takes a lock).
+ * Brings the schema up to date (or, for tests of a migration, up to `target`). Safe to run from
+ * several instances at once (the migrator takes a lock).
  * @throws MigrationError naming the migration that failed.
  */
-export async function migrateToLatest(db: Db): Promise<string[]> {
+export async function migrateToLatest(db: Db, target?: string): Promise<string[]> {
   const provider: MigrationProvider = {
     async getMigrations() {
       const out: Record<string, Migration> = {};
@@ -63,11 +65,14 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
   const sqlite = db.dialect === 'sqlite';
   if (sqlite) await sql`begin immediate`.execute(db.kysely);
   let outcome: Awaited<ReturnType<Migrator['migrateToLatest']>>;
+  db.allowSchemaEdits?.(true);
   try {
-    outcome = await migrator.migrateToLatest();
+    outcome = await (target ? migrator.migrateTo(target) : migrator.migrateToLatest());
   } catch (err) {
     if (sqlite) await sql`rollback`.execute(db.kysely);
     throw err;
+  } finally {
+    db.allowSchemaEdits?.(false);
   }
   if (sqlite) await sql`${sql.raw(outcome.error ? 'rollback' : 'commit')}`.execute(db.kysely);
   const { error, results } = outcome;

@@ -18,6 +18,11 @@ export const ERROR_CODES = [
   'LIMIT_EXCEEDED',
   'OAUTH_STATE_INVALID',
   'OAUTH_PROVIDER_UNAVAILABLE',
+  'FORBIDDEN',
+  'PERSONAL_WORKSPACE',
+  'LAST_OWNER',
+  'INVITATION_INVALID',
+  'INVITATION_EMAIL_MISMATCH',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -30,16 +35,21 @@ export function statusFor(code: ErrorCode): number {
     case 'TASK_NOT_ACCEPTING_MESSAGES':
     case 'TASK_NOT_RUNNING':
     case 'OAUTH_STATE_INVALID':
+    case 'INVITATION_INVALID':
       return 400;
     // A size or count limit is a 400; a limit on open streams or waits answers 429 (set per error).
     case 'LIMIT_EXCEEDED':
       return 400;
     case 'TRIGGER_DISABLED':
+    case 'FORBIDDEN':
+    case 'INVITATION_EMAIL_MISMATCH':
       return 403;
     case 'NOT_FOUND':
       return 404;
     case 'CONFLICT':
     case 'CREDENTIAL_IN_USE':
+    case 'PERSONAL_WORKSPACE':
+    case 'LAST_OWNER':
       return 409;
     case 'PAYLOAD_TOO_LARGE':
       return 413;

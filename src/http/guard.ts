@@ -1,8 +1,10 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AuthMode, Principal } from '../lib/principal.js';
+import { isUuid } from '../lib/ids.js';
+import { type Acting, type AuthMode, actorOf, isRole, type Principal, roleAtLeast } from '../lib/principal.js';
 import { errorBody } from './error-handler.js';
-import { AppError, AUTH_MESSAGES, AuthError } from './errors.js';
-import { hitEach, type RateLimiter, userScope } from './rate-limit.js';
+import { AppError, AUTH_MESSAGES, AuthError, invalid, notFound } from './errors.js';
+import { forbiddenMessage, permissionOf, workspaceSourceOf } from './permissions.js';
+import { hitEach, type RateLimiter, workspaceScope } from './rate-limit.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -28,11 +30,21 @@ declare module 'fastify' {
 }
 
 type Authenticate = (headers: FastifyRequest['headers'], mode: Exclude<AuthMode, 'none'>) => Promise<Principal>;
+type ResolveWorkspace = (principal: Principal, workspaceUuid: string) => Promise<Principal>;
 
-/** The task a `/agent/:id/task/:taskId/…` route names, for the requesting user. */
+/** The header with which a session names the workspace it acts in. */
+export const WORKSPACE_HEADER = 'x-taskhook-workspace';
+
+/** The task a `/agent/:id/task/:taskId/…` route names, in the request's workspace. */
 export function taskRefOf(request: FastifyRequest) {
   const params = request.params as { id: string; taskId: string };
-  return { userUuid: principalOf(request).userUuid, agentUuid: params.id, taskUuid: params.taskId };
+  return { workspaceUuid: principalOf(request).workspaceUuid, agentUuid: params.id, taskUuid: params.taskId };
+}
+
+/** Who acts, where, and from which request: what a management action writes to the audit log. */
+export function actingOf(request: FastifyRequest): Acting {
+  const principal = principalOf(request);
+  return { workspaceUuid: principal.workspaceUuid, actor: actorOf(principal), ip: request.ip, requestId: request.id };
 }
 
 /** The authenticated principal of a route that requires one. */
@@ -46,8 +58,57 @@ export function principalOf(request: FastifyRequest): Principal {
  * against its scope (the user, the route's own scope, or the client address), set the
  * X-RateLimit-* headers, and only then report a rate-limit or authentication failure.
  */
-export function registerGuard(app: FastifyInstance, deps: { authenticate: Authenticate; rateLimit: RateLimiter }) {
+export function registerGuard(
+  app: FastifyInstance,
+  deps: { authenticate: Authenticate; resolveWorkspace: ResolveWorkspace; rateLimit: RateLimiter },
+) {
   app.decorateRequest('principal', null);
+
+  // The permission table is the one place roles are decided: a route that takes a credential and
+  // has no line in it is a mistake caught at start-up, not a route open to every role.
+  app.addHook('onRoute', (route) => {
+    const mode = route.config?.auth ?? 'none';
+    if (mode === 'none') return;
+    for (const method of [route.method].flat()) {
+      if (method === 'HEAD') continue;
+      if (!permissionOf(method, route.url)) throw new Error(`no permission line for ${method} ${route.url}`);
+    }
+  });
+
+  /**
+   * The workspace the request names (path or header), moved into; role checked. Failures are
+   * returned, not thrown, so the request is counted first.
+   */
+  async function enterWorkspace(request: FastifyRequest, principal: Principal): Promise<Principal | AppError> {
+    const url = request.routeOptions.url ?? '';
+    const permission = permissionOf(request.method === 'HEAD' ? 'GET' : request.method, url);
+    if (!permission) return new AppError('FORBIDDEN', 'This operation is not allowed');
+    const source = workspaceSourceOf(url, permission);
+    let named: string | undefined;
+    if (source === 'path') {
+      named = (request.params as { id?: string }).id ?? '';
+      if (!isUuid(named)) return notFound('Workspace');
+    } else if (source === 'header') {
+      const raw = request.headers[WORKSPACE_HEADER];
+      if (raw !== undefined) {
+        const value = Array.isArray(raw) ? raw.join(',') : raw;
+        if (!isUuid(value)) {
+          return invalid(
+            'X-Taskhook-Workspace',
+            'must be a workspace uuid',
+            'Invalid request: X-Taskhook-Workspace must be a workspace uuid',
+          );
+        }
+        named = value.toLowerCase();
+      }
+    }
+    try {
+      return named === undefined ? principal : await deps.resolveWorkspace(principal, named);
+    } catch (err) {
+      if (err instanceof AppError) return err;
+      throw err;
+    }
+  }
   /** Requests whose count waits for their body (`rateLimitAfterBody`) and has not happened yet. */
   const uncounted = new WeakSet<FastifyRequest>();
 
@@ -77,7 +138,7 @@ export function registerGuard(app: FastifyInstance, deps: { authenticate: Authen
       uncounted.add(request);
       return;
     }
-    let failure: AuthError | null = null;
+    let failure: AuthError | AppError | null = null;
     if (mode !== 'none') {
       try {
         request.principal = await deps.authenticate(request.headers, mode);
@@ -86,13 +147,25 @@ export function registerGuard(app: FastifyInstance, deps: { authenticate: Authen
         failure = err;
       }
     }
-    let scope: string | string[] | null = request.principal ? userScope(request.principal.userUuid) : null;
+    if (request.principal) {
+      // A workspace the caller may not enter counts in their own (personal or key's) window.
+      const entered = await enterWorkspace(request, request.principal);
+      if (entered instanceof AppError) failure = entered;
+      else request.principal = entered;
+    }
+    let scope: string | string[] | null = request.principal ? workspaceScope(request.principal.workspaceUuid) : null;
     if (!scope && !failure && config.rateLimitScope) scope = await config.rateLimitScope(request);
     const result = await count(request, reply, scope);
     if (result.exceeded) throw refuse(reply, result);
     if (failure) throw failure;
-    if (config.feature === 'agents' && request.principal && !request.principal.agentsEnabled) {
+    const principal = request.principal;
+    if (!principal) return;
+    if (config.feature === 'agents' && !principal.agentsEnabled) {
       throw new AuthError(403, AUTH_MESSAGES.agentsDisabled);
+    }
+    const needed = permissionOf(request.method === 'HEAD' ? 'GET' : request.method, request.routeOptions.url ?? '');
+    if (needed && isRole(needed) && !roleAtLeast(principal.role, needed)) {
+      throw new AppError('FORBIDDEN', forbiddenMessage(needed));
     }
   });
 

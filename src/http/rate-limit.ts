@@ -65,8 +65,11 @@ export function createRateLimiter(opts: {
 
 export type RateLimiter = ReturnType<typeof createRateLimiter>;
 
-/** The scope of an authenticated user's requests (all their keys and sessions together). */
-export const userScope = (userUuid: string) => `user:${userUuid}`;
+/**
+ * The scope of a workspace's requests: every member's sessions and every key of the workspace
+ * together. (A personal workspace's uuid is its user's, so a single user's window is unchanged.)
+ */
+export const workspaceScope = (workspaceUuid: string) => `user:${workspaceUuid}`;
 
 /**
  * Counts one request in each of `scopes` (a webhook delivery counts in its trigger's window and

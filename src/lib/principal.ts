@@ -1,7 +1,29 @@
+/** A member's role in a workspace; each includes everything of the ones before it. */
+export const ROLES = ['viewer', 'member', 'admin', 'owner'] as const;
+export type Role = (typeof ROLES)[number];
+/** A platform key's own role: never `owner`. */
+export type KeyRole = Exclude<Role, 'owner'>;
+
+/** Does `held` include `needed`? */
+export const roleAtLeast = (held: Role, needed: Role) => ROLES.indexOf(held) >= ROLES.indexOf(needed);
+/** The lower of two roles (a key acts with the lower of its own and its creator's). */
+export const lowerRole = (a: Role, b: Role): Role => (ROLES.indexOf(a) <= ROLES.indexOf(b) ? a : b);
+export const isRole = (value: unknown): value is Role => ROLES.includes(value as Role);
+
 /** Who is making a request, once their credential has been checked. */
 export interface Principal {
+  /** The person: the session's user, or the user who made the key or token. */
   userUuid: string;
   email: string;
+  /**
+   * The workspace the request acts in: a key's or token's own, or for a session its user's
+   * personal workspace (whose uuid is the user's) unless `X-Taskhook-Workspace` names another.
+   */
+  workspaceUuid: string;
+  /** The role the request acts with there (for a key: the lower of its own and its creator's). */
+  role: Role;
+  /** The platform key's name, for the audit log; null otherwise. */
+  keyName: string | null;
   /** Which credential kind authenticated the request. */
   via: 'jwt' | 'platform_key' | 'ingest_token';
   /** The platform key or ingest token used; null for a session JWT. */
@@ -25,4 +47,24 @@ export interface CredentialCheck {
   stillValid(headers: Record<string, string | string[] | undefined>, was: Principal): Promise<boolean>;
   /** Hears each user whose credentials may have changed, as soon as this instance learns of it. */
   onChange(listener: (userUuid: string) => void): () => void;
+}
+
+/** Who did a management action, as the audit log names them. */
+export type AuditActor = { type: 'user'; uuid: string; email: string } | { type: 'key'; uuid: string; name: string };
+
+/** What a management action needs to know to write its audit entry: where, who, and from which request. */
+export interface Acting {
+  workspaceUuid: string;
+  actor: AuditActor;
+  /** The client address (with TASKHOOK_TRUST_PROXY); null from the CLI. */
+  ip: string | null;
+  /** The request's X-Request-Id; null from the CLI. */
+  requestId: string | null;
+}
+
+/** The actor a principal acts as: its platform key, or its user. */
+export function actorOf(principal: Principal): AuditActor {
+  return principal.via === 'platform_key' && principal.credentialUuid
+    ? { type: 'key', uuid: principal.credentialUuid, name: principal.keyName ?? '' }
+    : { type: 'user', uuid: principal.userUuid, email: principal.email };
 }

@@ -14,7 +14,7 @@ export function taskOf(conversation: Array<['user' | 'agent', string]>, attempt 
   return {
     uuid: crypto.randomUUID(),
     agentUuid: crypto.randomUUID(),
-    userUuid: crypto.randomUUID(),
+    workspaceUuid: crypto.randomUUID(),
     status: 'running',
     ready: false,
     priority: 5,

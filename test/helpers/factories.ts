@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Acting } from '../../src/lib/principal.js';
 import type { TestApp } from './app.js';
 import { call } from './app.js';
 
@@ -41,4 +42,14 @@ export async function createAgent(t: TestApp, user: TestUser, body: Record<strin
   const res = await call(t.app, 'POST', '/agent', { token: user.token, body: { name: 'test agent', ...body } });
   if (res.statusCode !== 201) throw new Error(`agent creation failed: ${res.body}`);
   return res.json() as { uuid: string; status: string; concurrency: number };
+}
+
+/** A user acting in their personal workspace from no request (as the CLI does): for service calls. */
+export function actingAs(user: { uuid: string; email: string }): Acting {
+  return {
+    workspaceUuid: user.uuid,
+    actor: { type: 'user', uuid: user.uuid, email: user.email },
+    ip: null,
+    requestId: null,
+  };
 }

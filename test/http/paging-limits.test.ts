@@ -42,7 +42,7 @@ describe.each(DATABASES)('paging limits on $name', (database) => {
     const rows = (n: number) =>
       Array.from({ length: n }, (_, i) => ({
         uuid: randomUUID(),
-        user_uuid: user.uuid,
+        workspace_uuid: user.uuid,
         prefix: `p${i}`,
         created_at: iso(base + i * 1000),
         last_used_at: null,

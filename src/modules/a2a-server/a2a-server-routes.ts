@@ -1,8 +1,11 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errorResponses } from '../../http/error-schemas.js';
+import { AppError } from '../../http/errors.js';
 import { principalOf } from '../../http/guard.js';
+import { A2A_METHOD_ROLES, forbiddenMessage } from '../../http/permissions.js';
 import { jsonTooDeep } from '../../lib/json-depth.js';
+import { roleAtLeast } from '../../lib/principal.js';
 import type { AgentRow } from '../agents/agents-repo.js';
 import type { TaskRecord } from '../tasks/tasks-repo.js';
 import {
@@ -66,7 +69,7 @@ export function a2aServerRoutes(deps: {
           response: { 200: AgentCardSchema, ...errorResponses([400, 401, 403, 404]) },
         },
       },
-      async (request) => service.card(await service.agent(principalOf(request).userUuid, request.params.agentId)),
+      async (request) => service.card(await service.agent(principalOf(request).workspaceUuid, request.params.agentId)),
     );
 
     app.post(
@@ -91,17 +94,21 @@ export function a2aServerRoutes(deps: {
         },
       },
       async (request, reply) => {
-        const userUuid = principalOf(request).userUuid;
-        const agent = await service.agent(userUuid, request.params.agentId);
+        const principal = principalOf(request);
+        const workspaceUuid = principal.workspaceUuid;
         const body = typeof request.body === 'string' ? request.body : '';
         const parsed = jsonTooDeep(body)
           ? { id: null, error: TOO_DEEP }
           : parseRequest(request.headers['content-type'], body);
+        // The role follows the method, and is decided before anything is looked up (an HTTP 403).
+        const needed = 'error' in parsed ? undefined : A2A_METHOD_ROLES[parsed.method];
+        if (needed && !roleAtLeast(principal.role, needed)) throw new AppError('FORBIDDEN', forbiddenMessage(needed));
+        const agent = await service.agent(workspaceUuid, request.params.agentId);
         if ('error' in parsed) return answer(reply, errorResponse(parsed.id, parsed.error));
         const version = checkVersion(request.headers['a2a-version']);
         if (version) return answer(reply, errorResponse(parsed.id, version));
         try {
-          const result = await dispatch(request, reply, agent, userUuid, parsed);
+          const result = await dispatch(request, reply, agent, workspaceUuid, parsed);
           if (result !== STREAMED) return answer(reply, resultResponse(parsed.id, result));
         } catch (err) {
           const mapped = rpcErrorOf(err);
@@ -117,20 +124,20 @@ export function a2aServerRoutes(deps: {
     request: FastifyRequest,
     reply: FastifyReply,
     agent: AgentRow,
-    userUuid: string,
+    workspaceUuid: string,
     rpc: RpcRequest,
   ): Promise<unknown> {
-    const ref = (taskUuid: string) => ({ userUuid, agentUuid: agent.uuid, taskUuid });
+    const ref = (taskUuid: string) => ({ workspaceUuid, agentUuid: agent.uuid, taskUuid });
     switch (rpc.method) {
       case 'SendMessage':
-        return sendMessage(reply, agent, userUuid, parseSendParams(rpc.params));
+        return sendMessage(reply, agent, workspaceUuid, parseSendParams(rpc.params));
       case 'SendStreamingMessage': {
         const p = parseSendParams(rpc.params);
         // Counted against the user's streams from before anything is written.
-        const release = deps.acquire(userUuid, 'stream');
+        const release = deps.acquire(workspaceUuid, 'stream');
         let sent: TaskRecord;
         try {
-          sent = await service.send(agent, userUuid, p);
+          sent = await service.send(agent, workspaceUuid, p);
         } catch (err) {
           release();
           throw err;
@@ -144,7 +151,7 @@ export function a2aServerRoutes(deps: {
         if (FINAL_STATES.has(state)) {
           throw new RpcError(RPC_ERRORS.unsupportedOperation, `The task is finished (${state}): nothing to follow`);
         }
-        await streamTask(streamDeps, request, reply, rpc.id, ref(id), deps.acquire(userUuid, 'stream'));
+        await streamTask(streamDeps, request, reply, rpc.id, ref(id), deps.acquire(workspaceUuid, 'stream'));
         return STREAMED;
       }
       case 'GetTask': {
@@ -154,7 +161,7 @@ export function a2aServerRoutes(deps: {
       case 'CancelTask':
         return service.cancel(ref(parseTaskIdParams(rpc.params).id));
       case 'ListTasks':
-        return service.list(agent, userUuid, parseListParams(rpc.params));
+        return service.list(agent, workspaceUuid, parseListParams(rpc.params));
       case 'GetExtendedAgentCard':
         throw new RpcError(RPC_ERRORS.unsupportedOperation, 'This agent has no extended agent card');
       default:
@@ -166,16 +173,16 @@ export function a2aServerRoutes(deps: {
   }
 
   /** SendMessage: `{task}` at once with returnImmediately, else once the task settles (or the wait ends). */
-  async function sendMessage(reply: FastifyReply, agent: AgentRow, userUuid: string, p: SendParams) {
+  async function sendMessage(reply: FastifyReply, agent: AgentRow, workspaceUuid: string, p: SendParams) {
     if (p.returnImmediately) {
-      return { task: await service.a2aTask(await service.send(agent, userUuid, p), p.historyLength) };
+      return { task: await service.a2aTask(await service.send(agent, workspaceUuid, p), p.historyLength) };
     }
     // A blocking send counts as a wait for the user's cap, from before anything is written.
-    const release = deps.acquire(userUuid, 'wait');
+    const release = deps.acquire(workspaceUuid, 'wait');
     try {
       const stop = AbortSignal.any([hangUp(reply), closing.signal]);
-      const sent = await service.send(agent, userUuid, p);
-      const settled = await service.settle({ userUuid, agentUuid: agent.uuid, taskUuid: sent.uuid }, stop);
+      const sent = await service.send(agent, workspaceUuid, p);
+      const settled = await service.settle({ workspaceUuid, agentUuid: agent.uuid, taskUuid: sent.uuid }, stop);
       return { task: await service.a2aTask(settled, p.historyLength) };
     } finally {
       release();

@@ -21,7 +21,7 @@ const SETTLED = new Set(['completed', 'failed', 'cancelled', 'awaiting_input']);
  * Counts a user's open waits and streams: returns the function that releases the slot.
  * @throws AppError LIMIT_EXCEEDED when the user has as many open as allowed.
  */
-export type AcquireConnection = (userUuid: string, kind: 'stream' | 'wait') => () => void;
+export type AcquireConnection = (workspaceUuid: string, kind: 'stream' | 'wait') => () => void;
 
 /** No cap on waits and streams (until the per-user connection limits are connected in app.ts). */
 export const noConnectionLimits: AcquireConnection = () => () => undefined;
@@ -60,13 +60,13 @@ export function createA2aServerService(deps: {
     }
   }
 
-  async function createTask(agent: AgentRow, userUuid: string, p: SendParams, nowMs: number): Promise<TaskRecord> {
+  async function createTask(agent: AgentRow, workspaceUuid: string, p: SendParams, nowMs: number): Promise<TaskRecord> {
     if (agent.status !== 'active') {
       throw new RpcError(RPC_ERRORS.unsupportedOperation, `Agent is ${agent.status} and does not accept tasks`);
     }
     const { message } = p;
     const input = { message: message.text, ...(message.metadata ? { metadata: message.metadata } : {}) };
-    const { task } = await tasks.prepare(agent, userUuid, input, nowMs);
+    const { task } = await tasks.prepare(agent, workspaceUuid, input, nowMs);
     await db.transaction(async (trx) => {
       await tasks.insert(trx, task);
       await repo.claimMessageId(trx, claim(agent.uuid, message.messageId, task.uuid, nowMs));
@@ -110,7 +110,7 @@ export function createA2aServerService(deps: {
 
   return {
     /** @throws AppError NOT_FOUND (HTTP 404) unless the agent is the user's. */
-    agent: (userUuid: string, agentUuid: string) => deps.agents.requireOwned(userUuid, agentUuid),
+    agent: (workspaceUuid: string, agentUuid: string) => deps.agents.requireOwned(workspaceUuid, agentUuid),
 
     card: (agent: AgentRow) => agentCard(agent, deps.publicUrl),
 
@@ -122,18 +122,18 @@ export function createA2aServerService(deps: {
      * agent saw in the last 24 hours returns the task it went to and changes nothing.
      * @throws RpcError for A2A's refusals (-32001, -32004, -32602).
      */
-    async send(agent: AgentRow, userUuid: string, p: SendParams): Promise<TaskRecord> {
+    async send(agent: AgentRow, workspaceUuid: string, p: SendParams): Promise<TaskRecord> {
       const nowMs = deps.clock.now();
       const seenTask = async () => {
         const seen = await repo.findMessageId(db.kysely, agent.uuid, p.message.messageId);
         if (!seen || seen.expires_at <= iso(nowMs)) return null;
-        return requireTask({ userUuid, agentUuid: agent.uuid, taskUuid: seen.task_uuid });
+        return requireTask({ workspaceUuid, agentUuid: agent.uuid, taskUuid: seen.task_uuid });
       };
       const earlier = await seenTask();
       if (earlier) return earlier;
       try {
-        if (p.message.taskId === undefined) return await createTask(agent, userUuid, p, nowMs);
-        return await continueTask({ userUuid, agentUuid: agent.uuid, taskUuid: p.message.taskId }, p, nowMs);
+        if (p.message.taskId === undefined) return await createTask(agent, workspaceUuid, p, nowMs);
+        return await continueTask({ workspaceUuid, agentUuid: agent.uuid, taskUuid: p.message.taskId }, p, nowMs);
       } catch (err) {
         // A concurrent request with the same messageId got there first: answer what it made.
         if (!(err instanceof UniqueViolationError)) throw err;
@@ -197,10 +197,10 @@ export function createA2aServerService(deps: {
      * ListTasks: the agent's tasks newest first, a page at a time; artifacts only when asked for.
      * `pageSize` in the answer is the page size used (asked for, or 50), as A2A's proto defines it.
      */
-    async list(agent: AgentRow, userUuid: string, p: ListParams) {
+    async list(agent: AgentRow, workspaceUuid: string, p: ListParams) {
       const status = p.state === undefined ? undefined : statusOfState(p.state);
       if (status === null) return { tasks: [], nextPageToken: '', pageSize: p.pageSize, totalSize: 0 };
-      const page = await listPage({ agentUuid: agent.uuid, userUuid, status, contextId: p.contextId }, p);
+      const page = await listPage({ agentUuid: agent.uuid, workspaceUuid, status, contextId: p.contextId }, p);
       const extras = await repo.extras(
         db.kysely,
         page.tasks.map((t) => t.uuid),
@@ -229,7 +229,7 @@ export function createA2aServerService(deps: {
    * says what a status timestamp is also decides the filter.
    */
   async function listPage(
-    filter: { agentUuid: string; userUuid: string; status: TaskView['status'] | undefined; contextId?: string },
+    filter: { agentUuid: string; workspaceUuid: string; status: TaskView['status'] | undefined; contextId?: string },
     p: ListParams,
   ) {
     const after = p.statusTimestampAfter;

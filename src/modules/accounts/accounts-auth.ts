@@ -1,5 +1,5 @@
 import type { Db } from '../../db/connect.js';
-import { AUTH_MESSAGES, AuthError } from '../../http/errors.js';
+import { AUTH_MESSAGES, AuthError, notFound } from '../../http/errors.js';
 import { sha256Hex } from '../../lib/crypto.js';
 import type { Log } from '../../lib/log.js';
 import type { AuthMode, Principal } from '../../lib/principal.js';
@@ -8,6 +8,7 @@ import { readCredential } from './accounts-fns.js';
 import type { AccountsRepo, CredentialTable, CredentialWithUser, UserRow } from './accounts-repo.js';
 import type { SessionTokens } from './accounts-tokens.js';
 import type { CredentialCache } from './credential-cache.js';
+import type { MembershipsRepo } from './memberships-repo.js';
 
 /** `last_used_at` is refreshed at most this often per credential. */
 const TOUCH_INTERVAL_MS = 60_000;
@@ -30,15 +31,24 @@ export function createAuthenticator(deps: {
 }) {
   const { db, repo, clock } = deps;
 
-  function principal(user: UserRow, via: Principal['via'], credentialUuid: string | null): Principal {
+  function principal(
+    user: UserRow,
+    via: Principal['via'],
+    found: Pick<CredentialWithUser, 'credentialUuid' | 'name' | 'workspaceUuid' | 'role'> | null,
+  ): Principal {
     // A disabled account's sessions, keys and tokens all stop working, as if revoked.
     if (user.disabled) throw new AuthError(401, AUTH_MESSAGES.invalid);
     if (!user.emailVerified) throw new AuthError(403, AUTH_MESSAGES.unverified);
     return {
       userUuid: user.uuid,
       email: user.email,
+      // A session acts in its user's personal workspace (the user's uuid, owner) until a request
+      // names another (`resolveWorkspace`).
+      workspaceUuid: found?.workspaceUuid ?? user.uuid,
+      role: found?.role ?? 'owner',
+      keyName: found?.name ?? null,
       via,
-      credentialUuid,
+      credentialUuid: found?.credentialUuid ?? null,
       agentsEnabled: user.agentsEnabled,
       tokenVersion: user.tokenVersion,
     };
@@ -76,13 +86,13 @@ export function createAuthenticator(deps: {
       case 'ingest_token': {
         if (mode !== 'ingest') throw new AuthError(401, AUTH_MESSAGES.invalid);
         const found = await byHash('ingest_tokens', credential.value);
-        return principal(found.user, 'ingest_token', found.credentialUuid);
+        return principal(found.user, 'ingest_token', found);
       }
       case 'platform_key': {
         if (mode === 'ingest') throw new AuthError(401, AUTH_MESSAGES.invalid);
         const found = await byHash('platform_keys', credential.value);
         if (mode === 'session') throw new AuthError(403, AUTH_MESSAGES.sessionRequired);
-        return principal(found.user, 'platform_key', found.credentialUuid);
+        return principal(found.user, 'platform_key', found);
       }
       case 'jwt': {
         if (mode === 'ingest') throw new AuthError(401, AUTH_MESSAGES.invalid);
@@ -98,3 +108,21 @@ export function createAuthenticator(deps: {
 }
 
 export type Authenticate = ReturnType<typeof createAuthenticator>;
+
+/**
+ * Moves an authenticated principal into the workspace a request names (the
+ * `X-Taskhook-Workspace` header, or the `:id` of a `/workspaces/:id/…` path). A session may enter
+ * any live workspace its user is a member of, with its role there; a key or token only its own.
+ * @throws AppError 404 NOT_FOUND when the workspace is unknown, deleted or not the caller's.
+ */
+export function createWorkspaceResolver(deps: { db: Db; roleOf: MembershipsRepo['roleOf'] }) {
+  return async function resolveWorkspace(principal: Principal, workspaceUuid: string): Promise<Principal> {
+    if (workspaceUuid === principal.workspaceUuid) return principal;
+    if (principal.via !== 'jwt') throw notFound('Workspace');
+    const role = await deps.roleOf(deps.db.kysely, workspaceUuid, principal.userUuid);
+    if (!role) throw notFound('Workspace');
+    return { ...principal, workspaceUuid, role };
+  };
+}
+
+export type ResolveWorkspace = ReturnType<typeof createWorkspaceResolver>;

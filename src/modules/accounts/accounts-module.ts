@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
-import { AuthError } from '../../http/errors.js';
+import { AppError, AuthError } from '../../http/errors.js';
 import type { SecretBox } from '../../lib/crypto.js';
 import type { CredentialCheck } from '../../lib/principal.js';
 import type { ProcessDeps } from '../../process-deps.js';
-import { createAuthenticator } from './accounts-auth.js';
+import { createAuthenticator, createWorkspaceResolver } from './accounts-auth.js';
 import { recoveryRepo } from './accounts-recovery-repo.js';
 import { recoveryRoutes } from './accounts-recovery-routes.js';
 import { accountsRepo } from './accounts-repo.js';
@@ -14,6 +14,7 @@ import { createSessionTokens } from './accounts-tokens.js';
 import { createCredentialCache } from './credential-cache.js';
 import { credentialChanges } from './credential-changes.js';
 import { createMailer } from './mailer.js';
+import { membershipsRepo } from './memberships-repo.js';
 
 export type { CredentialCheck } from '../../lib/principal.js';
 
@@ -47,15 +48,17 @@ export function createAccountsModule(deps: { config: Config; runtime: ProcessDep
     log: runtime.logger,
     cache,
   });
+  const resolveWorkspace = createWorkspaceResolver({ db: runtime.db, roleOf: membershipsRepo.roleOf });
   const credentials: CredentialCheck = {
     async stillValid(headers, was) {
       try {
-        const now = await authenticate(headers, 'user');
+        const now = await resolveWorkspace(await authenticate(headers, 'user'), was.workspaceUuid);
         // A password change (a new token version) ends sessions only: keys are not affected by it.
         const sameSession = was.via !== 'jwt' || now.tokenVersion === was.tokenVersion;
         return now.userUuid === was.userUuid && sameSession && now.agentsEnabled;
       } catch (err) {
-        if (err instanceof AuthError) return false;
+        // The credential no longer works, or no longer reaches the workspace (404).
+        if (err instanceof AuthError || err instanceof AppError) return false;
         throw err;
       }
     },
@@ -64,6 +67,7 @@ export function createAccountsModule(deps: { config: Config; runtime: ProcessDep
   return {
     service,
     authenticate,
+    resolveWorkspace,
     credentials,
     async routes(app: FastifyInstance) {
       await accountsRoutes(service)(app);

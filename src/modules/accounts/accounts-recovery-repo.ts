@@ -8,7 +8,14 @@ import { announceCredentialChange } from './credential-changes.js';
 export type LinkTable = 'email_verifications' | 'password_resets';
 
 /** Tables keyed by user without a foreign key to `users` (the rest go with the user by cascade). */
-const OWNED_WITHOUT_CASCADE = ['idempotency_keys', 'telemetry_spans', 'telemetry_logs', 'spotlight_calls'] as const;
+/** Rows of a workspace that its deletion does not cascade to. */
+const OWNED_WITHOUT_CASCADE = [
+  'idempotency_keys',
+  'telemetry_spans',
+  'telemetry_logs',
+  'spotlight_calls',
+  'audit_log',
+] as const;
 
 export const recoveryRepo = {
   /** The user with this (normalised) e-mail, locked until the transaction ends (PostgreSQL). */
@@ -86,11 +93,15 @@ export const recoveryRepo = {
     return rows.length;
   },
 
-  /** Deletes the user and everything they own; announces it so their credentials stop at once. */
+  /**
+   * Deletes the user, their personal workspace (whose uuid is theirs) with everything in it, their
+   * memberships elsewhere and the keys they made there; announces it so their credentials stop at once.
+   */
   async deleteUser(ex: Executor, uuid: string): Promise<void> {
     for (const table of OWNED_WITHOUT_CASCADE) {
-      await withDbErrors(ex.deleteFrom(table).where('user_uuid', '=', uuid).execute());
+      await withDbErrors(ex.deleteFrom(table).where('workspace_uuid', '=', uuid).execute());
     }
+    await withDbErrors(ex.deleteFrom('workspaces').where('uuid', '=', uuid).execute());
     await withDbErrors(ex.deleteFrom('users').where('uuid', '=', uuid).execute());
     await announceCredentialChange(ex, uuid);
   },

@@ -11,6 +11,7 @@ import { newSigningSecret, normalizeEmail, requirePassword } from './accounts-fn
 import type { LinkTable, RecoveryRepo } from './accounts-recovery-repo.js';
 import type { AccountsRepo } from './accounts-repo.js';
 import type { Mailer } from './mailer.js';
+import { membershipsRepo } from './memberships-repo.js';
 
 const MINUTE_MS = 60_000;
 const RESET_TTL_MS = 60 * MINUTE_MS;
@@ -91,7 +92,8 @@ export function createRecoveryService(deps: RecoveryDeps) {
           const user = { uuid, email, passwordHash, emailVerified: false, agentsEnabled: true, tokenVersion: 0 };
           await repo.insertUser(trx, { ...user, createdAt: now(), disabled: false });
           const sealed = deps.box.seal(newSigningSecret());
-          await repo.insertSigningSecret(trx, { uuid: newId(), userUuid: uuid, sealed, createdAt: now() });
+          await membershipsRepo.insertPersonal(trx, uuid, now());
+          await repo.insertSigningSecret(trx, { uuid: newId(), workspaceUuid: uuid, sealed, createdAt: now() });
         }
         return { uuid, token: await newLink(trx, 'email_verifications', uuid, deps.unverifiedTtlMs) };
       };

@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { NoBody, NoContent } from '../../http/common-schemas.js';
 import { errorResponses } from '../../http/error-schemas.js';
-import { principalOf } from '../../http/guard.js';
+import { actingOf, principalOf } from '../../http/guard.js';
 import {
   ChangePasswordBody,
   CreatedKeyReply,
@@ -114,8 +114,11 @@ export function accountsRoutes(service: AccountsService) {
           response: { 201: CreatedKeyReply },
         },
       },
-      async (request, reply) =>
-        reply.code(201).send(await service.createPlatformKey(principalOf(request).userUuid, request.body.name)),
+      async (request, reply) => {
+        const principal = principalOf(request);
+        const { name, role } = request.body;
+        return reply.code(201).send(await service.createPlatformKey(actingOf(request), principal.userUuid, name, role));
+      },
     );
 
     app.get(
@@ -129,7 +132,7 @@ export function accountsRoutes(service: AccountsService) {
           response: { 200: KeyListReply },
         },
       },
-      async (request) => ({ keys: await service.listPlatformKeys(principalOf(request).userUuid) }),
+      async (request) => ({ keys: await service.listPlatformKeys(principalOf(request).workspaceUuid) }),
     );
 
     app.delete(
@@ -145,7 +148,7 @@ export function accountsRoutes(service: AccountsService) {
         },
       },
       async (request, reply) => {
-        await service.revokePlatformKey(principalOf(request).userUuid, request.params.uuid);
+        await service.revokePlatformKey(actingOf(request), request.params.uuid);
         return reply.code(204).send(null);
       },
     );
@@ -163,7 +166,8 @@ export function accountsRoutes(service: AccountsService) {
           response: { 201: CreatedTokenReply },
         },
       },
-      async (request, reply) => reply.code(201).send(await service.createIngestToken(principalOf(request).userUuid)),
+      async (request, reply) =>
+        reply.code(201).send(await service.createIngestToken(actingOf(request), principalOf(request).userUuid)),
     );
 
     app.get(
@@ -177,7 +181,7 @@ export function accountsRoutes(service: AccountsService) {
           response: { 200: TokenListReply },
         },
       },
-      async (request) => ({ tokens: await service.listIngestTokens(principalOf(request).userUuid) }),
+      async (request) => ({ tokens: await service.listIngestTokens(principalOf(request).workspaceUuid) }),
     );
 
     app.delete(
@@ -192,7 +196,7 @@ export function accountsRoutes(service: AccountsService) {
         },
       },
       async (request, reply) => {
-        await service.revokeIngestToken(principalOf(request).userUuid, request.params.uuid);
+        await service.revokeIngestToken(actingOf(request), request.params.uuid);
         return reply.code(204).send(null);
       },
     );
@@ -208,7 +212,7 @@ export function accountsRoutes(service: AccountsService) {
           response: { 200: SigningSecretReply },
         },
       },
-      async (request) => service.getSigningSecret(principalOf(request).userUuid),
+      async (request) => service.getSigningSecret(principalOf(request).workspaceUuid),
     );
 
     app.post(
@@ -223,7 +227,7 @@ export function accountsRoutes(service: AccountsService) {
           response: { 200: SigningSecretReply },
         },
       },
-      async (request) => service.rotateSigningSecret(principalOf(request).userUuid),
+      async (request) => service.rotateSigningSecret(actingOf(request)),
     );
   };
 }

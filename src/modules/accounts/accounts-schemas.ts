@@ -39,12 +39,24 @@ export const ChangePasswordBody = StrictObject({
 
 export const UuidParams = Type.Object({ uuid: UuidSchema });
 
-export const CreateKeyBody = StrictObject({ name: Type.String({ minLength: 1, maxLength: 255 }) });
+/** The roles a platform key may have (never `owner`). */
+export const KeyRoleSchema = Type.Union([Type.Literal('admin'), Type.Literal('member'), Type.Literal('viewer')], {
+  description: "The key acts with the lower of this role and its creator's current role in the workspace.",
+});
+const CreatorSchema = Type.Union([Type.Object({ uuid: UuidSchema, email: Type.String() }), Type.Null()], {
+  description: 'The user who made it (null only if that user has been deleted).',
+});
+export const CreateKeyBody = StrictObject({
+  name: Type.String({ minLength: 1, maxLength: 255 }),
+  role: Type.Optional(KeyRoleSchema),
+});
 export const CreatedKeyReply = Type.Object({
   uuid: UuidSchema,
   name: Type.String(),
   key: Type.String({ description: 'The key (sk_service_…). Shown only in this response.' }),
   created_at: TimestampSchema,
+  role: KeyRoleSchema,
+  workspace_uuid: UuidSchema,
 });
 const KeySchema = Type.Object({
   uuid: UuidSchema,
@@ -53,6 +65,9 @@ const KeySchema = Type.Object({
   created_at: TimestampSchema,
   last_used_at: NullableTimestamp,
   revoked_at: NullableTimestamp,
+  role: KeyRoleSchema,
+  workspace_uuid: UuidSchema,
+  created_by: CreatorSchema,
 });
 export const KeyListReply = Type.Object({ keys: Type.Array(KeySchema) });
 
@@ -60,6 +75,7 @@ export const CreatedTokenReply = Type.Object({
   uuid: UuidSchema,
   token: Type.String({ description: 'The ingest token (a UUID). Shown only in this response.' }),
   created_at: TimestampSchema,
+  workspace_uuid: UuidSchema,
 });
 const TokenSchema = Type.Object({
   uuid: UuidSchema,
@@ -67,6 +83,8 @@ const TokenSchema = Type.Object({
   created_at: TimestampSchema,
   last_used_at: NullableTimestamp,
   revoked_at: NullableTimestamp,
+  workspace_uuid: UuidSchema,
+  created_by: CreatorSchema,
 });
 export const TokenListReply = Type.Object({ tokens: Type.Array(TokenSchema) });
 

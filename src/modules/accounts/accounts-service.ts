@@ -1,27 +1,20 @@
 import type { Db, Executor } from '../../db/connect.js';
 import { UniqueViolationError } from '../../db/errors.js';
-import { AppError, AUTH_MESSAGES, AuthError, invalid, notFound } from '../../http/errors.js';
-import { type SecretBox, sha256Hex } from '../../lib/crypto.js';
+import { AUTH_MESSAGES, AuthError, invalid, notFound } from '../../http/errors.js';
+import type { SecretBox } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';
 import type { PasswordHasher } from '../../lib/passwords.js';
 import { type Clock, iso } from '../../lib/time.js';
-import {
-  ACCOUNT_DISABLED,
-  generateIngestToken,
-  generatePlatformKey,
-  ingestTokenPrefix,
-  newSigningSecret,
-  normalizeEmail,
-  platformKeyPrefix,
-  requirePassword,
-} from './accounts-fns.js';
+import { ACCOUNT_DISABLED, newSigningSecret, normalizeEmail, requirePassword } from './accounts-fns.js';
 import type { RecoveryRepo } from './accounts-recovery-repo.js';
 import { createRecoveryService } from './accounts-recovery-service.js';
-import type { AccountsRepo, CredentialRow, CredentialTable, UserRow } from './accounts-repo.js';
+import type { AccountsRepo, UserRow } from './accounts-repo.js';
 import type { SessionTokens } from './accounts-tokens.js';
+import { createCredentialsService } from './credentials-service.js';
 import type { Mailer } from './mailer.js';
+import { membershipsRepo } from './memberships-repo.js';
 
-const DAY_MS = 24 * 60 * 60 * 1000;
+const _DAY_MS = 24 * 60 * 60 * 1000;
 
 export interface AccountsDeps {
   db: Db;
@@ -46,22 +39,14 @@ export interface PublicUser {
   email: string;
 }
 
-const credentialView = (row: CredentialRow) => ({
-  uuid: row.uuid,
-  prefix: row.prefix,
-  created_at: row.createdAt,
-  last_used_at: row.lastUsedAt,
-  revoked_at: row.revokedAt,
-});
-
-/** Registration, login, passwords, platform keys, ingest tokens and signing secrets. */
+/** Registration, login and passwords; with the credentials service, keys, tokens and signing secrets. */
 export function createAccountsService(deps: AccountsDeps) {
   const { db, repo, clock } = deps;
   const now = () => iso(clock.now());
   const changed = (userUuid: string) => deps.onCredentialsChanged?.(userUuid);
 
   /**
-   * Creates a user with its signing secret. `password: null` makes an account without a password
+   * Creates a user with its personal workspace and that workspace's signing secret. `password: null` makes an account without a password
    * (OAuth sign-ups); `link` runs in the same transaction, so the user exists only with it.
    * @throws AppError INVALID_REQUEST for a short password or a registered e-mail.
    */
@@ -87,7 +72,13 @@ export function createAccountsService(deps: AccountsDeps) {
     try {
       await db.transaction(async (trx) => {
         await repo.insertUser(trx, user);
-        await repo.insertSigningSecret(trx, { uuid: newId(), userUuid: user.uuid, sealed, createdAt: user.createdAt });
+        await membershipsRepo.insertPersonal(trx, user.uuid, user.createdAt);
+        await repo.insertSigningSecret(trx, {
+          uuid: newId(),
+          workspaceUuid: user.uuid,
+          sealed,
+          createdAt: user.createdAt,
+        });
         await input.link?.(trx, user);
       });
     } catch (err) {
@@ -103,31 +94,6 @@ export function createAccountsService(deps: AccountsDeps) {
     const user = await repo.findUserByEmail(db.kysely, normalizeEmail(email));
     if (!user) throw notFound('User');
     return user;
-  }
-
-  async function issueCredential(table: CredentialTable, userUuid: string, name?: string) {
-    const secret = table === 'platform_keys' ? generatePlatformKey() : generateIngestToken();
-    const row = {
-      uuid: newId(),
-      userUuid,
-      name,
-      hash: sha256Hex(secret),
-      prefix: table === 'platform_keys' ? platformKeyPrefix(secret) : ingestTokenPrefix(secret),
-      createdAt: now(),
-    };
-    await db.transaction((trx) => repo.insertCredential(trx, table, row));
-    return { uuid: row.uuid, secret, created_at: row.createdAt };
-  }
-
-  async function revoke(table: CredentialTable, userUuid: string, uuid: string, what: string) {
-    const ok = await db.transaction((trx) => repo.revokeCredential(trx, table, userUuid, uuid, now()));
-    if (!ok) throw notFound(what);
-    changed(userUuid);
-  }
-
-  async function signingSecrets(userUuid: string) {
-    const rows = await repo.listSigningSecrets(db.kysely, userUuid, now());
-    return rows.map((r) => ({ secret: deps.box.open(r.secret_sealed), created_at: r.created_at, uuid: r.uuid }));
   }
 
   /** A session token for the user, answered exactly as a password login answers. */
@@ -188,54 +154,7 @@ export function createAccountsService(deps: AccountsDeps) {
       return { uuid: user.uuid, email: user.email };
     },
 
-    async createPlatformKey(userUuid: string, name: string) {
-      const { uuid, secret, created_at } = await issueCredential('platform_keys', userUuid, name);
-      return { uuid, name, key: secret, created_at };
-    },
-
-    async createPlatformKeyByEmail(email: string, name: string) {
-      const user = await userByEmail(email);
-      const { uuid, secret } = await issueCredential('platform_keys', user.uuid, name);
-      return { uuid, name, key: secret };
-    },
-
-    async listPlatformKeys(userUuid: string) {
-      const rows = await repo.listCredentials(db.kysely, 'platform_keys', userUuid);
-      return rows.map((r) => ({ ...credentialView(r), name: r.name ?? '' }));
-    },
-
-    revokePlatformKey: (userUuid: string, uuid: string) => revoke('platform_keys', userUuid, uuid, 'Platform key'),
-
-    async createIngestToken(userUuid: string) {
-      const { uuid, secret, created_at } = await issueCredential('ingest_tokens', userUuid);
-      return { uuid, token: secret, created_at };
-    },
-
-    async listIngestTokens(userUuid: string) {
-      return (await repo.listCredentials(db.kysely, 'ingest_tokens', userUuid)).map(credentialView);
-    },
-
-    revokeIngestToken: (userUuid: string, uuid: string) => revoke('ingest_tokens', userUuid, uuid, 'Ingest token'),
-
-    /** The current callback signing secret. */
-    async getSigningSecret(userUuid: string): Promise<{ secret: string; created_at: string }> {
-      const [current] = await signingSecrets(userUuid);
-      if (!current) throw new AppError('INTERNAL_ERROR', 'Account has no signing secret');
-      return { secret: current.secret, created_at: current.created_at };
-    },
-
-    /** Every secret that signs callbacks now: the current one, plus the previous one for 24 h after a rotation. */
-    activeSigningSecrets: (userUuid: string) => signingSecrets(userUuid).then((rows) => rows.map((r) => r.secret)),
-
-    async rotateSigningSecret(userUuid: string): Promise<{ secret: string; created_at: string }> {
-      const secret = newSigningSecret();
-      const createdAt = now();
-      await db.transaction(async (trx) => {
-        await repo.expireCurrentSigningSecrets(trx, userUuid, iso(clock.now() + DAY_MS));
-        await repo.insertSigningSecret(trx, { uuid: newId(), userUuid, sealed: deps.box.seal(secret), createdAt });
-      });
-      return { secret, created_at: createdAt };
-    },
+    ...createCredentialsService({ ...deps, userByEmail }),
   };
 }
 

@@ -9,13 +9,13 @@ import { lockRows } from '../../db/transactions.js';
 import type { Agent, AgentStatus, Runtime } from './agents-schemas.js';
 
 export interface AgentRow extends Agent {
-  userUuid: string;
+  workspaceUuid: string;
 }
 
 function toAgent(row: Selectable<AgentsTable>): AgentRow {
   return {
     uuid: row.uuid,
-    userUuid: row.user_uuid,
+    workspaceUuid: row.workspace_uuid,
     name: row.name,
     description: row.description,
     status: row.status as AgentStatus,
@@ -34,12 +34,12 @@ function toAgent(row: Selectable<AgentsTable>): AgentRow {
 export const agentChanges = changeChannel('taskhook_agents');
 
 // On the path of every submit, built once (see prepareQuery).
-const ownedAgent = prepareQuery(2, (ex, uuid: string, userUuid: string) =>
+const ownedAgent = prepareQuery(2, (ex, uuid: string, workspaceUuid: string) =>
   ex
     .selectFrom('agents')
     .selectAll()
     .where('uuid', '=', uuid)
-    .where('user_uuid', '=', userUuid)
+    .where('workspace_uuid', '=', workspaceUuid)
     .where('deleted_at', 'is', null),
 );
 
@@ -51,7 +51,7 @@ export const agentsRepo = {
         .insertInto('agents')
         .values({
           uuid: agent.uuid,
-          user_uuid: agent.userUuid,
+          workspace_uuid: agent.workspaceUuid,
           name: agent.name,
           description: agent.description,
           status: agent.status,
@@ -67,8 +67,8 @@ export const agentsRepo = {
   },
 
   /** The user's live agent, or undefined when it does not exist, is deleted or is someone else's. */
-  async findOwned(ex: Executor, userUuid: string, uuid: string): Promise<AgentRow | undefined> {
-    const [row] = await withDbErrors(ownedAgent(ex, uuid, userUuid));
+  async findOwned(ex: Executor, workspaceUuid: string, uuid: string): Promise<AgentRow | undefined> {
+    const [row] = await withDbErrors(ownedAgent(ex, uuid, workspaceUuid));
     return row && toAgent(row);
   },
 
@@ -87,8 +87,8 @@ export const agentsRepo = {
     return row && { status: row.status, concurrency: row.concurrency, runtime: fromDbJson<Runtime>(row.runtime) };
   },
 
-  async listOwned(ex: Executor, userUuid: string, offset: number, limit: number) {
-    const base = ex.selectFrom('agents').where('user_uuid', '=', userUuid).where('deleted_at', 'is', null);
+  async listOwned(ex: Executor, workspaceUuid: string, offset: number, limit: number) {
+    const base = ex.selectFrom('agents').where('workspace_uuid', '=', workspaceUuid).where('deleted_at', 'is', null);
     const [rows, count] = await Promise.all([
       withDbErrors(
         base.selectAll().orderBy('created_at', 'desc').orderBy('uuid', 'desc').offset(offset).limit(limit).execute(),
@@ -117,14 +117,14 @@ export const agentsRepo = {
     );
   },
 
-  async markDeleted(ex: Executor, userUuid: string, uuid: string, now: string): Promise<boolean> {
+  async markDeleted(ex: Executor, workspaceUuid: string, uuid: string, now: string): Promise<boolean> {
     await agentChanges.announce(ex, uuid);
     const result = await withDbErrors(
       ex
         .updateTable('agents')
         .set({ deleted_at: now, updated_at: now })
         .where('uuid', '=', uuid)
-        .where('user_uuid', '=', userUuid)
+        .where('workspace_uuid', '=', workspaceUuid)
         .where('deleted_at', 'is', null)
         .executeTakeFirst(),
     );

@@ -35,7 +35,8 @@ export function agentsRoutes(service: AgentsService) {
           response: { 201: AgentSchema },
         },
       },
-      async (request, reply) => reply.code(201).send(await service.create(principalOf(request).userUuid, request.body)),
+      async (request, reply) =>
+        reply.code(201).send(await service.create(principalOf(request).workspaceUuid, request.body)),
     );
 
     app.get(
@@ -52,7 +53,7 @@ export function agentsRoutes(service: AgentsService) {
       },
       async (request) => {
         const { page, limit } = request.query;
-        const { agents, total } = await service.list(principalOf(request).userUuid, page, limit);
+        const { agents, total } = await service.list(principalOf(request).workspaceUuid, page, limit);
         return { agents, pagination: pagination(page, limit, total) };
       },
     );
@@ -63,7 +64,7 @@ export function agentsRoutes(service: AgentsService) {
         config,
         schema: { tags, summary: 'Get an agent', params: AgentParams, response: { 200: AgentSchema, ...notFound } },
       },
-      async (request) => service.get(principalOf(request).userUuid, request.params.id),
+      async (request) => service.get(principalOf(request).workspaceUuid, request.params.id),
     );
 
     app.patch(
@@ -80,7 +81,7 @@ export function agentsRoutes(service: AgentsService) {
           response: { 200: AgentSchema, ...notFound },
         },
       },
-      async (request) => service.patch(principalOf(request).userUuid, request.params.id, request.body),
+      async (request) => service.patch(principalOf(request).workspaceUuid, request.params.id, request.body),
     );
 
     app.delete(
@@ -96,7 +97,7 @@ export function agentsRoutes(service: AgentsService) {
         },
       },
       async (request, reply) => {
-        await service.remove(principalOf(request).userUuid, request.params.id);
+        await service.remove(principalOf(request).workspaceUuid, request.params.id);
         return reply.code(204).send(null);
       },
     );

@@ -30,7 +30,7 @@ declare module '../../lib/event-hub.js' {
 }
 
 /** The agent as answered: runtime header values masked (they are secrets). */
-function view({ userUuid: _owner, ...agent }: AgentRow): Agent {
+function view({ workspaceUuid: _owner, ...agent }: AgentRow): Agent {
   return { ...agent, runtime: maskRuntimeHeaders(agent.runtime) };
 }
 
@@ -39,7 +39,7 @@ function view({ userUuid: _owner, ...agent }: AgentRow): Agent {
  * Checks a runtime against what the user owns (e.g. an `openai` runtime's provider credential).
  * @throws AppError INVALID_REQUEST naming the field.
  */
-export type RuntimeCheck = (userUuid: string, runtime: Runtime) => Promise<void>;
+export type RuntimeCheck = (workspaceUuid: string, runtime: Runtime) => Promise<void>;
 
 export function createAgentsService(deps: {
   db: Db;
@@ -59,8 +59,8 @@ export function createAgentsService(deps: {
   // instances hear of them through the announcement the repository makes.
 
   /** @throws AppError NOT_FOUND unless the agent exists, is live and belongs to the user (read with `ex`). */
-  async function requireOwnedIn(ex: Executor, userUuid: string, uuid: string): Promise<AgentRow> {
-    const agent = await repo.findOwned(ex, userUuid, uuid);
+  async function requireOwnedIn(ex: Executor, workspaceUuid: string, uuid: string): Promise<AgentRow> {
+    const agent = await repo.findOwned(ex, workspaceUuid, uuid);
     if (!agent) throw notFound('Agent');
     return agent;
   }
@@ -69,10 +69,10 @@ export function createAgentsService(deps: {
    * that only need the agent's current fields. A transaction that must see the row under its
    * lock reads it with `requireOwnedIn` or `findForClaim`.
    */
-  async function requireOwned(userUuid: string, uuid: string): Promise<AgentRow> {
+  async function requireOwned(workspaceUuid: string, uuid: string): Promise<AgentRow> {
     // Cached by uuid alone, so another user's cached agent is still not found.
-    const agent = await cache.read(uuid, () => repo.findOwned(db.kysely, userUuid, uuid));
-    if (!agent || agent.userUuid !== userUuid) throw notFound('Agent');
+    const agent = await cache.read(uuid, () => repo.findOwned(db.kysely, workspaceUuid, uuid));
+    if (!agent || agent.workspaceUuid !== workspaceUuid) throw notFound('Agent');
     return agent;
   }
 
@@ -80,12 +80,12 @@ export function createAgentsService(deps: {
     requireOwned,
     requireOwnedIn,
 
-    async create(userUuid: string, input: CreateAgentInput): Promise<Agent> {
-      if (input.runtime) await deps.checkRuntime(userUuid, input.runtime);
+    async create(workspaceUuid: string, input: CreateAgentInput): Promise<Agent> {
+      if (input.runtime) await deps.checkRuntime(workspaceUuid, input.runtime);
       const at = now();
       const agent: AgentRow = {
         uuid: newId(),
-        userUuid,
+        workspaceUuid,
         name: input.name,
         description: input.description ?? null,
         status: 'active',
@@ -99,19 +99,19 @@ export function createAgentsService(deps: {
       return view(agent);
     },
 
-    async get(userUuid: string, uuid: string): Promise<Agent> {
-      return view(await requireOwned(userUuid, uuid));
+    async get(workspaceUuid: string, uuid: string): Promise<Agent> {
+      return view(await requireOwned(workspaceUuid, uuid));
     },
 
-    async list(userUuid: string, page: number, limit: number) {
-      const { agents, total } = await repo.listOwned(db.kysely, userUuid, (page - 1) * limit, limit);
+    async list(workspaceUuid: string, page: number, limit: number) {
+      const { agents, total } = await repo.listOwned(db.kysely, workspaceUuid, (page - 1) * limit, limit);
       return { agents: agents.map(view), total };
     },
 
-    async patch(userUuid: string, uuid: string, input: PatchAgentInput): Promise<Agent> {
-      if (input.runtime) await deps.checkRuntime(userUuid, input.runtime);
+    async patch(workspaceUuid: string, uuid: string, input: PatchAgentInput): Promise<Agent> {
+      if (input.runtime) await deps.checkRuntime(workspaceUuid, input.runtime);
       return db.transaction(async (trx) => {
-        const current = await requireOwnedIn(trx, userUuid, uuid);
+        const current = await requireOwnedIn(trx, workspaceUuid, uuid);
         const next: AgentRow = {
           ...current,
           ...Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)),
@@ -130,12 +130,12 @@ export function createAgentsService(deps: {
      * rest, and its triggers, in the deleting transaction).
      * @throws AppError NOT_FOUND unless the agent exists, is live and belongs to the user.
      */
-    async remove(userUuid: string, uuid: string): Promise<void> {
-      await requireOwnedIn(db.kysely, userUuid, uuid);
+    async remove(workspaceUuid: string, uuid: string): Promise<void> {
+      await requireOwnedIn(db.kysely, workspaceUuid, uuid);
       await deps.events.emit('agent:deleting', { agentUuid: uuid });
       const deleted = await db.transaction(async (trx) => {
         const at = now();
-        if (!(await repo.markDeleted(trx, userUuid, uuid, at))) return false;
+        if (!(await repo.markDeleted(trx, workspaceUuid, uuid, at))) return false;
         cache.invalidateAtCommit(trx, uuid);
         await deps.events.emit('agent:deleted', { trx, agentUuid: uuid, at });
         return true;

@@ -12,7 +12,7 @@ export const ANNOUNCED_STATUSES = new Set(['awaiting_input', 'completed', 'faile
  * `perUser` in flight per account, counting `held` (the account's attempts already in flight).
  * `full` names the accounts that have no slot left, so the next look can skip their deliveries.
  */
-export function pickFair<T extends { userUuid: string }>(
+export function pickFair<T extends { workspaceUuid: string }>(
   due: readonly T[],
   held: ReadonlyMap<string, number>,
   perUser: number,
@@ -23,14 +23,14 @@ export function pickFair<T extends { userUuid: string }>(
   const full = new Set<string>();
   for (const row of due) {
     if (take.length >= room) break;
-    const count = counts.get(row.userUuid) ?? 0;
+    const count = counts.get(row.workspaceUuid) ?? 0;
     if (count >= perUser) {
-      full.add(row.userUuid);
+      full.add(row.workspaceUuid);
       continue;
     }
     take.push(row);
-    counts.set(row.userUuid, count + 1);
-    if (count + 1 >= perUser) full.add(row.userUuid);
+    counts.set(row.workspaceUuid, count + 1);
+    if (count + 1 >= perUser) full.add(row.workspaceUuid);
   }
   return { take, full: [...full] };
 }

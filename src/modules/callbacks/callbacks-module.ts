@@ -22,7 +22,7 @@ export function createCallbacksModule(deps: {
   tasks: Pick<TasksModule, 'service' | 'traceFields'>;
   events: Pick<EventHub, 'on'>;
   /** Records the service's own spans (the callback attempts), best-effort. */
-  traceSpans?: (userUuid: string, spans: ServiceSpan[]) => void;
+  traceSpans?: (workspaceUuid: string, spans: ServiceSpan[]) => void;
   /** Hears each attempt's outcome (metrics). */
   onAttempt?: (outcome: 'delivered' | 'retrying' | 'gave_up') => void;
 }) {
@@ -36,7 +36,7 @@ export function createCallbacksModule(deps: {
   const sender = createCallbackSender({
     db: runtime.db,
     repo: callbacksRepo,
-    signingSecrets: (userUuid) => deps.accounts.activeSigningSecrets(userUuid),
+    signingSecrets: (workspaceUuid) => deps.accounts.activeSigningSecrets(workspaceUuid),
     outbound,
     allowPrivate: config.allowPrivateUrls,
     schedule: config.callbackRetrySchedule,

@@ -18,7 +18,7 @@ export type CallbackStatus = 'pending' | 'delivered' | 'failed';
 export interface CallbackRow {
   uuid: string;
   taskUuid: string;
-  userUuid: string;
+  workspaceUuid: string;
   url: string;
   eventType: string;
   payload: string;
@@ -34,7 +34,7 @@ function toRow(r: Selectable<CallbacksTable>): CallbackRow {
   return {
     uuid: r.uuid,
     taskUuid: r.task_uuid,
-    userUuid: r.user_uuid,
+    workspaceUuid: r.workspace_uuid,
     url: r.url,
     eventType: r.event_type,
     payload: r.payload,
@@ -56,7 +56,7 @@ export const callbacksRepo = {
         .values({
           uuid: c.uuid,
           task_uuid: c.taskUuid,
-          user_uuid: c.userUuid,
+          workspace_uuid: c.workspaceUuid,
           url: c.url,
           event_type: c.eventType,
           payload: c.payload,
@@ -122,7 +122,7 @@ export const callbacksRepo = {
       .where(sql<boolean>`status = 'pending'`)
       .where('next_attempt_at', '<=', now)
       .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]));
-    if (skipUsers.length > 0) due = due.where('user_uuid', 'not in', skipUsers);
+    if (skipUsers.length > 0) due = due.where('workspace_uuid', 'not in', skipUsers);
     const rows = await withDbErrors(
       lockRows(ex, due.orderBy('next_attempt_at').limit(limit), { skipLocked: true }).execute(),
     );

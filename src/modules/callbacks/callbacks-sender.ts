@@ -22,7 +22,7 @@ const MAX_LOOKS = 8;
 /** How the dispatcher finds a task's trace and records the span of an attempt (best-effort). */
 export interface CallbackTracing {
   traceOf(taskUuid: string): Promise<TaskTrace | null>;
-  record(userUuid: string, spans: ServiceSpan[]): void;
+  record(workspaceUuid: string, spans: ServiceSpan[]): void;
 }
 
 /**
@@ -35,7 +35,7 @@ export interface CallbackTracing {
 export function createCallbackSender(deps: {
   db: Db;
   repo: CallbacksRepo;
-  signingSecrets: (userUuid: string) => Promise<string[]>;
+  signingSecrets: (workspaceUuid: string) => Promise<string[]>;
   /** The outbound guard's per-account lanes. */
   outbound: Pick<FairOutbound, 'forAccount'>;
   allowPrivate: boolean;
@@ -78,7 +78,7 @@ export function createCallbackSender(deps: {
       const res = await request(row.url, {
         method: 'POST',
         body: row.payload,
-        dispatcher: deps.outbound.forAccount(row.userUuid),
+        dispatcher: deps.outbound.forAccount(row.workspaceUuid),
         signal: AbortSignal.timeout(deps.timeoutMs),
         headers: {
           'content-type': 'application/json',
@@ -90,7 +90,7 @@ export function createCallbackSender(deps: {
             row.uuid,
             timestamp,
             row.payload,
-            await deps.signingSecrets(row.userUuid),
+            await deps.signingSecrets(row.workspaceUuid),
           ),
         },
       });
@@ -118,7 +118,7 @@ export function createCallbackSender(deps: {
 
   function recordSpan(row: CallbackRow, traced: { trace: TaskTrace; spanId: string }, result: Attempt) {
     const startMs = Date.parse(result.at);
-    deps.tracing?.record(row.userUuid, [
+    deps.tracing?.record(row.workspaceUuid, [
       callbackSpan(traced.trace, {
         taskUuid: row.taskUuid,
         spanId: traced.spanId,
@@ -177,7 +177,7 @@ export function createCallbackSender(deps: {
         );
         for (const row of take) {
           chosen.push({ ...row, leaseUntil: iso(nowMs + leaseMs) });
-          held.set(row.userUuid, (held.get(row.userUuid) ?? 0) + 1);
+          held.set(row.workspaceUuid, (held.get(row.workspaceUuid) ?? 0) + 1);
         }
         for (const user of full) skip.add(user);
         if (due.length < want || take.length === 0) break;
@@ -186,10 +186,10 @@ export function createCallbackSender(deps: {
     });
   }
 
-  function count(userUuid: string, delta: number) {
-    const n = (inFlightByUser.get(userUuid) ?? 0) + delta;
-    if (n > 0) inFlightByUser.set(userUuid, n);
-    else inFlightByUser.delete(userUuid);
+  function count(workspaceUuid: string, delta: number) {
+    const n = (inFlightByUser.get(workspaceUuid) ?? 0) + delta;
+    if (n > 0) inFlightByUser.set(workspaceUuid, n);
+    else inFlightByUser.delete(workspaceUuid);
   }
 
   /** Sends what is due while there is room; goes on while each look fills every free slot. */
@@ -200,12 +200,12 @@ export function createCallbackSender(deps: {
       const due = await claimFair(room);
       for (const row of due) {
         inFlight++;
-        count(row.userUuid, 1);
+        count(row.workspaceUuid, 1);
         const p: Promise<void> = deliver(row)
           .catch((err) => deps.log.warn({ err, callback: row.uuid }, 'callback delivery failed to record'))
           .finally(() => {
             inFlight--;
-            count(row.userUuid, -1);
+            count(row.workspaceUuid, -1);
             sending.delete(p);
             loop.nudge();
           });

@@ -39,7 +39,7 @@ export function createCallbacksService(deps: {
       await repo.insert(trx, {
         uuid: newId(),
         taskUuid: task.uuid,
-        userUuid: task.userUuid,
+        workspaceUuid: task.workspaceUuid,
         url: task.webhookUrl,
         eventType: type,
         payload: JSON.stringify({ type, timestamp: now, data: taskView }),

@@ -6,7 +6,7 @@ import { fromDbJson } from '../../db/json.js';
 
 export interface CredentialRow {
   uuid: string;
-  userUuid: string;
+  workspaceUuid: string;
   name: string;
   provider: 'openai';
   baseUrl: string;
@@ -20,7 +20,7 @@ export interface CredentialRow {
 function toRow(r: Selectable<ProviderCredentialsTable>): CredentialRow {
   return {
     uuid: r.uuid,
-    userUuid: r.user_uuid,
+    workspaceUuid: r.workspace_uuid,
     name: r.name,
     provider: r.provider as 'openai',
     baseUrl: r.base_url,
@@ -40,7 +40,7 @@ export const providersRepo = {
         .insertInto('provider_credentials')
         .values({
           uuid: c.uuid,
-          user_uuid: c.userUuid,
+          workspace_uuid: c.workspaceUuid,
           name: c.name,
           provider: c.provider,
           base_url: c.baseUrl,
@@ -70,36 +70,36 @@ export const providersRepo = {
     );
   },
 
-  async findOwned(ex: Executor, userUuid: string, uuid: string): Promise<CredentialRow | undefined> {
+  async findOwned(ex: Executor, workspaceUuid: string, uuid: string): Promise<CredentialRow | undefined> {
     const row = await withDbErrors(
       ex
         .selectFrom('provider_credentials')
         .selectAll()
         .where('uuid', '=', uuid)
-        .where('user_uuid', '=', userUuid)
+        .where('workspace_uuid', '=', workspaceUuid)
         .executeTakeFirst(),
     );
     return row && toRow(row);
   },
 
-  async findByName(ex: Executor, userUuid: string, name: string): Promise<CredentialRow | undefined> {
+  async findByName(ex: Executor, workspaceUuid: string, name: string): Promise<CredentialRow | undefined> {
     const row = await withDbErrors(
       ex
         .selectFrom('provider_credentials')
         .selectAll()
-        .where('user_uuid', '=', userUuid)
+        .where('workspace_uuid', '=', workspaceUuid)
         .where('name', '=', name)
         .executeTakeFirst(),
     );
     return row && toRow(row);
   },
 
-  async list(ex: Executor, userUuid: string): Promise<CredentialRow[]> {
+  async list(ex: Executor, workspaceUuid: string): Promise<CredentialRow[]> {
     const rows = await withDbErrors(
       ex
         .selectFrom('provider_credentials')
         .selectAll()
-        .where('user_uuid', '=', userUuid)
+        .where('workspace_uuid', '=', workspaceUuid)
         .orderBy('created_at', 'desc')
         .orderBy('uuid', 'desc')
         .execute(),
@@ -107,20 +107,20 @@ export const providersRepo = {
     return rows.map(toRow);
   },
 
-  async count(ex: Executor, userUuid: string): Promise<number> {
+  async count(ex: Executor, workspaceUuid: string): Promise<number> {
     const row = await withDbErrors(
       ex
         .selectFrom('provider_credentials')
         .select((eb) => eb.fn.countAll().as('n'))
-        .where('user_uuid', '=', userUuid)
+        .where('workspace_uuid', '=', workspaceUuid)
         .executeTakeFirstOrThrow(),
     );
     return Number(row.n);
   },
 
   /** PostgreSQL: serialises a user's creates, so the count and the insert are one step. */
-  async lockOwner(ex: Executor, userUuid: string) {
-    await withDbErrors(ex.selectFrom('users').select('uuid').where('uuid', '=', userUuid).forUpdate().execute());
+  async lockOwner(ex: Executor, workspaceUuid: string) {
+    await withDbErrors(ex.selectFrom('users').select('uuid').where('uuid', '=', workspaceUuid).forUpdate().execute());
   },
 
   async remove(ex: Executor, uuid: string) {
@@ -137,12 +137,12 @@ export const providersRepo = {
    * Names of the user's live agents whose runtime uses this credential. The runtime is the agents
    * module's JSON column, read here only to keep a credential in use from being deleted.
    */
-  async agentsUsing(ex: Executor, userUuid: string, credentialUuid: string): Promise<string[]> {
+  async agentsUsing(ex: Executor, workspaceUuid: string, credentialUuid: string): Promise<string[]> {
     const rows = await withDbErrors(
       ex
         .selectFrom('agents')
         .select(['name', 'runtime'])
-        .where('user_uuid', '=', userUuid)
+        .where('workspace_uuid', '=', workspaceUuid)
         .where('deleted_at', 'is', null)
         .execute(),
     );

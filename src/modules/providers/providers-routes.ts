@@ -20,7 +20,7 @@ const notFound = errorResponses([404]);
 export function providersRoutes(service: ProvidersService) {
   return async function routes(base: FastifyInstance) {
     const app = base.withTypeProvider<TypeBoxTypeProvider>();
-    const who = (request: Parameters<typeof principalOf>[0]) => principalOf(request).userUuid;
+    const who = (request: Parameters<typeof principalOf>[0]) => principalOf(request).workspaceUuid;
 
     app.post(
       '/user/provider_credentials',

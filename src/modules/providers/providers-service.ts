@@ -63,8 +63,8 @@ export function createProvidersService(deps: {
     return form.url;
   }
 
-  async function requireOwned(userUuid: string, uuid: string, ex: Executor = db.kysely) {
-    const found = await repo.findOwned(ex, userUuid, uuid);
+  async function requireOwned(workspaceUuid: string, uuid: string, ex: Executor = db.kysely) {
+    const found = await repo.findOwned(ex, workspaceUuid, uuid);
     if (!found) throw notFound('Provider credential');
     return found;
   }
@@ -77,12 +77,12 @@ export function createProvidersService(deps: {
   });
 
   return {
-    async create(userUuid: string, input: CreateCredentialInput): Promise<CredentialView> {
+    async create(workspaceUuid: string, input: CreateCredentialInput): Promise<CredentialView> {
       const baseUrl = await checkBaseUrl(input.base_url ?? DEFAULT_BASE_URL);
       const at = now();
       const row: CredentialRow = {
         uuid: newId(),
-        userUuid,
+        workspaceUuid,
         name: input.name,
         provider: input.provider,
         baseUrl,
@@ -94,8 +94,8 @@ export function createProvidersService(deps: {
       };
       try {
         await db.transaction(async (trx) => {
-          if (db.dialect === 'postgres') await repo.lockOwner(trx, userUuid);
-          if ((await repo.count(trx, userUuid)) >= MAX_CREDENTIALS_PER_USER) {
+          if (db.dialect === 'postgres') await repo.lockOwner(trx, workspaceUuid);
+          if ((await repo.count(trx, workspaceUuid)) >= MAX_CREDENTIALS_PER_USER) {
             throw invalid('provider_credentials', `at most ${MAX_CREDENTIALS_PER_USER} per user`);
           }
           await repo.insert(trx, row);
@@ -107,15 +107,15 @@ export function createProvidersService(deps: {
       return view(row);
     },
 
-    list: async (userUuid: string) => (await repo.list(db.kysely, userUuid)).map(view),
+    list: async (workspaceUuid: string) => (await repo.list(db.kysely, workspaceUuid)).map(view),
 
-    get: async (userUuid: string, uuid: string) => view(await requireOwned(userUuid, uuid)),
+    get: async (workspaceUuid: string, uuid: string) => view(await requireOwned(workspaceUuid, uuid)),
 
-    async patch(userUuid: string, uuid: string, input: PatchCredentialInput): Promise<CredentialView> {
+    async patch(workspaceUuid: string, uuid: string, input: PatchCredentialInput): Promise<CredentialView> {
       const baseUrl = input.base_url === undefined ? undefined : await checkBaseUrl(input.base_url);
       try {
         return await db.transaction(async (trx) => {
-          const current = await requireOwned(userUuid, uuid, trx);
+          const current = await requireOwned(workspaceUuid, uuid, trx);
           const next: CredentialRow = {
             ...current,
             name: input.name ?? current.name,
@@ -138,10 +138,10 @@ export function createProvidersService(deps: {
      * Deletes a credential; its call records stay.
      * @throws AppError NOT_FOUND, or CREDENTIAL_IN_USE while an agent's runtime names it.
      */
-    async remove(userUuid: string, uuid: string) {
+    async remove(workspaceUuid: string, uuid: string) {
       await db.transaction(async (trx) => {
-        await requireOwned(userUuid, uuid, trx);
-        const agents = await repo.agentsUsing(trx, userUuid, uuid);
+        await requireOwned(workspaceUuid, uuid, trx);
+        const agents = await repo.agentsUsing(trx, workspaceUuid, uuid);
         if (agents.length > 0) {
           throw new AppError(
             'CREDENTIAL_IN_USE',
@@ -153,16 +153,16 @@ export function createProvidersService(deps: {
     },
 
     /** The credential with this uuid or name among the user's, opened; undefined when none. */
-    async resolve(userUuid: string, uuidOrName: string): Promise<OpenedCredential | undefined> {
+    async resolve(workspaceUuid: string, uuidOrName: string): Promise<OpenedCredential | undefined> {
       const byUuid = /^[0-9a-f-]{36}$/i.test(uuidOrName)
-        ? await repo.findOwned(db.kysely, userUuid, uuidOrName)
+        ? await repo.findOwned(db.kysely, workspaceUuid, uuidOrName)
         : undefined;
-      const found = byUuid ?? (await repo.findByName(db.kysely, userUuid, uuidOrName));
+      const found = byUuid ?? (await repo.findByName(db.kysely, workspaceUuid, uuidOrName));
       return found && open(found);
     },
 
     /** Every credential of the user, opened (for the model list). */
-    openAll: async (userUuid: string) => (await repo.list(db.kysely, userUuid)).map(open),
+    openAll: async (workspaceUuid: string) => (await repo.list(db.kysely, workspaceUuid)).map(open),
 
     /** Records a use, at most once a minute per credential (per instance); never fails the caller. */
     async touch(uuid: string, log: (err: unknown) => void) {

@@ -63,7 +63,7 @@ export function createPushDispatcher(deps: {
 
   /** Claims what the agent may run now (as many as its concurrency allows), in one transaction. */
   async function claimFor(agent: WaitingAgent): Promise<Array<{ task: TaskRecord; runtime: Runtime }>> {
-    const room = runsOf.room(agent.userUuid);
+    const room = runsOf.room(agent.workspaceUuid);
     if (room <= 0) return [];
     const { runtime, tasks } = await db.transaction((trx) =>
       deps.lifecycle.claim(trx, agent.uuid, room, {
@@ -73,7 +73,7 @@ export function createPushDispatcher(deps: {
       }),
     );
     if (!runtime || tasks.length === 0) return [];
-    runsOf.add(agent.userUuid, tasks.length);
+    runsOf.add(agent.workspaceUuid, tasks.length);
     const open = deps.openRuntime(runtime);
     return tasks.map((task) => ({ task, runtime: open }));
   }
@@ -96,7 +96,7 @@ export function createPushDispatcher(deps: {
       unsubscribe();
       inFlight.delete(task.uuid);
       // An account held back by its cap has queued work that nothing else would wake.
-      if (runsOf.end(task.userUuid)) schedule();
+      if (runsOf.end(task.workspaceUuid)) schedule();
     });
   }
 

@@ -26,12 +26,12 @@ async function checkRuntimeUrl(field: string, raw: string, policy: OutboundPolic
  * a hint that it exists); `http` and `a2a` URLs must be well-formed and public.
  */
 export function createRuntimeCheck(providers: Pick<ProvidersService, 'get'>, policy: OutboundPolicy): RuntimeCheck {
-  return async (userUuid, runtime) => {
+  return async (workspaceUuid, runtime) => {
     if (runtime.type === 'http') return checkRuntimeUrl('runtime.url', runtime.url, policy);
     if (runtime.type === 'a2a') return checkRuntimeUrl('runtime.agent_card_url', runtime.agent_card_url, policy);
     if (runtime.type !== 'openai') return;
     try {
-      await providers.get(userUuid, runtime.provider_credential_uuid);
+      await providers.get(workspaceUuid, runtime.provider_credential_uuid);
     } catch (err) {
       if (err instanceof AppError && err.code === 'NOT_FOUND')
         throw invalid('runtime.provider_credential_uuid', 'No provider credential of yours has this uuid');

@@ -82,7 +82,7 @@ export function createTaskRunner(deps: {
     signal: AbortSignal,
     state: State,
   ): Promise<void> {
-    const ref = { userUuid: task.userUuid, agentUuid: task.agentUuid, taskUuid: task.uuid };
+    const ref = { workspaceUuid: task.workspaceUuid, agentUuid: task.agentUuid, taskUuid: task.uuid };
     const leaseId = task.leaseId as string;
     switch (outcome.kind) {
       case 'aborted':
@@ -125,7 +125,7 @@ export function createTaskRunner(deps: {
     async run(task: TaskRecord, runtime: Runtime, controller: AbortController): Promise<void> {
       const push = deps.runtimes[runtime.type];
       if (!push) return;
-      const ref = { userUuid: task.userUuid, agentUuid: task.agentUuid, taskUuid: task.uuid };
+      const ref = { workspaceUuid: task.workspaceUuid, agentUuid: task.agentUuid, taskUuid: task.uuid };
       const leaseId = task.leaseId as string;
       const renewMs = ((task.leaseSeconds ?? 60) * 1000) / 3;
       const renewal = setInterval(() => {

@@ -43,13 +43,13 @@ function dayMs(field: string, value: string): number {
 export function createSpotlightQueries(deps: { db: Db; repo: SpotlightRepo; clock: Clock }) {
   const { db, repo } = deps;
   return {
-    async list(userUuid: string, filter: CallFilter, page: number, limit: number) {
-      const { calls, total } = await repo.list(db.kysely, userUuid, filter, (page - 1) * limit, limit);
+    async list(workspaceUuid: string, filter: CallFilter, page: number, limit: number) {
+      const { calls, total } = await repo.list(db.kysely, workspaceUuid, filter, (page - 1) * limit, limit);
       return { calls: calls.map(view), total };
     },
 
-    async get(userUuid: string, id: string): Promise<CallView> {
-      const found = await repo.find(db.kysely, userUuid, id);
+    async get(workspaceUuid: string, id: string): Promise<CallView> {
+      const found = await repo.find(db.kysely, workspaceUuid, id);
       if (!found) throw notFound('Model call');
       return view(found);
     },
@@ -59,7 +59,10 @@ export function createSpotlightQueries(deps: { db: Db; repo: SpotlightRepo; cloc
      * days up to today).
      * @throws AppError INVALID_REQUEST for a date that does not exist, from after to, or over 366 days.
      */
-    async usage(userUuid: string, query: { from?: string | undefined; to?: string | undefined }): Promise<UsageView> {
+    async usage(
+      workspaceUuid: string,
+      query: { from?: string | undefined; to?: string | undefined },
+    ): Promise<UsageView> {
       const toMs =
         query.to === undefined
           ? dayMs('to', new Date(deps.clock.now()).toISOString().slice(0, 10))
@@ -70,7 +73,7 @@ export function createSpotlightQueries(deps: { db: Db; repo: SpotlightRepo; cloc
         throw invalid('from', `the range is over ${MAX_RANGE_DAYS} days`);
       const rows = await repo.usage(
         db.kysely,
-        userUuid,
+        workspaceUuid,
         new Date(fromMs).toISOString(),
         new Date(toMs + DAY_MS).toISOString(),
       );

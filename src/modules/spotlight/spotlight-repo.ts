@@ -12,7 +12,7 @@ export interface CallError {
 /** One model call, as recorded. */
 export interface CallRow {
   uuid: string;
-  userUuid: string;
+  workspaceUuid: string;
   createdAt: string;
   source: 'api' | 'runtime';
   model: string;
@@ -54,11 +54,11 @@ export interface UsageRow {
   costNanos: number;
 }
 
-function callsOf(ex: Executor, userUuid: string) {
+function callsOf(ex: Executor, workspaceUuid: string) {
   return ex
     .selectFrom('spotlight_calls as s')
     .leftJoin('provider_credentials as p', 'p.uuid', 's.provider_credential_uuid')
-    .where('s.user_uuid', '=', userUuid);
+    .where('s.workspace_uuid', '=', workspaceUuid);
 }
 
 /** The only code that touches the spotlight_calls table. */
@@ -69,7 +69,7 @@ export const spotlightRepo = {
         .insertInto('spotlight_calls')
         .values({
           uuid: c.uuid,
-          user_uuid: c.userUuid,
+          workspace_uuid: c.workspaceUuid,
           created_at: c.createdAt,
           source: c.source,
           model: c.model,
@@ -91,8 +91,8 @@ export const spotlightRepo = {
     );
   },
 
-  async list(ex: Executor, userUuid: string, filter: CallFilter, offset: number, limit: number) {
-    const base = callsOf(ex, userUuid)
+  async list(ex: Executor, workspaceUuid: string, filter: CallFilter, offset: number, limit: number) {
+    const base = callsOf(ex, workspaceUuid)
       .$if(filter.taskUuid !== undefined, (q) => q.where('s.task_uuid', '=', filter.taskUuid as string))
       .$if(filter.agentUuid !== undefined, (q) => q.where('s.agent_uuid', '=', filter.agentUuid as string))
       .$if(filter.credentialUuid !== undefined, (q) =>
@@ -114,9 +114,9 @@ export const spotlightRepo = {
     return { calls: rows.map(toNamedCall), total: Number(total.n) };
   },
 
-  async find(ex: Executor, userUuid: string, uuid: string): Promise<NamedCallRow | undefined> {
+  async find(ex: Executor, workspaceUuid: string, uuid: string): Promise<NamedCallRow | undefined> {
     const row = await withDbErrors(
-      callsOf(ex, userUuid)
+      callsOf(ex, workspaceUuid)
         .selectAll('s')
         .select('p.name as credential_name')
         .where('s.uuid', '=', uuid)
@@ -126,10 +126,10 @@ export const spotlightRepo = {
   },
 
   /** Totals per (UTC day, credential, upstream model) of calls created in [from, before). */
-  async usage(ex: Executor, userUuid: string, from: string, before: string): Promise<UsageRow[]> {
+  async usage(ex: Executor, workspaceUuid: string, from: string, before: string): Promise<UsageRow[]> {
     const day = sql<string>`substr(s.created_at, 1, 10)`;
     const rows = await withDbErrors(
-      callsOf(ex, userUuid)
+      callsOf(ex, workspaceUuid)
         .where('s.created_at', '>=', from)
         .where('s.created_at', '<', before)
         .select([
@@ -162,9 +162,9 @@ export const spotlightRepo = {
   },
 
   /** The task when it is the user's, with its agent (the proxy's attribution header). */
-  findTask(ex: Executor, userUuid: string, taskUuid: string) {
+  findTask(ex: Executor, workspaceUuid: string, taskUuid: string) {
     // Attribution needs only owner and agent; the tasks room answers it.
-    return taskQueries.ownedBy(ex, userUuid, taskUuid);
+    return taskQueries.ownedBy(ex, workspaceUuid, taskUuid);
   },
 
   /** Deletes up to `batch` records created before `before`; returns how many went. */
@@ -180,7 +180,7 @@ export type SpotlightRepo = typeof spotlightRepo;
 function toNamedCall(r: Record<string, unknown>): NamedCallRow {
   const row = r as {
     uuid: string;
-    user_uuid: string;
+    workspace_uuid: string;
     created_at: string;
     source: string;
     model: string;
@@ -201,7 +201,7 @@ function toNamedCall(r: Record<string, unknown>): NamedCallRow {
   };
   return {
     uuid: row.uuid,
-    userUuid: row.user_uuid,
+    workspaceUuid: row.workspace_uuid,
     createdAt: row.created_at,
     source: row.source as CallRow['source'],
     model: row.model,

@@ -82,7 +82,7 @@ function callerGone(reply: FastifyReply): AbortSignal {
  * @throws AppError 429 LIMIT_EXCEEDED when the caller already holds them all.
  */
 function holdSlot(slots: Pick<ConnectionLimits, 'acquire'>, request: FastifyRequest, reply: FastifyReply) {
-  const release = slots.acquire(principalOf(request).userUuid, 'proxy');
+  const release = slots.acquire(principalOf(request).workspaceUuid, 'proxy');
   reply.raw.once('close', release);
 }
 
@@ -126,7 +126,7 @@ export function proxyRoutes(
       async (request, reply) => {
         holdSlot(opts.slots, request, reply);
         const answer = await service.chatCompletions({
-          userUuid: principalOf(request).userUuid,
+          workspaceUuid: principalOf(request).workspaceUuid,
           body: request.body,
           credential: header(request, 'x-taskhook-credential'),
           taskId: header(request, 'x-taskhook-task-id'),
@@ -153,8 +153,11 @@ export function proxyRoutes(
       },
       async (request, reply) => {
         holdSlot(opts.slots, request, reply);
-        const userUuid = principalOf(request).userUuid;
-        return send(reply, await service.models(userUuid, header(request, 'x-taskhook-credential'), callerGone(reply)));
+        const workspaceUuid = principalOf(request).workspaceUuid;
+        return send(
+          reply,
+          await service.models(workspaceUuid, header(request, 'x-taskhook-credential'), callerGone(reply)),
+        );
       },
     );
   };

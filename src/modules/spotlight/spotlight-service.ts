@@ -28,7 +28,7 @@ const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
 /** Who calls and for what: the proxy's request, as plain data. */
 export interface ChatRequest {
-  userUuid: string;
+  workspaceUuid: string;
   body: unknown;
   /** X-Taskhook-Credential. */
   credential?: string | undefined;
@@ -58,22 +58,22 @@ export function createSpotlightService(deps: {
 }) {
   const { db, repo } = deps;
 
-  async function attribution(userUuid: string, taskId: string | undefined) {
+  async function attribution(workspaceUuid: string, taskId: string | undefined) {
     if (taskId === undefined) return null;
-    const task = UUID_RE.test(taskId) ? await repo.findTask(db.kysely, userUuid, taskId) : undefined;
+    const task = UUID_RE.test(taskId) ? await repo.findTask(db.kysely, workspaceUuid, taskId) : undefined;
     if (!task) throw proxyError(400, 'X-Taskhook-Task-Id does not name one of your tasks', 'invalid_task_id');
     return { taskUuid: task.uuid, agentUuid: task.agent_uuid };
   }
 
   async function select(req: ChatRequest, model: string) {
     if (req.credential !== undefined) {
-      const credential = await deps.providers.resolve(req.userUuid, req.credential);
+      const credential = await deps.providers.resolve(req.workspaceUuid, req.credential);
       if (!credential)
         throw proxyError(404, 'X-Taskhook-Credential names none of your provider credentials', 'credential_not_found');
       return { credential, upstreamModel: model };
     }
     const split = splitModel(model);
-    const credential = split && (await deps.providers.resolve(req.userUuid, split.credential));
+    const credential = split && (await deps.providers.resolve(req.workspaceUuid, split.credential));
     if (!split || !credential || credential.name !== split.credential) {
       throw proxyError(
         404,
@@ -132,8 +132,8 @@ export function createSpotlightService(deps: {
    * and none after MODEL_LISTS_DEADLINE_MS: a user with many slow credentials holds a few
    * connections for a bounded time, not one per credential.
    */
-  async function allModels(userUuid: string, caller: AbortSignal): Promise<unknown[]> {
-    const credentials = await deps.providers.openAll(userUuid);
+  async function allModels(workspaceUuid: string, caller: AbortSignal): Promise<unknown[]> {
+    const credentials = await deps.providers.openAll(workspaceUuid);
     const signal = AbortSignal.any([
       caller,
       AbortSignal.timeout(Math.min(deps.upstream.timeoutMs, MODEL_LISTS_DEADLINE_MS)),
@@ -155,9 +155,9 @@ export function createSpotlightService(deps: {
      * GET /models: with a credential named, its upstream list relayed as it is; otherwise the union
      * over the caller's credentials with ids prefixed, leaving out those whose upstream fails.
      */
-    async models(userUuid: string, credentialRef: string | undefined, signal: AbortSignal): Promise<ProxyAnswer> {
+    async models(workspaceUuid: string, credentialRef: string | undefined, signal: AbortSignal): Promise<ProxyAnswer> {
       if (credentialRef !== undefined) {
-        const credential = await deps.providers.resolve(userUuid, credentialRef);
+        const credential = await deps.providers.resolve(workspaceUuid, credentialRef);
         if (!credential)
           throw proxyError(
             404,
@@ -167,7 +167,7 @@ export function createSpotlightService(deps: {
         const res = await callUpstream(deps.upstream, credential, '/models', { method: 'GET', signal });
         return (await relayWhole(deps.upstream, res, signal, MODEL_LIST_MAX_BYTES)).answer;
       }
-      const data = await allModels(userUuid, signal);
+      const data = await allModels(workspaceUuid, signal);
       return {
         status: 200,
         headers: { 'content-type': 'application/json' },
@@ -182,12 +182,12 @@ export function createSpotlightService(deps: {
     async chatCompletions(req: ChatRequest, source: 'api' | 'runtime' = 'api'): Promise<ChatAnswer> {
       const arrivedAt = deps.clock.now();
       const body = checkChatBody(req.body);
-      const task = req.task ?? (await attribution(req.userUuid, req.taskId));
+      const task = req.task ?? (await attribution(req.workspaceUuid, req.taskId));
       const { credential, upstreamModel } = await select(req, body.model);
       const upstream = upstreamChatBody(body, upstreamModel);
       const base = {
         uuid: newId(),
-        userUuid: req.userUuid,
+        workspaceUuid: req.workspaceUuid,
         createdAt: iso(arrivedAt),
         source,
         model: body.model,

@@ -12,7 +12,7 @@ export interface RecordedCall extends CallRow {
 
 /**
  * Told of every recorded call, after its record is written. The telemetry store subscribes here
- * with `(call) => store.write(call.userUuid, genAiSpanOf(call))` once it exists.
+ * with `(call) => store.write(call.workspaceUuid, genAiSpanOf(call))` once it exists.
  */
 export type CallObserver = (call: RecordedCall) => void;
 

@@ -13,7 +13,7 @@ const config = { auth: 'user' as const };
 export function usageRoutes(queries: SpotlightQueries) {
   return async function routes(base: FastifyInstance) {
     const app = base.withTypeProvider<TypeBoxTypeProvider>();
-    const who = (request: Parameters<typeof principalOf>[0]) => principalOf(request).userUuid;
+    const who = (request: Parameters<typeof principalOf>[0]) => principalOf(request).workspaceUuid;
 
     app.get(
       '/spotlight/usage',

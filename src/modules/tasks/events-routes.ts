@@ -72,7 +72,7 @@ export function eventsRoutes(deps: {
         let releaseSlot: () => void;
         try {
           first = await deps.service.snapshot(ref);
-          releaseSlot = deps.connections.acquire(principal.userUuid, 'stream');
+          releaseSlot = deps.connections.acquire(principal.workspaceUuid, 'stream');
         } catch (err) {
           unsubscribe();
           throw err;

@@ -3,7 +3,7 @@ import { withDbErrors } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
 
 export interface IdempotencyRecord {
-  userUuid: string;
+  workspaceUuid: string;
   key: string;
   requestHash: string;
   taskUuid: string;
@@ -19,7 +19,7 @@ export const idempotencyRepo = {
     await withDbErrors(
       ex
         .deleteFrom('idempotency_keys')
-        .where('user_uuid', '=', rec.userUuid)
+        .where('workspace_uuid', '=', rec.workspaceUuid)
         .where('key', '=', rec.key)
         .where('expires_at', '<=', rec.createdAt)
         .execute(),
@@ -28,7 +28,7 @@ export const idempotencyRepo = {
       ex
         .insertInto('idempotency_keys')
         .values({
-          user_uuid: rec.userUuid,
+          workspace_uuid: rec.workspaceUuid,
           key: rec.key,
           request_hash: rec.requestHash,
           task_uuid: rec.taskUuid,
@@ -40,12 +40,12 @@ export const idempotencyRepo = {
     );
   },
 
-  async find(ex: Executor, userUuid: string, key: string) {
+  async find(ex: Executor, workspaceUuid: string, key: string) {
     const row = await withDbErrors(
       ex
         .selectFrom('idempotency_keys')
         .select(['request_hash', 'response', 'expires_at'])
-        .where('user_uuid', '=', userUuid)
+        .where('workspace_uuid', '=', workspaceUuid)
         .where('key', '=', key)
         .executeTakeFirst(),
     );
@@ -61,13 +61,13 @@ export const idempotencyRepo = {
         .deleteFrom('idempotency_keys')
         .where(({ eb, refTuple, selectFrom }) =>
           eb(
-            refTuple('user_uuid', 'key'),
+            refTuple('workspace_uuid', 'key'),
             'in',
             selectFrom('idempotency_keys')
-              .select(['user_uuid', 'key'])
+              .select(['workspace_uuid', 'key'])
               .where('expires_at', '<', now)
               .limit(limit)
-              .$asTuple('user_uuid', 'key'),
+              .$asTuple('workspace_uuid', 'key'),
           ),
         )
         .executeTakeFirst(),

@@ -10,10 +10,10 @@ import type { SavedTask, TaskWriter } from './tasks-writer.js';
 import { type Change, type TaskInput, transition } from './transition-fns.js';
 
 /**
- * Which task a change is for: owner-checked (`userUuid` and `agentUuid` given, as every request
+ * Which task a change is for: owner-checked (`workspaceUuid` and `agentUuid` given, as every request
  * of a user or a worker is), or by id alone (the service's own sweeps).
  */
-export type TaskTarget = { userUuid: string; agentUuid: string; taskUuid: string } | { taskUuid: string };
+export type TaskTarget = { workspaceUuid: string; agentUuid: string; taskUuid: string } | { taskUuid: string };
 
 /** The task after `apply`: as saved, or as it was when the input changed nothing. */
 export interface Applied extends SavedTask {
@@ -53,7 +53,7 @@ export function createLifecycle(deps: {
   const { repo, writer } = deps;
 
   async function lock(trx: Executor, target: TaskTarget): Promise<TaskRecord | undefined> {
-    return 'userUuid' in target ? repo.lockTask(trx, target) : repo.lockByUuid(trx, target.taskUuid);
+    return 'workspaceUuid' in target ? repo.lockTask(trx, target) : repo.lockByUuid(trx, target.taskUuid);
   }
 
   /**
@@ -108,7 +108,7 @@ export function createLifecycle(deps: {
      */
     async applyMany(
       trx: Executor,
-      owner: { userUuid: string; agentUuid: string },
+      owner: { workspaceUuid: string; agentUuid: string },
       items: Array<{ taskUuid: string; input: TaskInput }>,
       nowMs?: number,
     ): Promise<Map<string, Applied | AppError>> {

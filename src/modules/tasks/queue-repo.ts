@@ -10,7 +10,7 @@ import { type TaskRecord, toRecord } from './tasks-record.js';
 /** An active agent with tasks waiting, as the push dispatcher needs it. */
 export interface WaitingAgent {
   uuid: string;
-  userUuid: string;
+  workspaceUuid: string;
   runtime: Runtime;
 }
 
@@ -91,7 +91,7 @@ export const queueRepo = {
     const rows = await withDbErrors(
       ex
         .selectFrom('agents')
-        .select(['uuid', 'user_uuid', 'runtime'])
+        .select(['uuid', 'workspace_uuid', 'runtime'])
         .where('deleted_at', 'is', null)
         .where('status', '=', 'active')
         .where(type, '<>', 'worker')
@@ -107,7 +107,11 @@ export const queueRepo = {
         .limit(limit)
         .execute(),
     );
-    return rows.map((r) => ({ uuid: r.uuid, userUuid: r.user_uuid, runtime: fromDbJson<Runtime>(r.runtime) }));
+    return rows.map((r) => ({
+      uuid: r.uuid,
+      workspaceUuid: r.workspace_uuid,
+      runtime: fromDbJson<Runtime>(r.runtime),
+    }));
   },
 
   /** A task's status and lease id, or undefined when it is gone (a cheap look, no lock). */

@@ -49,13 +49,13 @@ export const taskQueries = {
   },
 
   /** The model proxy's attribution: the task's id and agent when it is the user's. */
-  ownedBy(ex: Executor, userUuid: string, taskUuid: string) {
+  ownedBy(ex: Executor, workspaceUuid: string, taskUuid: string) {
     return withDbErrors(
       ex
         .selectFrom('tasks')
         .select(['uuid', 'agent_uuid'])
         .where('uuid', '=', taskUuid)
-        .where('user_uuid', '=', userUuid)
+        .where('workspace_uuid', '=', workspaceUuid)
         .executeTakeFirst(),
     );
   },
@@ -73,7 +73,7 @@ export const taskQueries = {
     ex: Executor,
     filter: {
       agentUuid: string;
-      userUuid: string;
+      workspaceUuid: string;
       status?: TaskStatus | undefined;
       contextId?: string | undefined;
       changedAfter?: string | undefined;
@@ -85,7 +85,7 @@ export const taskQueries = {
       .selectFrom('tasks')
       .leftJoin('a2a_task_contexts as c', 'c.task_uuid', 'tasks.uuid')
       .where('tasks.agent_uuid', '=', filter.agentUuid)
-      .where('tasks.user_uuid', '=', filter.userUuid)
+      .where('tasks.workspace_uuid', '=', filter.workspaceUuid)
       .$if(status !== undefined, (qb) => qb.where('tasks.status', '=', status as string))
       .$if(changedAfter !== undefined, (qb) => qb.where('tasks.updated_at', '>', changedAfter as string))
       .$if(contextId !== undefined, (qb) =>

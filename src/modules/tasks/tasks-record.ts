@@ -8,7 +8,7 @@ import type { ConversationMessage, Progress, TaskResult } from './tasks-schemas.
 export interface TaskRecord {
   uuid: string;
   agentUuid: string;
-  userUuid: string;
+  workspaceUuid: string;
   status: TaskStatus;
   /**
    * Waits for a worker. Always `isClaimable(status, leaseExpiresAt)`: the transition function sets
@@ -55,7 +55,7 @@ const JSON_FIELDS = new Set(['messages', 'metadata', 'progress', 'inputRequest',
 export const COLUMNS: Record<keyof TaskRecord, keyof TasksTable> = {
   uuid: 'uuid',
   agentUuid: 'agent_uuid',
-  userUuid: 'user_uuid',
+  workspaceUuid: 'workspace_uuid',
   status: 'status',
   ready: 'ready',
   priority: 'priority',
@@ -125,7 +125,7 @@ export function toRecord(row: Selectable<TasksTable>): TaskRecord {
   return {
     uuid: row.uuid,
     agentUuid: row.agent_uuid,
-    userUuid: row.user_uuid,
+    workspaceUuid: row.workspace_uuid,
     status: row.status as TaskStatus,
     ready: Boolean(row.ready),
     priority: row.priority,
@@ -164,7 +164,7 @@ export type NewTaskFields = Pick<
   TaskRecord,
   | 'uuid'
   | 'agentUuid'
-  | 'userUuid'
+  | 'workspaceUuid'
   | 'ready'
   | 'priority'
   | 'message'
@@ -184,7 +184,7 @@ export function queuedTask(fields: NewTaskFields, now: string): TaskRecord {
   return {
     uuid: fields.uuid,
     agentUuid: fields.agentUuid,
-    userUuid: fields.userUuid,
+    workspaceUuid: fields.workspaceUuid,
     status: 'queued',
     ready: fields.ready,
     priority: fields.priority,

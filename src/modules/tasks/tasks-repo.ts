@@ -21,13 +21,13 @@ const EVENT_COLUMNS = ['task_uuid', 'seq', 'data', 'created_at'] as const;
 const insertTaskRow = prepareQuery(TASK_COLUMNS.length, (ex, ...values: unknown[]) =>
   ex.insertInto('tasks').values(Object.fromEntries(TASK_COLUMNS.map((c, i) => [c, values[i]])) as never),
 );
-const ownTaskQuery = (ex: Executor, taskUuid: string, agentUuid: string, userUuid: string) =>
+const ownTaskQuery = (ex: Executor, taskUuid: string, agentUuid: string, workspaceUuid: string) =>
   ex
     .selectFrom('tasks')
     .selectAll()
     .where('uuid', '=', taskUuid)
     .where('agent_uuid', '=', agentUuid)
-    .where('user_uuid', '=', userUuid);
+    .where('workspace_uuid', '=', workspaceUuid);
 const ownTask = prepareQuery(3, ownTaskQuery);
 const ownTaskLocked = prepareQuery(3, (ex, t: string, a: string, u: string) => lockRows(ex, ownTaskQuery(ex, t, a, u)));
 
@@ -92,7 +92,7 @@ export const tasksRepo = {
 
   /** The task when it belongs to this agent of this user. */
   async findTask(ex: Executor, where: TaskKey): Promise<TaskRecord | undefined> {
-    const [row] = await withDbErrors(ownTask(ex, where.taskUuid, where.agentUuid, where.userUuid));
+    const [row] = await withDbErrors(ownTask(ex, where.taskUuid, where.agentUuid, where.workspaceUuid));
     return row && toRecord(row);
   },
 
@@ -110,7 +110,7 @@ export const tasksRepo = {
 
   /** `findTask`, row-locked for the transaction `trx`. */
   async lockTask(trx: Executor, where: TaskKey): Promise<TaskRecord | undefined> {
-    const [row] = await withDbErrors(ownTaskLocked(trx, where.taskUuid, where.agentUuid, where.userUuid));
+    const [row] = await withDbErrors(ownTaskLocked(trx, where.taskUuid, where.agentUuid, where.workspaceUuid));
     return row && toRecord(row);
   },
 
@@ -126,9 +126,10 @@ export const tasksRepo = {
     const byKeyOnly = trx.getExecutor().adapter instanceof SqliteAdapter;
     for (const part of chunks([...taskUuids].sort(), MAX_PARAMETERS)) {
       let query = trx.selectFrom('tasks').selectAll().where('uuid', 'in', part).orderBy('uuid');
-      if (!byKeyOnly) query = query.where('agent_uuid', '=', where.agentUuid).where('user_uuid', '=', where.userUuid);
+      if (!byKeyOnly)
+        query = query.where('agent_uuid', '=', where.agentUuid).where('workspace_uuid', '=', where.workspaceUuid);
       for (const row of await withDbErrors(lockRows(trx, query).execute())) {
-        if (row.agent_uuid === where.agentUuid && row.user_uuid === where.userUuid) out.push(toRecord(row));
+        if (row.agent_uuid === where.agentUuid && row.workspace_uuid === where.workspaceUuid) out.push(toRecord(row));
       }
     }
     return out;
@@ -188,14 +189,14 @@ export const tasksRepo = {
 
   async listTasks(
     ex: Executor,
-    filter: { agentUuid: string; userUuid: string; status?: TaskStatus | undefined },
+    filter: { agentUuid: string; workspaceUuid: string; status?: TaskStatus | undefined },
     offset: number,
     limit: number,
   ) {
     const base = ex
       .selectFrom('tasks')
       .where('agent_uuid', '=', filter.agentUuid)
-      .where('user_uuid', '=', filter.userUuid)
+      .where('workspace_uuid', '=', filter.workspaceUuid)
       .$if(filter.status !== undefined, (qb) => qb.where('status', '=', filter.status as string));
     const [rows, count] = await Promise.all([
       withDbErrors(
@@ -217,7 +218,7 @@ export interface NewTaskEvent {
   createdAt: string;
 }
 export interface TaskKey {
-  userUuid: string;
+  workspaceUuid: string;
   agentUuid: string;
   taskUuid: string;
 }

@@ -55,7 +55,7 @@ export function tasksRoutes(service: TasksService) {
       },
       async (request, reply) => {
         const { response, replayed } = await service.submit(
-          principalOf(request).userUuid,
+          principalOf(request).workspaceUuid,
           request.params.id,
           request.body,
           request.headers['idempotency-key'],
@@ -98,7 +98,7 @@ export function tasksRoutes(service: TasksService) {
       async (request) => {
         const { page, limit, status } = request.query;
         const { tasks, total } = await service.list(
-          principalOf(request).userUuid,
+          principalOf(request).workspaceUuid,
           request.params.id,
           status,
           page,

@@ -26,7 +26,7 @@ export const DEFAULT_PRIORITY = 5;
 export const CANCEL_BATCH = 500;
 
 export interface TaskRef {
-  userUuid: string;
+  workspaceUuid: string;
   agentUuid: string;
   taskUuid: string;
 }
@@ -94,8 +94,13 @@ export function createTasksService(deps: {
    * The first response to a live Idempotency-Key of the user, or null when there is none.
    * @throws AppError IDEMPOTENCY_KEY_REUSED when the key was used for another agent or body.
    */
-  async function replayOf(userUuid: string, key: string, hash: string, nowMs: number): Promise<SubmitResult | null> {
-    const first = await deps.idempotency.find(db.kysely, userUuid, key);
+  async function replayOf(
+    workspaceUuid: string,
+    key: string,
+    hash: string,
+    nowMs: number,
+  ): Promise<SubmitResult | null> {
+    const first = await deps.idempotency.find(db.kysely, workspaceUuid, key);
     if (!first || first.expiresAt <= iso(nowMs)) return null;
     if (first.requestHash !== hash) {
       throw new AppError(
@@ -109,7 +114,7 @@ export function createTasksService(deps: {
   /** A new queued task for the agent and the submit response announcing it (nothing written yet). */
   async function prepare(
     agent: Pick<AgentRow, 'uuid' | 'concurrency' | 'default_timeout_seconds'>,
-    userUuid: string,
+    workspaceUuid: string,
     input: SubmitInput,
     nowMs: number,
     parent: TraceParent | null = null,
@@ -122,7 +127,7 @@ export function createTasksService(deps: {
       {
         uuid,
         agentUuid: agent.uuid,
-        userUuid,
+        workspaceUuid,
         ready: isClaimable('queued', null),
         priority,
         message: input.message,
@@ -164,29 +169,29 @@ export function createTasksService(deps: {
      * @throws AppError NOT_FOUND, AGENT_UNAVAILABLE, INVALID_REQUEST, IDEMPOTENCY_KEY_REUSED.
      */
     async submit(
-      userUuid: string,
+      workspaceUuid: string,
       agentUuid: string,
       input: SubmitInput,
       idempotencyKey?: string,
       parent: TraceParent | null = null,
     ): Promise<{ response: SubmitResult; replayed: boolean }> {
       await validate(input);
-      const agent = await deps.agents.requireOwned(userUuid, agentUuid);
+      const agent = await deps.agents.requireOwned(workspaceUuid, agentUuid);
       const nowMs = deps.clock.now();
       // Only a submit with an Idempotency-Key is compared with another: hashing costs the others.
       const hash = idempotencyKey ? requestHash(agentUuid, input) : '';
       // A retry gets the first answer whatever happened since, e.g. the agent was paused.
-      const earlier = idempotencyKey ? await replayOf(userUuid, idempotencyKey, hash, nowMs) : null;
+      const earlier = idempotencyKey ? await replayOf(workspaceUuid, idempotencyKey, hash, nowMs) : null;
       if (earlier) return { response: earlier, replayed: true };
       if (agent.status !== 'active') {
         throw new AppError('AGENT_UNAVAILABLE', `Agent is ${agent.status} and does not accept tasks`);
       }
-      const { task, response } = await prepare(agent, userUuid, input, nowMs, parent);
+      const { task, response } = await prepare(agent, workspaceUuid, input, nowMs, parent);
       const now = task.createdAt;
       const uuid = task.uuid;
       const key: IdempotencyRecord | null = idempotencyKey
         ? {
-            userUuid,
+            workspaceUuid,
             key: idempotencyKey,
             requestHash: hash,
             taskUuid: uuid,
@@ -208,7 +213,7 @@ export function createTasksService(deps: {
         });
       } catch (err) {
         if (!(err instanceof UniqueViolationError)) throw err;
-        const first = await replayOf(userUuid, key.key, hash, nowMs);
+        const first = await replayOf(workspaceUuid, key.key, hash, nowMs);
         if (!first) throw new AppError('CONFLICT', 'A request with this Idempotency-Key is in flight; retry');
         return { response: first, replayed: true };
       }
@@ -241,11 +246,11 @@ export function createTasksService(deps: {
       return stored.map((e) => ({ seq: e.seq, data: fromStoredEvent(e.data, conversation) }));
     },
 
-    async list(userUuid: string, agentUuid: string, status: TaskStatus | undefined, page: number, limit: number) {
-      await deps.agents.requireOwned(userUuid, agentUuid);
+    async list(workspaceUuid: string, agentUuid: string, status: TaskStatus | undefined, page: number, limit: number) {
+      await deps.agents.requireOwned(workspaceUuid, agentUuid);
       const { tasks, total } = await repo.listTasks(
         db.kysely,
-        { agentUuid, userUuid, status },
+        { agentUuid, workspaceUuid, status },
         (page - 1) * limit,
         limit,
       );

@@ -46,7 +46,12 @@ export function workerRoutes(service: WorkerService) {
         // A worker that hangs up mid-poll must not be handed work it will never see.
         const gone = new AbortController();
         reply.raw.once('close', () => gone.abort());
-        const tasks = await service.claim(principalOf(request).userUuid, request.params.id, request.body, gone.signal);
+        const tasks = await service.claim(
+          principalOf(request).workspaceUuid,
+          request.params.id,
+          request.body,
+          gone.signal,
+        );
         return { tasks };
       },
     );
@@ -120,7 +125,7 @@ export function workerRoutes(service: WorkerService) {
         },
       },
       async (request) => ({
-        results: await service.completeMany(principalOf(request).userUuid, request.params.id, request.body.tasks),
+        results: await service.completeMany(principalOf(request).workspaceUuid, request.params.id, request.body.tasks),
       }),
     );
 

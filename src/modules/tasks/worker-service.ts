@@ -40,9 +40,9 @@ export function createWorkerService(deps: {
     return db.transaction((trx) => lifecycle.apply(trx, ref, input));
   }
 
-  async function releaseAll(userUuid: string, agentUuid: string, tasks: ClaimedTask[]) {
+  async function releaseAll(workspaceUuid: string, agentUuid: string, tasks: ClaimedTask[]) {
     for (const task of tasks) {
-      await release({ userUuid, agentUuid, taskUuid: task.task_id }, task.lease_id).catch(() => undefined);
+      await release({ workspaceUuid, agentUuid, taskUuid: task.task_id }, task.lease_id).catch(() => undefined);
     }
   }
 
@@ -50,7 +50,7 @@ export function createWorkerService(deps: {
   const release = async (ref: TaskRef, leaseId: string) => (await report(ref, { op: 'release', leaseId })).view;
 
   async function claimOrWait(
-    userUuid: string,
+    workspaceUuid: string,
     agentUuid: string,
     input: ClaimInput,
     deadline: number,
@@ -67,7 +67,7 @@ export function createWorkerService(deps: {
         const tasks = await tryClaim(agentUuid, input);
         if (signal?.aborted && tasks.length > 0) {
           // The worker is gone: hand the tasks straight back rather than let their leases run out.
-          await releaseAll(userUuid, agentUuid, tasks);
+          await releaseAll(workspaceUuid, agentUuid, tasks);
           return [];
         }
         const left = deadline - performance.now();
@@ -86,15 +86,20 @@ export function createWorkerService(deps: {
      * @throws AppError NOT_FOUND, INVALID_REQUEST (a push runtime), or 429 LIMIT_EXCEEDED when
      * the user already has the most waiting claims allowed.
      */
-    async claim(userUuid: string, agentUuid: string, input: ClaimInput, signal?: AbortSignal): Promise<ClaimedTask[]> {
-      const agent = await deps.agents.requireOwned(userUuid, agentUuid);
+    async claim(
+      workspaceUuid: string,
+      agentUuid: string,
+      input: ClaimInput,
+      signal?: AbortSignal,
+    ): Promise<ClaimedTask[]> {
+      const agent = await deps.agents.requireOwned(workspaceUuid, agentUuid);
       // The service itself hands tasks of push runtimes (e.g. a model) to them: no worker may take one.
       if (agent.runtime.type !== 'worker')
         throw invalid('runtime', `This agent's runtime is ${agent.runtime.type}: the service runs its tasks`);
       const waitSeconds = input.wait_seconds ?? 0;
-      const releaseSlot = waitSeconds > 0 ? deps.connections.acquire(userUuid, 'wait') : () => undefined;
+      const releaseSlot = waitSeconds > 0 ? deps.connections.acquire(workspaceUuid, 'wait') : () => undefined;
       try {
-        return await claimOrWait(userUuid, agentUuid, input, performance.now() + waitSeconds * 1000, signal);
+        return await claimOrWait(workspaceUuid, agentUuid, input, performance.now() + waitSeconds * 1000, signal);
       } finally {
         releaseSlot();
       }
@@ -123,8 +128,8 @@ export function createWorkerService(deps: {
      * lease not current) changes nothing and does not stop the others.
      * @throws AppError NOT_FOUND for an agent that is not the caller's; INVALID_REQUEST for a task sent twice.
      */
-    async completeMany(userUuid: string, agentUuid: string, items: CompleteBatchItem[]) {
-      await deps.agents.requireOwned(userUuid, agentUuid);
+    async completeMany(workspaceUuid: string, agentUuid: string, items: CompleteBatchItem[]) {
+      await deps.agents.requireOwned(workspaceUuid, agentUuid);
       const seen = new Set<string>();
       for (const item of items) {
         if (seen.has(item.task_id)) throw invalid('tasks', `lists task ${item.task_id} more than once`);
@@ -135,7 +140,7 @@ export function createWorkerService(deps: {
         input: { op: 'complete' as const, leaseId: item.lease_id, result: item.result },
       }));
       // One statement locks them all, in id order; the accepted ones are saved together.
-      const outcome = await db.transaction((trx) => lifecycle.applyMany(trx, { userUuid, agentUuid }, inputs));
+      const outcome = await db.transaction((trx) => lifecycle.applyMany(trx, { workspaceUuid, agentUuid }, inputs));
       return items.map((item) => {
         const done = outcome.get(item.task_id);
         return done instanceof AppError

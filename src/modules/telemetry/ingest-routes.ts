@@ -137,7 +137,7 @@ export function ingestRoutes(service: TelemetryService, maxBytes: number) {
           schema: { tags: ['telemetry'], summary: `Export ${signal} (OTLP/HTTP)`, description: DESCRIPTIONS[signal] },
         },
         async (request, reply) => {
-          const user = principalOf(request).userUuid;
+          const user = principalOf(request).workspaceUuid;
           const encoding = encodingOf(request);
           const length = Number(request.headers['content-length'] ?? 0);
           if (length > maxBytes) throw new OtlpError(413, `Request body is larger than ${maxBytes} bytes`, encoding);

@@ -6,7 +6,7 @@ import type { SpanKind, SpanRow, SpanStatus } from './telemetry-fns.js';
 /** Who wrote a span: an OTLP export, or taskhook itself (its task, webhook and callback spans). */
 export type SpanOrigin = 'ingest' | 'service';
 
-const KEY_COLUMNS = new Set(['user_uuid', 'trace_id', 'span_id']);
+const KEY_COLUMNS = new Set(['workspace_uuid', 'trace_id', 'span_id']);
 const num = (v: number | string | null) => (v === null ? null : Number(v));
 
 export function spanFromRow(r: TelemetrySpansTable): SpanRow {
@@ -25,7 +25,7 @@ export function spanFromRow(r: TelemetrySpansTable): SpanRow {
 
 /** The columns of a span row, in the order `spanValues` gives them. */
 export const SPAN_COLUMNS = [
-  'user_uuid',
+  'workspace_uuid',
   'trace_id',
   'span_id',
   'parent_span_id',
@@ -64,9 +64,15 @@ const everyColumnListed: [Unlisted] extends [never] ? true : never = true;
 void everyColumnListed;
 
 /** A span's row values in SPAN_COLUMNS order, appended to `out`. */
-export function spanValues(out: unknown[], userUuid: string, origin: SpanOrigin, receivedAt: string, s: SpanRow): void {
+export function spanValues(
+  out: unknown[],
+  workspaceUuid: string,
+  origin: SpanOrigin,
+  receivedAt: string,
+  s: SpanRow,
+): void {
   out.push(
-    userUuid,
+    workspaceUuid,
     s.trace_id,
     s.span_id,
     s.parent_span_id,
@@ -103,7 +109,7 @@ export function spanValues(out: unknown[], userUuid: string, origin: SpanOrigin,
 
 /** Conflicting ids replace the stored span; an ingested span never replaces one of the service's own. */
 const upsertSuffix = (origin: SpanOrigin) =>
-  `on conflict ("user_uuid", "trace_id", "span_id") do update set ${SPAN_COLUMNS.filter((c) => !KEY_COLUMNS.has(c))
+  `on conflict ("workspace_uuid", "trace_id", "span_id") do update set ${SPAN_COLUMNS.filter((c) => !KEY_COLUMNS.has(c))
     .map((c) => `"${c}" = excluded."${c}"`)
     .join(
       ', ',

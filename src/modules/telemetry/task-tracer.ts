@@ -20,7 +20,7 @@ const FINAL = new Set(['completed', 'failed', 'cancelled']);
 export interface TracedTask {
   uuid: string;
   agentUuid: string;
-  userUuid: string;
+  workspaceUuid: string;
   status: string;
   attempt: number;
   leaseId: string | null;
@@ -130,22 +130,22 @@ export function spansOfChange(event: Pick<TracedChange, 'operation' | 'before' |
  * fails or slows a request; a write that fails is logged and dropped.
  */
 export function createTaskTracer(deps: {
-  record: (userUuid: string, spans: ServiceSpan[]) => Promise<void>;
-  agentName: (userUuid: string, agentUuid: string) => Promise<string | null>;
+  record: (workspaceUuid: string, spans: ServiceSpan[]) => Promise<void>;
+  agentName: (workspaceUuid: string, agentUuid: string) => Promise<string | null>;
   logger: Pick<Logger, 'warn'>;
 }) {
-  let queue: Array<{ userUuid: string; spans: ServiceSpan[] }> = [];
+  let queue: Array<{ workspaceUuid: string; spans: ServiceSpan[] }> = [];
   let writing: Promise<void> = Promise.resolve();
   let scheduled = false;
 
   /** The task spans named after their agent: one lookup per agent of the batch, not one per task. */
-  async function named(userUuid: string, spans: ServiceSpan[]): Promise<ServiceSpan[]> {
+  async function named(workspaceUuid: string, spans: ServiceSpan[]): Promise<ServiceSpan[]> {
     const names = new Map<string, Promise<string>>();
     const nameOf = (agentUuid: string) => {
       let name = names.get(agentUuid);
       if (!name) {
         name = deps
-          .agentName(userUuid, agentUuid)
+          .agentName(workspaceUuid, agentUuid)
           .catch(() => null)
           .then((found) => found ?? agentUuid);
         names.set(agentUuid, name);
@@ -163,22 +163,22 @@ export function createTaskTracer(deps: {
 
   async function write(batch: typeof queue) {
     const byUser = new Map<string, ServiceSpan[]>();
-    for (const { userUuid, spans } of batch) {
-      const list = byUser.get(userUuid);
+    for (const { workspaceUuid, spans } of batch) {
+      const list = byUser.get(workspaceUuid);
       if (list) list.push(...spans);
-      else byUser.set(userUuid, [...spans]);
+      else byUser.set(workspaceUuid, [...spans]);
     }
-    for (const [userUuid, spans] of byUser) {
+    for (const [workspaceUuid, spans] of byUser) {
       try {
-        await deps.record(userUuid, await named(userUuid, spans));
+        await deps.record(workspaceUuid, await named(workspaceUuid, spans));
       } catch (err) {
         deps.logger.warn({ err, spans: spans.length }, 'service spans not recorded');
       }
     }
   }
 
-  function enqueue(userUuid: string, spans: ServiceSpan[]) {
-    queue.push({ userUuid, spans });
+  function enqueue(workspaceUuid: string, spans: ServiceSpan[]) {
+    queue.push({ workspaceUuid, spans });
     if (scheduled) return;
     scheduled = true;
     setImmediate(() => {
@@ -194,7 +194,7 @@ export function createTaskTracer(deps: {
     /** Hears every saved change of a task: queues the spans it ended once it commits. */
     onChange(event: TracedChange): void {
       const spans = spansOfChange(event);
-      if (spans.length > 0) afterCommit(event.trx, () => enqueue(event.task.userUuid, spans));
+      if (spans.length > 0) afterCommit(event.trx, () => enqueue(event.task.workspaceUuid, spans));
     },
     /** Resolves once everything queued so far is written (tests, shutdown). */
     async flush(): Promise<void> {

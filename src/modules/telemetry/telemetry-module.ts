@@ -23,7 +23,7 @@ export function createTelemetryModule(deps: {
   config: Config;
   runtime: ProcessDeps;
   /** The name of a user's agent for task spans (null when it is gone). */
-  agentName: (userUuid: string, agentUuid: string) => Promise<string | null>;
+  agentName: (workspaceUuid: string, agentUuid: string) => Promise<string | null>;
   /** Where every saved change of a task is heard, inside its transaction (`task:changed`). */
   events: Pick<EventHub, 'on'>;
 }) {

@@ -21,27 +21,27 @@ export function createRecordQuota(deps: {
 }) {
   const known = new Map<string, { count: number; at: number }>();
 
-  async function current(userUuid: string): Promise<number> {
+  async function current(workspaceUuid: string): Promise<number> {
     const now = deps.clock.now();
-    const seen = known.get(userUuid);
+    const seen = known.get(workspaceUuid);
     if (seen && now - seen.at < RECOUNT_AFTER_MS) return seen.count;
-    const count = await deps.repo.countLiveRecords(deps.db.kysely, userUuid, deps.cutoff(), deps.max + 1);
+    const count = await deps.repo.countLiveRecords(deps.db.kysely, workspaceUuid, deps.cutoff(), deps.max + 1);
     if (known.size > 10_000) known.clear();
-    known.set(userUuid, { count, at: now });
+    known.set(workspaceUuid, { count, at: now });
     return count;
   }
 
   return {
     /** The refusal message when `incoming` more records would pass the bound, else null. */
-    async refusal(userUuid: string, incoming: number): Promise<string | null> {
+    async refusal(workspaceUuid: string, incoming: number): Promise<string | null> {
       if (incoming === 0) return null;
-      const held = await current(userUuid);
+      const held = await current(workspaceUuid);
       if (held + incoming <= deps.max) return null;
       return `export refused whole: this account keeps at most ${deps.max} spans and log records (TASKHOOK_TELEMETRY_MAX_RECORDS) and holds ${Math.min(held, deps.max)}`;
     },
     /** Counts records this instance has just stored. */
-    added(userUuid: string, n: number): void {
-      const seen = known.get(userUuid);
+    added(workspaceUuid: string, n: number): void {
+      const seen = known.get(workspaceUuid);
       if (seen) seen.count += n;
     },
   };

@@ -69,10 +69,10 @@ export const telemetryRepo = {
    * Inserts spans, replacing ingested ones with the same ids; the service's own spans are only
    * ever replaced by the service. Returns the ids actually written.
    */
-  async upsertSpans(ex: Executor, userUuid: string, origin: SpanOrigin, receivedAt: string, spans: SpanRow[]) {
+  async upsertSpans(ex: Executor, workspaceUuid: string, origin: SpanOrigin, receivedAt: string, spans: SpanRow[]) {
     if (spans.length === 0) return [];
     const values: unknown[] = [];
-    for (const span of spans) spanValues(values, userUuid, origin, receivedAt, span);
+    for (const span of spans) spanValues(values, workspaceUuid, origin, receivedAt, span);
     return withDbErrors(
       insertRows<{ trace_id: string; span_id: string }>(
         ex,
@@ -85,11 +85,11 @@ export const telemetryRepo = {
   },
 
   /** Inserts log records; one whose id is already stored (a retried request) is skipped. */
-  async insertLogs(ex: Executor, userUuid: string, receivedAt: string, logs: StoredLog[]) {
+  async insertLogs(ex: Executor, workspaceUuid: string, receivedAt: string, logs: StoredLog[]) {
     if (logs.length === 0) return;
     const values: TelemetryLogsTable[] = logs.map((l) => ({
       ...l,
-      user_uuid: userUuid,
+      workspace_uuid: workspaceUuid,
       received_at: receivedAt,
       body: toDbJson(l.body),
       attributes: toDbJson(l.attributes),
@@ -105,13 +105,13 @@ export const telemetryRepo = {
   },
 
   /** One page of trace aggregates, newest first by earliest span start. */
-  async listTraces(ex: Executor, userUuid: string, f: TraceFilter): Promise<TraceAggregate[]> {
+  async listTraces(ex: Executor, workspaceUuid: string, f: TraceFilter): Promise<TraceAggregate[]> {
     const has = (col: 'service_name' | 'agent_id' | 'task_id', value: string) =>
       sql<number>`sum(case when ${sql.ref(col)} = ${value} then 1 else 0 end)`;
     const errors = sql<number>`sum(case when status_code = 'error' then 1 else 0 end)`;
     let q = ex
       .selectFrom('telemetry_spans')
-      .where('user_uuid', '=', userUuid)
+      .where('workspace_uuid', '=', workspaceUuid)
       .where('end_time', '>=', f.cutoff)
       .groupBy('trace_id')
       .select((eb) => [
@@ -151,13 +151,13 @@ export const telemetryRepo = {
    * that order, SQLite's planner walks every span of the user in the start index instead of
    * looking the traces up by key, so fetching one trace grew with the user's whole history.
    */
-  async spansOfTraces(ex: Executor, userUuid: string, traceIds: string[], cutoff: string): Promise<SpanRow[]> {
+  async spansOfTraces(ex: Executor, workspaceUuid: string, traceIds: string[], cutoff: string): Promise<SpanRow[]> {
     if (traceIds.length === 0) return [];
     const rows = await withDbErrors(
       ex
         .selectFrom('telemetry_spans')
         .selectAll()
-        .where('user_uuid', '=', userUuid)
+        .where('workspace_uuid', '=', workspaceUuid)
         .where('trace_id', 'in', traceIds)
         .where('end_time', '>=', cutoff)
         .execute(),
@@ -170,12 +170,12 @@ export const telemetryRepo = {
    * `start_key || ''` so that SQLite still finds the trace by its key (see spansOfTraces) and
    * sorts only that trace's spans.
    */
-  async firstSpansOfTrace(ex: Executor, userUuid: string, traceId: string, cutoff: string, limit: number) {
+  async firstSpansOfTrace(ex: Executor, workspaceUuid: string, traceId: string, cutoff: string, limit: number) {
     const rows = await withDbErrors(
       ex
         .selectFrom('telemetry_spans')
         .selectAll()
-        .where('user_uuid', '=', userUuid)
+        .where('workspace_uuid', '=', workspaceUuid)
         .where('trace_id', '=', traceId)
         .where('end_time', '>=', cutoff)
         .orderBy(sql`start_key || ''`)
@@ -187,17 +187,17 @@ export const telemetryRepo = {
   },
 
   /** The user's live spans plus log records, counting no further than `upTo` of each. */
-  async countLiveRecords(ex: Executor, userUuid: string, cutoff: string, upTo: number): Promise<number> {
+  async countLiveRecords(ex: Executor, workspaceUuid: string, cutoff: string, upTo: number): Promise<number> {
     const spans = ex
       .selectFrom('telemetry_spans')
       .select(sql<number>`1`.as('one'))
-      .where('user_uuid', '=', userUuid)
+      .where('workspace_uuid', '=', workspaceUuid)
       .where('end_time', '>=', cutoff)
       .limit(upTo);
     const logs = ex
       .selectFrom('telemetry_logs')
       .select(sql<number>`1`.as('one'))
-      .where('user_uuid', '=', userUuid)
+      .where('workspace_uuid', '=', workspaceUuid)
       .where('time', '>=', cutoff)
       .limit(upTo);
     const [a, b] = await Promise.all(
@@ -219,9 +219,9 @@ export const telemetryRepo = {
    * trace carries usage; `agent` is the span's agent, else its trace's (that of the earliest live
    * span that names one). Nothing but the groups leaves the database.
    */
-  async usageGroups(ex: Executor, userUuid: string, f: UsageFilter, keys: ReadonlySet<'model' | 'agent' | 'day'>) {
+  async usageGroups(ex: Executor, workspaceUuid: string, f: UsageFilter, keys: ReadonlySet<'model' | 'agent' | 'day'>) {
     const traceAgent = sql`(select t.agent_id from telemetry_spans t
-      where t.user_uuid = s.user_uuid and t.trace_id = s.trace_id and t.end_time >= ${f.cutoff}
+      where t.workspace_uuid = s.workspace_uuid and t.trace_id = s.trace_id and t.end_time >= ${f.cutoff}
         and t.agent_id is not null
       order by t.start_key, t.span_id limit 1)`;
     const columns = [
@@ -230,12 +230,12 @@ export const telemetryRepo = {
       keys.has('agent') ? sql`coalesce(s.agent_id, ${traceAgent})` : sql`null`,
     ];
     const conds = [
-      sql`s.user_uuid = ${userUuid}`,
+      sql`s.workspace_uuid = ${workspaceUuid}`,
       sql`s.end_time >= ${f.cutoff}`,
       sql`(s.input_tokens is not null or s.output_tokens is not null)`,
       sql`(coalesce(s.operation_name, '') not in ('invoke_agent', 'create_agent') or not exists (
         select 1 from telemetry_spans o
-        where o.user_uuid = s.user_uuid and o.trace_id = s.trace_id and o.span_id <> s.span_id
+        where o.workspace_uuid = s.workspace_uuid and o.trace_id = s.trace_id and o.span_id <> s.span_id
           and o.end_time >= ${f.cutoff} and (o.input_tokens is not null or o.output_tokens is not null)))`,
     ];
     if (f.fromKey) conds.push(sql`s.start_key >= ${f.fromKey}`);
@@ -258,8 +258,12 @@ export const telemetryRepo = {
     }));
   },
 
-  async listLogs(ex: Executor, userUuid: string, f: LogFilter): Promise<StoredLog[]> {
-    let q = ex.selectFrom('telemetry_logs').selectAll().where('user_uuid', '=', userUuid).where('time', '>=', f.cutoff);
+  async listLogs(ex: Executor, workspaceUuid: string, f: LogFilter): Promise<StoredLog[]> {
+    let q = ex
+      .selectFrom('telemetry_logs')
+      .selectAll()
+      .where('workspace_uuid', '=', workspaceUuid)
+      .where('time', '>=', f.cutoff);
     if (f.fromKey) q = q.where('time_key', '>=', f.fromKey);
     if (f.toKey) q = q.where('time_key', '<', f.toKey);
     if (f.service !== undefined) q = q.where('service_name', '=', f.service);
@@ -272,7 +276,7 @@ export const telemetryRepo = {
       q = q.where((eb) => eb.or([eb('time_key', '<', key), eb.and([eb('time_key', '=', key), eb('uuid', '<', uuid)])]));
     }
     const rows = await withDbErrors(q.orderBy('time_key', 'desc').orderBy('uuid', 'desc').limit(f.limit).execute());
-    return rows.map(({ user_uuid: _, received_at: __, ...r }) => ({
+    return rows.map(({ workspace_uuid: _, received_at: __, ...r }) => ({
       ...r,
       body: JSON.parse(r.body) as JsonValue,
       attributes: fromDbJson<Attributes>(r.attributes),
@@ -284,7 +288,7 @@ export const telemetryRepo = {
   async deleteExpiredSpans(ex: Executor, cutoff: string, batch: number): Promise<number> {
     const doomed = ex
       .selectFrom('telemetry_spans')
-      .select(['user_uuid', 'trace_id', 'span_id'])
+      .select(['workspace_uuid', 'trace_id', 'span_id'])
       .where('end_time', '<', cutoff)
       .limit(batch);
     const res = await withDbErrors(
@@ -292,9 +296,9 @@ export const telemetryRepo = {
         .deleteFrom('telemetry_spans')
         .where((eb) =>
           eb(
-            eb.refTuple('user_uuid', 'trace_id', 'span_id'),
+            eb.refTuple('workspace_uuid', 'trace_id', 'span_id'),
             'in',
-            doomed.$asTuple('user_uuid', 'trace_id', 'span_id'),
+            doomed.$asTuple('workspace_uuid', 'trace_id', 'span_id'),
           ),
         )
         .executeTakeFirst(),

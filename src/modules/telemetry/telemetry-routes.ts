@@ -21,7 +21,7 @@ const config = { auth: 'session' as const };
 export function telemetryRoutes(service: TelemetryService) {
   return async function routes(base: FastifyInstance) {
     const app = base.withTypeProvider<TypeBoxTypeProvider>();
-    const who = (request: Parameters<typeof principalOf>[0]) => principalOf(request).userUuid;
+    const who = (request: Parameters<typeof principalOf>[0]) => principalOf(request).workspaceUuid;
 
     app.get(
       '/telemetry/fetch_traces',

@@ -71,8 +71,8 @@ export function rangeKeys(q: RangeQuery): { fromKey?: string; toKey?: string } {
 }
 
 /** A UUID-shaped id (version 8) derived from the user, the request digest and a record's place. */
-function derivedId(userUuid: string, requestKey: string, index: number): string {
-  const hex = createHash('sha256').update(`${userUuid}\n${requestKey}\n${index}`).digest('hex');
+function derivedId(workspaceUuid: string, requestKey: string, index: number): string {
+  const hex = createHash('sha256').update(`${workspaceUuid}\n${requestKey}\n${index}`).digest('hex');
   const variant = ((Number.parseInt(hex[16] ?? '0', 16) & 0x3) | 0x8).toString(16);
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
@@ -97,13 +97,13 @@ export function createTelemetryService(deps: {
   const cutoff = () => iso(clock.now() - deps.retentionDays * DAY_MS);
   const quota = createRecordQuota({ db, repo, clock, max: deps.maxRecords, cutoff });
 
-  async function writeSpans(userUuid: string, origin: SpanOrigin, rows: SpanRow[]): Promise<number> {
+  async function writeSpans(workspaceUuid: string, origin: SpanOrigin, rows: SpanRow[]): Promise<number> {
     // One row per id: a repeated span in one request is the last one sent.
     const unique = [...new Map(rows.map((r) => [`${r.trace_id}:${r.span_id}`, r])).values()];
     const receivedAt = iso(clock.now());
     let written = 0;
     for (const part of chunks(unique, CHUNK)) {
-      const ids = await db.transaction((trx) => repo.upsertSpans(trx, userUuid, origin, receivedAt, part));
+      const ids = await db.transaction((trx) => repo.upsertSpans(trx, workspaceUuid, origin, receivedAt, part));
       written += ids.length;
     }
     return unique.length - written;
@@ -111,12 +111,12 @@ export function createTelemetryService(deps: {
 
   return {
     /** Stores the valid spans of a decoded export; counts the refused ones. */
-    async ingestSpans(userUuid: string, batches: OtlpBatch<OtlpSpan>[]): Promise<IngestOutcome> {
+    async ingestSpans(workspaceUuid: string, batches: OtlpBatch<OtlpSpan>[]): Promise<IngestOutcome> {
       const sorted = sortItems(batches, spanProblem, toSpanRow);
-      const over = await quota.refusal(userUuid, sorted.rows.length);
+      const over = await quota.refusal(workspaceUuid, sorted.rows.length);
       if (over) return { rejected: sorted.rows.length + sorted.rejected, message: over };
-      quota.added(userUuid, sorted.rows.length);
-      const owned = await writeSpans(userUuid, 'ingest', sorted.rows);
+      quota.added(workspaceUuid, sorted.rows.length);
+      const owned = await writeSpans(workspaceUuid, 'ingest', sorted.rows);
       const rejected = sorted.rejected + owned;
       const reason = sorted.reason ?? (owned > 0 ? 'span ids belong to a span written by taskhook' : null);
       return { rejected, message: rejected > 0 ? `${rejected} span(s) rejected: ${reason}` : null };
@@ -130,22 +130,22 @@ export function createTelemetryService(deps: {
      * the export is still stored once.
      */
     async ingestLogs(
-      userUuid: string,
+      workspaceUuid: string,
       batches: OtlpBatch<OtlpLogRecord>[],
       requestKey?: string,
     ): Promise<IngestOutcome> {
       const now = clock.now();
       let index = 0;
-      const idOf = () => (requestKey === undefined ? newId() : derivedId(userUuid, requestKey, index++));
+      const idOf = () => (requestKey === undefined ? newId() : derivedId(workspaceUuid, requestKey, index++));
       const sorted = sortItems(batches, logProblem, (r, scope, resource) => ({
         uuid: idOf(),
         ...toLogRow(r, scope, resource, msToNanos(now)),
       }));
-      const over = await quota.refusal(userUuid, sorted.rows.length);
+      const over = await quota.refusal(workspaceUuid, sorted.rows.length);
       if (over) return { rejected: sorted.rows.length + sorted.rejected, message: over };
-      quota.added(userUuid, sorted.rows.length);
+      quota.added(workspaceUuid, sorted.rows.length);
       for (const part of chunks(sorted.rows, CHUNK)) {
-        await db.transaction((trx) => repo.insertLogs(trx, userUuid, iso(now), part));
+        await db.transaction((trx) => repo.insertLogs(trx, workspaceUuid, iso(now), part));
       }
       const { rejected, reason } = sorted;
       return { rejected, message: rejected > 0 ? `${rejected} log record(s) rejected: ${reason}` : null };
@@ -155,12 +155,12 @@ export function createTelemetryService(deps: {
      * Writes spans of the service's own work into the user's telemetry, committed when it
      * resolves. Ingest never replaces them; recording the same ids again does.
      */
-    async recordServiceSpans(userUuid: string, spans: ServiceSpan[]): Promise<void> {
-      await writeSpans(userUuid, 'service', spans.map(serviceSpanRow));
+    async recordServiceSpans(workspaceUuid: string, spans: ServiceSpan[]): Promise<void> {
+      await writeSpans(workspaceUuid, 'service', spans.map(serviceSpanRow));
     },
 
     async listTraces(
-      userUuid: string,
+      workspaceUuid: string,
       q: RangeQuery & {
         service?: string;
         agent_id?: string;
@@ -171,7 +171,7 @@ export function createTelemetryService(deps: {
       },
     ) {
       const after = cursorOf('traces', q.cursor);
-      const aggs = await repo.listTraces(db.kysely, userUuid, {
+      const aggs = await repo.listTraces(db.kysely, workspaceUuid, {
         cutoff: cutoff(),
         ...rangeKeys(q),
         service: q.service,
@@ -184,7 +184,7 @@ export function createTelemetryService(deps: {
       const page = aggs.slice(0, q.limit);
       const spans = await repo.spansOfTraces(
         db.kysely,
-        userUuid,
+        workspaceUuid,
         page.map((a) => a.trace_id),
         cutoff(),
       );
@@ -203,16 +203,16 @@ export function createTelemetryService(deps: {
      * The trace's first MAX_TRACE_SPANS spans by start, `truncated` when it has more.
      * @throws AppError NOT_FOUND when the caller has no live span of that trace.
      */
-    async getTrace(userUuid: string, traceId: string) {
+    async getTrace(workspaceUuid: string, traceId: string) {
       const id = traceId.toLowerCase();
-      const spans = await repo.firstSpansOfTrace(db.kysely, userUuid, id, cutoff(), MAX_TRACE_SPANS + 1);
+      const spans = await repo.firstSpansOfTrace(db.kysely, workspaceUuid, id, cutoff(), MAX_TRACE_SPANS + 1);
       if (spans.length === 0) throw new AppError('NOT_FOUND', 'Trace not found');
       const truncated = spans.length > MAX_TRACE_SPANS;
       return { trace_id: id, spans: inTreeOrder(spans.slice(0, MAX_TRACE_SPANS)), truncated };
     },
 
     async listLogs(
-      userUuid: string,
+      workspaceUuid: string,
       q: RangeQuery & {
         service?: string;
         trace_id?: string;
@@ -224,7 +224,7 @@ export function createTelemetryService(deps: {
       },
     ) {
       const after = cursorOf('logs', q.cursor);
-      const rows = await repo.listLogs(db.kysely, userUuid, {
+      const rows = await repo.listLogs(db.kysely, workspaceUuid, {
         cutoff: cutoff(),
         ...rangeKeys(q),
         service: q.service,
@@ -244,7 +244,7 @@ export function createTelemetryService(deps: {
       };
     },
 
-    async usage(userUuid: string, q: RangeQuery & { group_by?: string; service?: string }) {
+    async usage(workspaceUuid: string, q: RangeQuery & { group_by?: string; service?: string }) {
       const keys = new Set<UsageKey>();
       for (const part of (q.group_by ?? '').split(',').map((p) => p.trim())) {
         if (part === '') continue;
@@ -254,7 +254,7 @@ export function createTelemetryService(deps: {
         keys.add(part);
       }
       const filter = { cutoff: cutoff(), ...rangeKeys(q), service: q.service };
-      return usageAnswer(await repo.usageGroups(db.kysely, userUuid, filter, keys), keys);
+      return usageAnswer(await repo.usageGroups(db.kysely, workspaceUuid, filter, keys), keys);
     },
   };
 }

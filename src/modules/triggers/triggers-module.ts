@@ -26,7 +26,7 @@ export function createTriggersModule(deps: {
   agents: Pick<AgentsModule, 'service'>;
   events: Pick<EventHub, 'on'>;
   tasks: TasksService;
-  traceSpans?: (userUuid: string, spans: ServiceSpan[]) => void;
+  traceSpans?: (workspaceUuid: string, spans: ServiceSpan[]) => void;
   /** Counts refusals for a bad secret or signature that the delivery log left out (a metric). */
   onUnloggedRefusal?: () => void;
 }) {

@@ -11,7 +11,7 @@ import type { DedupHolder } from './delivery-batch-fns.js';
 export interface TriggerRow {
   uuid: string;
   agentUuid: string;
-  userUuid: string;
+  workspaceUuid: string;
   name: string;
   messageTemplate: string;
   enabled: boolean;
@@ -38,7 +38,7 @@ function toTrigger(r: Selectable<TriggersTable>): TriggerRow {
   return {
     uuid: r.uuid,
     agentUuid: r.agent_uuid,
-    userUuid: r.user_uuid,
+    workspaceUuid: r.workspace_uuid,
     name: r.name,
     messageTemplate: r.message_template,
     enabled: Boolean(r.enabled),
@@ -99,7 +99,7 @@ export const triggersRepo = {
         .values({
           uuid: t.uuid,
           agent_uuid: t.agentUuid,
-          user_uuid: t.userUuid,
+          workspace_uuid: t.workspaceUuid,
           name: t.name,
           message_template: t.messageTemplate,
           enabled: t.enabled ? 1 : 0,
@@ -138,14 +138,19 @@ export const triggersRepo = {
   },
 
   /** The trigger when it belongs to this agent of this user. */
-  async findOwned(ex: Executor, userUuid: string, agentUuid: string, uuid: string): Promise<TriggerRow | undefined> {
+  async findOwned(
+    ex: Executor,
+    workspaceUuid: string,
+    agentUuid: string,
+    uuid: string,
+  ): Promise<TriggerRow | undefined> {
     const row = await withDbErrors(
       ex
         .selectFrom('triggers')
         .selectAll()
         .where('uuid', '=', uuid)
         .where('agent_uuid', '=', agentUuid)
-        .where('user_uuid', '=', userUuid)
+        .where('workspace_uuid', '=', workspaceUuid)
         .executeTakeFirst(),
     );
     return row && toTrigger(row);

@@ -24,7 +24,7 @@ const notFound = errorResponses([404]);
 export function triggersRoutes(service: TriggersService) {
   return async function routes(base: FastifyInstance) {
     const app = base.withTypeProvider<TypeBoxTypeProvider>();
-    const who = (request: Parameters<typeof principalOf>[0]) => principalOf(request).userUuid;
+    const who = (request: Parameters<typeof principalOf>[0]) => principalOf(request).workspaceUuid;
 
     app.post(
       '/v1/agent/:id/triggers',

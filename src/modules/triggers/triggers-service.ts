@@ -46,25 +46,25 @@ export function createTriggersService(deps: {
     updated_at: t.updatedAt,
   });
 
-  async function requireTrigger(ex: Executor, userUuid: string, agentUuid: string, uuid: string) {
+  async function requireTrigger(ex: Executor, workspaceUuid: string, agentUuid: string, uuid: string) {
     // Inside a transaction every read goes through it: on SQLite a read on the database itself
     // would wait for the transaction's connection forever.
-    await deps.agents.requireOwnedIn(ex, userUuid, agentUuid);
-    const trigger = await repo.findOwned(ex, userUuid, agentUuid, uuid);
+    await deps.agents.requireOwnedIn(ex, workspaceUuid, agentUuid);
+    const trigger = await repo.findOwned(ex, workspaceUuid, agentUuid, uuid);
     if (!trigger) throw notFound('Trigger');
     return trigger;
   }
 
   return {
-    async create(userUuid: string, agentUuid: string, input: CreateTriggerInput) {
-      await deps.agents.requireOwned(userUuid, agentUuid);
+    async create(workspaceUuid: string, agentUuid: string, input: CreateTriggerInput) {
+      await deps.agents.requireOwned(workspaceUuid, agentUuid);
       checkTemplate(input.message_template);
       const secret = generateWebhookSecret();
       const at = now();
       const trigger: TriggerRow = {
         uuid: newId(),
         agentUuid,
-        userUuid,
+        workspaceUuid,
         name: input.name,
         messageTemplate: input.message_template,
         enabled: input.enabled ?? true,
@@ -86,19 +86,19 @@ export function createTriggersService(deps: {
       return { ...view(trigger), webhook_secret: secret };
     },
 
-    async list(userUuid: string, agentUuid: string, page: number, limit: number) {
-      await deps.agents.requireOwned(userUuid, agentUuid);
+    async list(workspaceUuid: string, agentUuid: string, page: number, limit: number) {
+      await deps.agents.requireOwned(workspaceUuid, agentUuid);
       const { triggers, total } = await repo.list(db.kysely, agentUuid, (page - 1) * limit, limit);
       return { triggers: triggers.map(view), total };
     },
 
-    get: async (userUuid: string, agentUuid: string, uuid: string) =>
-      view(await requireTrigger(db.kysely, userUuid, agentUuid, uuid)),
+    get: async (workspaceUuid: string, agentUuid: string, uuid: string) =>
+      view(await requireTrigger(db.kysely, workspaceUuid, agentUuid, uuid)),
 
-    async patch(userUuid: string, agentUuid: string, uuid: string, input: PatchTriggerInput) {
+    async patch(workspaceUuid: string, agentUuid: string, uuid: string, input: PatchTriggerInput) {
       if (input.message_template !== undefined) checkTemplate(input.message_template);
       return db.transaction(async (trx) => {
-        const current = await requireTrigger(trx, userUuid, agentUuid, uuid);
+        const current = await requireTrigger(trx, workspaceUuid, agentUuid, uuid);
         const next: TriggerRow = {
           ...current,
           name: input.name ?? current.name,
@@ -112,19 +112,19 @@ export function createTriggersService(deps: {
       });
     },
 
-    async remove(userUuid: string, agentUuid: string, uuid: string) {
+    async remove(workspaceUuid: string, agentUuid: string, uuid: string) {
       await db.transaction(async (trx) => {
-        await requireTrigger(trx, userUuid, agentUuid, uuid);
+        await requireTrigger(trx, workspaceUuid, agentUuid, uuid);
         await repo.remove(trx, uuid);
         cache.invalidateAtCommit(trx, uuid);
       });
     },
 
     /** A new secret, shown once; the previous one keeps working for 24 hours. */
-    async rotateSecret(userUuid: string, agentUuid: string, uuid: string) {
+    async rotateSecret(workspaceUuid: string, agentUuid: string, uuid: string) {
       const secret = generateWebhookSecret();
       const trigger = await db.transaction(async (trx) => {
-        const current = await requireTrigger(trx, userUuid, agentUuid, uuid);
+        const current = await requireTrigger(trx, workspaceUuid, agentUuid, uuid);
         const next: TriggerRow = {
           ...current,
           secretSealed: deps.box.seal(secret),
@@ -139,8 +139,8 @@ export function createTriggersService(deps: {
       return { ...view(trigger), webhook_secret: secret };
     },
 
-    async deliveries(userUuid: string, agentUuid: string, uuid: string, page: number, limit: number) {
-      await requireTrigger(db.kysely, userUuid, agentUuid, uuid);
+    async deliveries(workspaceUuid: string, agentUuid: string, uuid: string, page: number, limit: number) {
+      await requireTrigger(db.kysely, workspaceUuid, agentUuid, uuid);
       const { deliveries, total } = await repo.listDeliveries(db.kysely, uuid, (page - 1) * limit, limit);
       return {
         deliveries: deliveries.map((d) => ({

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { errorResponses } from '../../http/error-schemas.js';
 import { notFound } from '../../http/errors.js';
-import { userScope } from '../../http/rate-limit.js';
+import { workspaceScope } from '../../http/rate-limit.js';
 import { isUuid } from '../../lib/ids.js';
 import type { TriggerRow } from './triggers-repo.js';
 import { WebhookAccepted } from './triggers-schemas.js';
@@ -50,7 +50,7 @@ export function webhookRoutes(service: WebhookService) {
           rateLimitAfterBody: true,
           rateLimitScope: async (request) => {
             const { trigger, auth } = await addressed(service, request);
-            return trigger && auth === 'ok' ? [`trigger:${trigger.uuid}`, userScope(trigger.userUuid)] : null;
+            return trigger && auth === 'ok' ? [`trigger:${trigger.uuid}`, workspaceScope(trigger.workspaceUuid)] : null;
           },
         },
         schema: {

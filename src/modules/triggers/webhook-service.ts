@@ -56,7 +56,7 @@ export function createWebhookService(deps: {
   box: SecretBox;
   clock: Clock;
   /** Records the service's own spans after the fact, best-effort (the webhook span of a delivery). */
-  traceSpans?: (userUuid: string, spans: ServiceSpan[]) => void;
+  traceSpans?: (workspaceUuid: string, spans: ServiceSpan[]) => void;
   /** Called for each refusal for a bad secret or signature left out of the log (over the hourly cap). */
   onUnloggedRefusal?: () => void;
 }) {
@@ -175,7 +175,7 @@ export function createWebhookService(deps: {
     const parsed = parsePayload(kind, incoming.body);
     if (!parsed.ok) throw invalid('body', parsed.reason, `Invalid payload: ${parsed.reason}`);
     if (!trigger.enabled) throw new AppError('TRIGGER_DISABLED', 'This trigger is disabled');
-    const agent = await deps.agents.requireOwned(trigger.userUuid, trigger.agentUuid);
+    const agent = await deps.agents.requireOwned(trigger.workspaceUuid, trigger.agentUuid);
     if (agent.status !== 'active') {
       throw new AppError('AGENT_UNAVAILABLE', `Agent is ${agent.status} and does not accept tasks`);
     }
@@ -233,7 +233,7 @@ export function createWebhookService(deps: {
       };
       const { task, response } = await deps.tasks.prepare(
         admitted.agent,
-        trigger.userUuid,
+        trigger.workspaceUuid,
         { message: rendered.text, metadata },
         nowMs,
         deliverySpan,
@@ -258,7 +258,7 @@ export function createWebhookService(deps: {
       };
       const written = await batcher.write({ record, task, nowMs });
       if (!written.created) return written.first;
-      deps.traceSpans?.(trigger.userUuid, [
+      deps.traceSpans?.(trigger.workspaceUuid, [
         webhookSpan({
           ...deliverySpan,
           parentSpanId: sender?.spanId ?? null,

@@ -18,7 +18,7 @@ const AT = '2026-11-22T10:00:00.000Z';
 const finished = {
   uuid: TASK,
   agentUuid: AGENT,
-  userUuid: USER,
+  workspaceUuid: USER,
   status: 'completed',
   priority: 5,
   message: 'm',
@@ -54,6 +54,9 @@ async function appWith(acquire: AcquireConnection, sent: string[]): Promise<Fast
   app.addHook('onRequest', async (request) => {
     request.principal = {
       userUuid: USER,
+      workspaceUuid: USER,
+      role: 'owner',
+      keyName: null,
       email: 'u@x',
       via: 'jwt',
       credentialUuid: null,

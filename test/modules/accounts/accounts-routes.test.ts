@@ -133,7 +133,16 @@ describe.each(DATABASES)('accounts on $name', (database) => {
     }
     const list = await call(t.app, 'GET', '/auth/ingest_tokens', { token: user.token });
     expect(list.json().tokens).toEqual([
-      { uuid, prefix: token.slice(0, 8), created_at: created.json().created_at, last_used_at: null, revoked_at: null },
+      {
+        uuid,
+        prefix: token.slice(0, 8),
+        created_at: created.json().created_at,
+        last_used_at: null,
+        revoked_at: null,
+        // Added by workspaces: the token's workspace (the personal one: the user's uuid) and its creator.
+        workspace_uuid: user.uuid,
+        created_by: { uuid: user.uuid, email: user.email },
+      },
     ]);
     expect((await call(t.app, 'DELETE', `/auth/ingest_tokens/${uuid}`, { token: user.token })).statusCode).toBe(204);
     const revoked = await call(t.app, 'GET', '/auth/ingest_tokens', { token: user.token });

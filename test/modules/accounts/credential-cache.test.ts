@@ -7,7 +7,7 @@ import { createSessionTokens } from '../../../src/modules/accounts/accounts-toke
 import { type CredentialCache, createCredentialCache } from '../../../src/modules/accounts/credential-cache.js';
 import { buildTestApp, call, type TestApp } from '../../helpers/app.js';
 import { DATABASES } from '../../helpers/databases.js';
-import { createUser } from '../../helpers/factories.js';
+import { actingAs, createUser } from '../../helpers/factories.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -63,7 +63,7 @@ describe.each(DATABASES)('credential cache across two instances on $name', (data
       verified: false,
       agentsEnabled: true,
     });
-    const issued = await a.accounts.createPlatformKey(other.uuid, 'cli');
+    const issued = await a.accounts.createPlatformKey(actingAs(other), other.uuid, 'cli');
     for (const t of [a, b]) {
       const res = await call(t.app, 'GET', '/agent/list', { headers: { 'x-api-key': issued.key } });
       expect(res.statusCode).toBe(403);
@@ -76,7 +76,7 @@ describe.each(DATABASES)('credential cache across two instances on $name', (data
     const users = await Promise.all([createUser(a), createUser(a), createUser(a)]);
     for (const u of users) await call(b.app, 'GET', '/agent/list', { headers: { 'x-api-key': u.key } });
     // Revoked by the instance-less service (a CLI-like process): only the notification reaches b.
-    await Promise.all(users.map((u) => a.accounts.revokePlatformKey(u.uuid, u.keyUuid)));
+    await Promise.all(users.map((u) => a.accounts.revokePlatformKey(actingAs(u), u.keyUuid)));
     for (const u of users) expect(await until(b, u.key, '/agent/list', 401)).toBeGreaterThanOrEqual(0);
   });
 

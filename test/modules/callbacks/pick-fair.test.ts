@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { pickFair } from '../../../src/modules/callbacks/callbacks-fns.js';
 
-const row = (userUuid: string, n: number) => ({ userUuid, id: `${userUuid}-${n}` });
+const row = (workspaceUuid: string, n: number) => ({ workspaceUuid, id: `${workspaceUuid}-${n}` });
 
 describe('pickFair', () => {
   it("takes at most perUser of one account, counting what it already has in flight, and skips to others' rows", () => {
@@ -30,13 +30,14 @@ describe('pickFair', () => {
           const { take, full } = pickFair(due, held, perUser, room);
           expect(take.length).toBeLessThanOrEqual(room);
           const counts = new Map(held);
-          for (const r of take) counts.set(r.userUuid, (counts.get(r.userUuid) ?? 0) + 1);
-          for (const r of take) expect(counts.get(r.userUuid)).toBeLessThanOrEqual(Math.max(perUser, 0));
+          for (const r of take) counts.set(r.workspaceUuid, (counts.get(r.workspaceUuid) ?? 0) + 1);
+          for (const r of take) expect(counts.get(r.workspaceUuid)).toBeLessThanOrEqual(Math.max(perUser, 0));
           for (const u of full) expect(counts.get(u) ?? 0).toBeGreaterThanOrEqual(perUser);
           // A row left out means the room was used up or its account had no slot left.
           const taken = new Set(take.map((r) => r.id));
           for (const r of due) {
-            if (!taken.has(r.id)) expect(take.length === room || (counts.get(r.userUuid) ?? 0) >= perUser).toBe(true);
+            if (!taken.has(r.id))
+              expect(take.length === room || (counts.get(r.workspaceUuid) ?? 0) >= perUser).toBe(true);
           }
         },
       ),

@@ -89,7 +89,7 @@ describe.each(DATABASES)('push runtime state between runs on $name', (shared) =>
     const card = { type: 'a2a' as const, agent_card_url: 'https://93.184.216.34/card', headers: { 'X-Key': 'k-1' } };
     const agent = await modules.agents.service.create(user.uuid, { name: 'remote', runtime: card });
     const { response } = await modules.tasks.service.submit(user.uuid, agent.uuid, { message: 'review' });
-    const ref = { userUuid: user.uuid, agentUuid: agent.uuid, taskUuid: response.task_id };
+    const ref = { workspaceUuid: user.uuid, agentUuid: agent.uuid, taskUuid: response.task_id };
 
     expect(await modules.runtimes.dispatcher.runOnce()).toBe(1);
     expect((await modules.tasks.service.get(ref)).status).toBe('awaiting_input');

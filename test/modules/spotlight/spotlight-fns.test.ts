@@ -233,7 +233,7 @@ describe('prices', () => {
 describe('GenAI span of a call', () => {
   const call: RecordedCall = {
     uuid: '0190b4c2-0000-7000-8000-000000000001',
-    userUuid: 'u',
+    workspaceUuid: 'u',
     createdAt: '2026-11-22T10:00:00.000Z',
     source: 'api',
     model: 'fake/gpt-4o',

@@ -46,7 +46,7 @@ describe.each(DATABASES)('agent deletion with many open tasks on $name', (databa
     const asking = await claimOne(t, user, agent);
     await reportInputRequest(t, user, agent, asking.task_id, asking.lease_id, 'which one?');
     await claimOne(t, user, agent);
-    const ref = { userUuid: user.uuid, agentUuid: agent, taskUuid: first.task_id };
+    const ref = { workspaceUuid: user.uuid, agentUuid: agent, taskUuid: first.task_id };
     const model = (await tasksRepo.findTask(t.runtime.db.kysely, { ...ref, taskUuid: running.task_id })) as TaskRecord;
     const queued = await copies(
       {

@@ -164,7 +164,7 @@ describe.each(DATABASES)('batch writes on $name', (database) => {
       const listen = (kind: string) => async (event: TaskChangeEvent) => {
         // Inside the transaction the row already holds the change being told.
         const row = await tasksRepo.findTask(event.trx, {
-          userUuid: user.uuid,
+          workspaceUuid: user.uuid,
           agentUuid: agent,
           taskUuid: event.task.uuid,
         });
@@ -183,7 +183,7 @@ describe.each(DATABASES)('batch writes on $name', (database) => {
             const input = inputs[i];
             if (!input) continue;
             const before = (await tasksRepo.lockTask(trx, {
-              userUuid: user.uuid,
+              workspaceUuid: user.uuid,
               agentUuid: agent,
               taskUuid: id,
             })) as TaskRecord;

@@ -40,7 +40,7 @@ describe.each(DATABASES)('submits batched into one insert on $name', (database) 
     const agent = (await createAgent(t, user)).uuid;
     const { task_id } = await submitTask(t, user, agent);
     const model = await tasksRepo.findTask(t.runtime.db.kysely, {
-      userUuid: user.uuid,
+      workspaceUuid: user.uuid,
       agentUuid: agent,
       taskUuid: task_id,
     });
@@ -62,7 +62,7 @@ describe.each(DATABASES)('submits batched into one insert on $name', (database) 
     for (const task of tasks)
       expect(
         await tasksRepo.findTask(t.runtime.db.kysely, {
-          userUuid: task.userUuid,
+          workspaceUuid: task.workspaceUuid,
           agentUuid: task.agentUuid,
           taskUuid: task.uuid,
         }),
@@ -86,7 +86,7 @@ describe.each(DATABASES)('submits batched into one insert on $name', (database) 
     for (const task of tasks)
       expect(
         await tasksRepo.findTask(t.runtime.db.kysely, {
-          userUuid: task.userUuid,
+          workspaceUuid: task.workspaceUuid,
           agentUuid: task.agentUuid,
           taskUuid: task.uuid,
         }),

@@ -36,14 +36,14 @@ describe.each(DATABASES)('the lifecycle door on $name', (database) => {
     const [owner, stranger] = [await createUser(t), await createUser(t)];
     const agent = (await createAgent(t, owner)).uuid;
     const { task_id } = await submitTask(t, owner, agent);
-    const ref = { userUuid: owner.uuid, agentUuid: agent, taskUuid: task_id };
+    const ref = { workspaceUuid: owner.uuid, agentUuid: agent, taskUuid: task_id };
     const db = t.runtime.db;
     const first = await db.transaction((trx) => lifecycle.apply(trx, ref, { op: 'cancel' }));
     expect(first).toMatchObject({ changed: true, task: { status: 'cancelled' }, view: { status: 'cancelled' } });
     const again = await db.transaction((trx) => lifecycle.apply(trx, { taskUuid: task_id }, { op: 'cancel' }));
     expect(again).toMatchObject({ changed: false, task: { cancelledAt: first.task.cancelledAt } });
     const refused = await db
-      .transaction((trx) => lifecycle.apply(trx, { ...ref, userUuid: stranger.uuid }, { op: 'cancel' }))
+      .transaction((trx) => lifecycle.apply(trx, { ...ref, workspaceUuid: stranger.uuid }, { op: 'cancel' }))
       .catch((err: unknown) => err);
     expect(refused).toBeInstanceOf(AppError);
     expect((refused as AppError).code).toBe('NOT_FOUND');

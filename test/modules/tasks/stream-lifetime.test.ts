@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, call, manualTimers, type TestApp } from '../../helpers/app.js';
 import { DATABASES } from '../../helpers/databases.js';
-import { createAgent, createUser, type TestUser } from '../../helpers/factories.js';
+import { actingAs, createAgent, createUser, type TestUser } from '../../helpers/factories.js';
 import { listen, openRawStream } from '../../helpers/streams.js';
 import { submitTask, workerHeaders } from '../../helpers/tasks.js';
 
@@ -69,7 +69,7 @@ describe.each(DATABASES)('event stream lifetime on $name', (database) => {
     const { user, stream } = await openTaskStream();
     // Revoked through another instance of the service (as the CLI or another server would): this
     // server hears nothing.
-    await t.accounts.revokePlatformKey(user.uuid, user.keyUuid);
+    await t.accounts.revokePlatformKey(actingAs(user), user.keyUuid);
     timers.advance(HEARTBEAT_MS);
     await stream.ended();
     expect(t.app.connections.held(user.uuid, 'stream')).toBe(0);
@@ -129,7 +129,7 @@ describe.each(DATABASES)('event stream lifetime on $name', (database) => {
     const before = heartbeats(stream.text);
     timers.advance(HEARTBEAT_MS);
     await stream.until((text) => heartbeats(text) === before + 1, 'a comment line after 15 s');
-    await t.accounts.revokePlatformKey(user.uuid, user.keyUuid);
+    await t.accounts.revokePlatformKey(actingAs(user), user.keyUuid);
     timers.advance(HEARTBEAT_MS);
     await stream.ended();
     expect(t.app.connections.held(user.uuid, 'stream')).toBe(0);

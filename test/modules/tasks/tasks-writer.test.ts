@@ -27,7 +27,7 @@ describe.each(DATABASES)('task writer on $name', (database) => {
     const user = await createUser(t);
     const agent = (await createAgent(t, user)).uuid;
     const { task_id } = await submitTask(t, user, agent);
-    return { userUuid: user.uuid, agentUuid: agent, taskUuid: task_id };
+    return { workspaceUuid: user.uuid, agentUuid: agent, taskUuid: task_id };
   }
 
   /** A writer of its own over the app's database, with a notifier that records what it publishes. */

@@ -25,7 +25,7 @@ function stored(status: TaskStatus, opts: { held?: boolean; attempt?: number } =
   return {
     uuid: 't1',
     agentUuid: 'a1',
-    userUuid: 'u1',
+    workspaceUuid: 'u1',
     status,
     ready: isClaimable(status, held ? iso(NOW + 30_000) : null),
     priority: 5,

@@ -273,8 +273,16 @@ describe.each(DATABASES)('telemetry fetch ($name)', (db) => {
 
     const count = async () =>
       Promise.all([
-        t.runtime.db.kysely.selectFrom('telemetry_spans').select('name').where('user_uuid', '=', user.uuid).execute(),
-        t.runtime.db.kysely.selectFrom('telemetry_logs').select('uuid').where('user_uuid', '=', user.uuid).execute(),
+        t.runtime.db.kysely
+          .selectFrom('telemetry_spans')
+          .select('name')
+          .where('workspace_uuid', '=', user.uuid)
+          .execute(),
+        t.runtime.db.kysely
+          .selectFrom('telemetry_logs')
+          .select('uuid')
+          .where('workspace_uuid', '=', user.uuid)
+          .execute(),
       ]);
     expect((await count()).map((rows) => rows.length)).toEqual([3, 2]);
     await t.app.background.housekeep();
@@ -299,7 +307,7 @@ describe.each(DATABASES)('telemetry fetch ($name)', (db) => {
     const steps = plans.flatMap((p) => p.steps);
     expect(steps).toEqual([
       expect.stringMatching(
-        /^SEARCH telemetry_spans USING INDEX sqlite_autoindex_telemetry_spans_1 \(user_uuid=\? AND trace_id=\?\)$/,
+        /^SEARCH telemetry_spans USING INDEX sqlite_autoindex_telemetry_spans_1 \(workspace_uuid=\? AND trace_id=\?\)$/,
       ),
       // Only that trace's spans are sorted, to cut a huge trace at its first 10,000.
       'USE TEMP B-TREE FOR ORDER BY',

@@ -205,14 +205,14 @@ export function createA2aRuntime(deps: A2aRuntimeDeps): PushRuntime<A2aRuntime> 
         else signal.addEventListener('abort', onAbort, { once: true });
       });
       const ctx: RunContext = {
-        session: sessionOf(task.userUuid, runtime, run.traceparent, requests.signal),
+        session: sessionOf(task.workspaceUuid, runtime, run.traceparent, requests.signal),
         attempt: task.attempt,
         remote: plan.kind === 'new' ? null : saved,
         sendingNew: false,
         async save(remote) {
           if (abandoned) {
             requests.abort(signal.reason);
-            void cancelRemote(task.userUuid, runtime, remote);
+            void cancelRemote(task.workspaceUuid, runtime, remote);
             return;
           }
           ctx.remote = remote;
@@ -226,7 +226,7 @@ export function createA2aRuntime(deps: A2aRuntimeDeps): PushRuntime<A2aRuntime> 
 
     async cancelled({ task, runtime, state }) {
       const remote = remoteOf(state);
-      if (remote) await cancelRemote(task.userUuid, runtime, remote);
+      if (remote) await cancelRemote(task.workspaceUuid, runtime, remote);
     },
   };
 
@@ -240,7 +240,7 @@ export function createA2aRuntime(deps: A2aRuntimeDeps): PushRuntime<A2aRuntime> 
     const { task, runtime, signal } = run;
     // A remote task this run does not continue (an earlier attempt's, or one left waiting for a
     // reply that never came) may still run or wait: it is not wanted any more.
-    if (plan.kind === 'new' && saved) void cancelRemote(task.userUuid, runtime, saved);
+    if (plan.kind === 'new' && saved) void cancelRemote(task.workspaceUuid, runtime, saved);
     try {
       let outcome: PushOutcome;
       if (plan.kind !== 'new' && saved) {
@@ -260,7 +260,7 @@ export function createA2aRuntime(deps: A2aRuntimeDeps): PushRuntime<A2aRuntime> 
     } catch (err) {
       if (signal.aborted) return { kind: 'aborted' };
       // The remote task this run gives up on would otherwise work on for nobody.
-      if (ctx.remote) void cancelRemote(task.userUuid, runtime, ctx.remote);
+      if (ctx.remote) void cancelRemote(task.workspaceUuid, runtime, ctx.remote);
       return deliveryFailed(`A2A call failed: ${reasonOf(err)}`, ctx.session.retryAfterMs);
     }
   }

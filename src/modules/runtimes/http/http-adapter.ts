@@ -8,7 +8,7 @@ const HTTP_MAX_TIMEOUT_MS = 300_000;
 /** The `http` push runtime: signed POSTs through the feature's guarded pool, a lane per account. */
 export const httpAdapter: PushAdapter = ({ config, deps, accounts, lanes }) =>
   createHttpRuntime({
-    signingSecrets: (userUuid) => accounts.activeSigningSecrets(userUuid),
+    signingSecrets: (workspaceUuid) => accounts.activeSigningSecrets(workspaceUuid),
     outbound: lanes('http', HTTP_MAX_TIMEOUT_MS),
     allowPrivate: config.allowPrivateUrls,
     publicUrl: config.publicUrl,

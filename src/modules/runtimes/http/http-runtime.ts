@@ -42,7 +42,7 @@ async function textOf(body: AsyncIterable<Buffer>, limit: number): Promise<strin
  * once; `cancelled` sends one signed `task.cancelled`.
  */
 export function createHttpRuntime(deps: {
-  signingSecrets: (userUuid: string) => Promise<string[]>;
+  signingSecrets: (workspaceUuid: string) => Promise<string[]>;
   /** The outbound guard's per-account lanes: private addresses refused at connect time, no redirects. */
   outbound: Pick<FairOutbound, 'forAccount'>;
   allowPrivate: boolean;
@@ -53,7 +53,7 @@ export function createHttpRuntime(deps: {
 }): PushRuntime<HttpRuntime> {
   async function post(args: {
     url: string;
-    userUuid: string;
+    workspaceUuid: string;
     headers: Record<string, string> | undefined;
     id: string;
     body: string;
@@ -68,11 +68,11 @@ export function createHttpRuntime(deps: {
       throw err;
     }
     const timestamp = Math.floor(deps.now() / 1000);
-    const secrets = await deps.signingSecrets(args.userUuid);
+    const secrets = await deps.signingSecrets(args.workspaceUuid);
     return request(args.url, {
       method: 'POST',
       body: args.body,
-      dispatcher: deps.outbound.forAccount(args.userUuid),
+      dispatcher: deps.outbound.forAccount(args.workspaceUuid),
       signal: args.signal,
       headers: {
         ...args.headers,
@@ -98,7 +98,7 @@ export function createHttpRuntime(deps: {
       try {
         const res = await post({
           url: runtime.url,
-          userUuid: task.userUuid,
+          workspaceUuid: task.workspaceUuid,
           headers,
           id: item.lease_id,
           body,
@@ -132,7 +132,7 @@ export function createHttpRuntime(deps: {
       try {
         const res = await post({
           url: runtime.url,
-          userUuid: task.userUuid,
+          workspaceUuid: task.workspaceUuid,
           headers: runtime.headers,
           id: randomUUID(),
           body,

@@ -14,7 +14,7 @@ import {
 
 /** One run of a task by its model: who, which task, the whole conversation so far. */
 export interface ModelRun {
-  userUuid: string;
+  workspaceUuid: string;
   agentUuid: string;
   taskUuid: string;
   runtime: OpenAiRuntime;
@@ -57,7 +57,7 @@ export function createModelRuntime(deps: { spotlight: Pick<SpotlightService, 'ch
       try {
         answer = await deps.spotlight.chatCompletions(
           {
-            userUuid: run.userUuid,
+            workspaceUuid: run.workspaceUuid,
             body: chatRequestOf(run.runtime, run.conversation),
             credential: run.runtime.provider_credential_uuid,
             task: { taskUuid: run.taskUuid, agentUuid: run.agentUuid },
@@ -104,7 +104,7 @@ export function modelPushRuntime(model: ModelRuntime): PushRuntime<OpenAiRuntime
   return {
     async run({ task, runtime, signal }): Promise<PushOutcome> {
       const { callId: _call, ...outcome } = await model.run({
-        userUuid: task.userUuid,
+        workspaceUuid: task.workspaceUuid,
         agentUuid: task.agentUuid,
         taskUuid: task.uuid,
         runtime,

@@ -41,7 +41,7 @@ describe.each(DATABASES)('the model runtime on $name', (database) => {
       await call(t.app, 'POST', `/agent/request/${agent.uuid}`, { token: user.token, body: { message: 'review' } })
     ).json();
     base = {
-      userUuid: user.uuid,
+      workspaceUuid: user.uuid,
       agentUuid: agent.uuid,
       taskUuid: task.task_id,
       conversation: [{ role: 'user', content: 'review' }],

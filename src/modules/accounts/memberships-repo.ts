@@ -1,0 +1,55 @@
+import type { Executor } from '../../db/connect.js';
+import { withDbErrors } from '../../db/errors.js';
+import { prepareQuery } from '../../db/prepared.js';
+import type { Role } from '../../lib/principal.js';
+
+/** The name every personal workspace starts with. */
+export const PERSONAL_NAME = 'Personal';
+
+// On the path of every session request that names a workspace, built once (see prepareQuery).
+const membershipOf = prepareQuery(2, (ex, workspaceUuid: string, userUuid: string) =>
+  ex
+    .selectFrom('workspace_members as m')
+    .innerJoin('workspaces as w', 'w.uuid', 'm.workspace_uuid')
+    .select('m.role')
+    .where('m.workspace_uuid', '=', workspaceUuid)
+    .where('m.user_uuid', '=', userUuid)
+    .where('w.deleted_at', 'is', null),
+);
+
+/**
+ * Who belongs to which workspace, with which role: what authentication needs. The workspaces
+ * room (members, invitations, the workspace endpoints) builds on this.
+ */
+export const membershipsRepo = {
+  /** The user's role in a live (not deleted) workspace; undefined when not a member. */
+  async roleOf(ex: Executor, workspaceUuid: string, userUuid: string): Promise<Role | undefined> {
+    const [row] = await withDbErrors(membershipOf(ex, workspaceUuid, userUuid));
+    return row?.role as Role | undefined;
+  },
+
+  /** A user's personal workspace (its uuid is the user's), with the user as owner. */
+  async insertPersonal(ex: Executor, userUuid: string, createdAt: string): Promise<void> {
+    await withDbErrors(
+      ex
+        .insertInto('workspaces')
+        .values({
+          uuid: userUuid,
+          name: PERSONAL_NAME,
+          personal: 1,
+          created_at: createdAt,
+          updated_at: createdAt,
+          deleted_at: null,
+        })
+        .execute(),
+    );
+    await withDbErrors(
+      ex
+        .insertInto('workspace_members')
+        .values({ workspace_uuid: userUuid, user_uuid: userUuid, role: 'owner', joined_at: createdAt })
+        .execute(),
+    );
+  },
+};
+
+export type MembershipsRepo = typeof membershipsRepo;
