@@ -1,12 +1,13 @@
 import { AppError } from './errors.js';
 
 /**
- * What a user holds open: an SSE stream, a request parked waiting for work (long poll, blocking
+ * What a workspace holds open (every member's sessions and keys together; a single user's personal
+ * workspace is that user): an SSE stream, a request parked waiting for work (long poll, blocking
  * send), or a model proxy call (its upstream connection).
  */
 export type ConnectionKind = 'stream' | 'wait' | 'proxy';
 
-/** At most this many of each kind per user, on each instance. */
+/** At most this many of each kind per workspace, on each instance. */
 export const CONNECTION_LIMITS: Readonly<Record<ConnectionKind, number>> = { stream: 50, wait: 100, proxy: 32 };
 
 const WHAT: Record<ConnectionKind, string> = {
@@ -16,10 +17,10 @@ const WHAT: Record<ConnectionKind, string> = {
 };
 
 /**
- * Counts what each user holds open on this instance. A count lives in the process that holds the
+ * Counts what each workspace holds open on this instance. A count lives in the process that holds the
  * sockets, so it cannot leak when another instance dies, and it bounds what it protects (this
- * instance's sockets, memory and wake-ups). Behind a load balancer a user may hold the limit on
- * each instance.
+ * instance's sockets, memory and wake-ups). Behind a load balancer a workspace may hold the
+ * limit on each instance.
  */
 export function createConnectionLimits(overrides: Readonly<Partial<Record<ConnectionKind, number>>> = {}) {
   const limits = { ...CONNECTION_LIMITS, ...overrides };
@@ -31,8 +32,8 @@ export function createConnectionLimits(overrides: Readonly<Partial<Record<Connec
      * nothing) when the stream or wait ends.
      * @throws AppError 429 LIMIT_EXCEEDED when the user already holds the limit.
      */
-    acquire(userUuid: string, kind: ConnectionKind): () => void {
-      const key = `${kind}:${userUuid}`;
+    acquire(workspaceUuid: string, kind: ConnectionKind): () => void {
+      const key = `${kind}:${workspaceUuid}`;
       const held = counts.get(key) ?? 0;
       if (held >= limits[kind]) {
         const message = `At most ${limits[kind]} ${WHAT[kind]} per user at once: close one first`;
@@ -49,7 +50,7 @@ export function createConnectionLimits(overrides: Readonly<Partial<Record<Connec
       };
     },
     /** How many of `kind` the user holds now. */
-    held: (userUuid: string, kind: ConnectionKind): number => counts.get(`${kind}:${userUuid}`) ?? 0,
+    held: (workspaceUuid: string, kind: ConnectionKind): number => counts.get(`${kind}:${workspaceUuid}`) ?? 0,
   };
 }
 

@@ -39,7 +39,7 @@ const flatRef = Type.Ref('FlatError');
 const DESCRIPTIONS: Record<number, string> = {
   400: 'Invalid request: malformed JSON, a field of the wrong type, an unknown field, or a rule of the operation (INVALID_REQUEST and the operation-specific codes).',
   401: 'Missing or invalid credential (flat body).',
-  403: 'Unverified e-mail, agents feature disabled, or a platform key on a user-session endpoint (flat body).',
+  403: 'Unverified e-mail, agents feature disabled, or a platform key on a user-session endpoint (flat body); FORBIDDEN when the role in the workspace is too low (envelope).',
   404: 'Not found, or not yours (NOT_FOUND).',
   409: 'Conflict (CONFLICT; CREDENTIAL_IN_USE for a provider credential an agent uses).',
   413: 'Request body larger than TASKHOOK_MAX_BODY_BYTES (PAYLOAD_TOO_LARGE).',

@@ -244,7 +244,7 @@ describe.each(DATABASES)('taskhook CLI on $name', (database) => {
     expect(relogin.statusCode).toBe(200);
   });
 
-  it('key create prints {uuid, name, key} once, and the key works against the API', async () => {
+  it('key create prints {uuid, name, key, role, workspace_uuid} once, and the key works against the API', async () => {
     const user = await createUser(t);
     const [created, unknown] = await Promise.all([
       runJson(['key', 'create', '--email', user.email, '--name', 'from the cli'], env),
@@ -254,6 +254,9 @@ describe.each(DATABASES)('taskhook CLI on $name', (database) => {
       uuid: expect.stringMatching(/^[0-9a-f-]{36}$/),
       name: 'from the cli',
       key: expect.stringMatching(/^sk_service_[0-9A-Za-z]{49}$/),
+      role: 'admin',
+      // The user's personal workspace, whose uuid is the user's.
+      workspace_uuid: user.uuid,
     });
     expectFailure(unknown, /not found/i);
 
@@ -262,6 +265,31 @@ describe.each(DATABASES)('taskhook CLI on $name', (database) => {
     expect(res.statusCode).toBe(200);
     const listed = (await call(t.app, 'GET', '/auth/platform_keys', { token: user.token })).json().keys;
     expect(listed).toContainEqual(expect.objectContaining({ uuid: created.uuid, name: 'from the cli' }));
+  });
+
+  it('key create --workspace --role makes a key of a workspace the user administers, with that role', async () => {
+    const owner = await createUser(t);
+    const viewerKey = await runJson(
+      ['key', 'create', '--email', owner.email, '--name', 'read only', '--workspace', owner.uuid, '--role', 'viewer'],
+      env,
+    );
+    expect(viewerKey).toMatchObject({ role: 'viewer', workspace_uuid: owner.uuid });
+    const read = await call(t.app, 'GET', '/agent/list', { headers: { 'x-api-key': viewerKey.key as string } });
+    expect(read.statusCode).toBe(200);
+    const write = await call(t.app, 'POST', '/agent', {
+      headers: { 'x-api-key': viewerKey.key as string },
+      body: { name: 'nope' },
+    });
+    expect(write.statusCode).toBe(403);
+    expect(write.json().error.code).toBe('FORBIDDEN');
+    // Not a member of the named workspace (another user's personal one), or a role that is not a key's.
+    const other = await createUser(t);
+    const [foreign, owned] = await Promise.all([
+      run(['key', 'create', '--email', owner.email, '--name', 'x', '--workspace', other.uuid], env),
+      run(['key', 'create', '--email', owner.email, '--name', 'x', '--role', 'owner'], env),
+    ]);
+    expectFailure(foreign, /not an admin or owner/i);
+    expectFailure(owned, /admin, member or viewer/i);
   });
 
   describe('serve', () => {

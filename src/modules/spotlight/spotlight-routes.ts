@@ -30,6 +30,21 @@ function openAiErrorHandler(err: FastifyError, request: FastifyRequest, reply: F
     const body = openAiError(err.message, 'invalid_request_error', 'LIMIT_EXCEEDED');
     return sendJson(reply, err.status, JSON.stringify(body));
   }
+  // The workspace refusals of the guard, in OpenAI's shape with their own codes.
+  const workspaceCode =
+    err instanceof AppError
+      ? err.code === 'FORBIDDEN'
+        ? 'forbidden'
+        : err.code === 'NOT_FOUND'
+          ? 'workspace_not_found'
+          : err.details?.field === 'X-Taskhook-Workspace'
+            ? 'invalid_request'
+            : null
+      : null;
+  if (err instanceof AppError && workspaceCode) {
+    const body = openAiError(err.message, 'invalid_request_error', workspaceCode, err.details?.field ?? null);
+    return sendJson(reply, err.status, JSON.stringify(body));
+  }
   // Refused by the app's own body parser (e.g. JSON nested too deep): the same refusal, in OpenAI's shape.
   if (err instanceof AppError && err.status < 500) {
     const body = openAiError(err.message, 'invalid_request_error', null, err.details?.field ?? null);
