@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { CredentialCheck, Principal } from '../lib/principal.js';
+import type { CredentialCheck, Principal, Role } from '../lib/principal.js';
 import type { Timers } from '../lib/time.js';
 
 /** A comment line goes out this often on every stream, and the stream's credential is checked again. */
@@ -10,7 +10,7 @@ export const HEARTBEAT_MS = 15_000;
  * What every long-lived stream does besides its own events: a comment line every HEARTBEAT_MS
  * (`heartbeat`), and its credential checked again then and at once when this instance hears the
  * user's credentials changed; `end` is called once the credential no longer holds (revoked,
- * expired, password changed, agents feature lost). A failed check (database trouble) leaves the
+ * expired, password changed, agents feature lost, access to the workspace or the role lost). A failed check (database trouble) leaves the
  * stream open until the next one; a check asked for during another runs after it, since the one
  * running may have read the credential before the change. Returns the function that stops it all.
  */
@@ -19,6 +19,8 @@ export function watchStream(deps: {
   timers: Timers;
   request: FastifyRequest;
   principal: Principal;
+  /** The least role the connection needs in its workspace (default viewer: reading). */
+  needed?: Role;
   heartbeat: () => void;
   end: () => void;
 }): () => void {
@@ -34,7 +36,7 @@ export function watchStream(deps: {
     checking = true;
     checkAgain = false;
     deps.credentials
-      .stillValid(deps.request.headers, deps.principal)
+      .stillValid(deps.request.headers, deps.principal, deps.needed)
       .then((valid) => {
         if (!valid && !stopped) deps.end();
       })

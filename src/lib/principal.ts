@@ -40,11 +40,12 @@ export type AuthMode = 'none' | 'user' | 'session' | 'ingest';
 export interface CredentialCheck {
   /**
    * False once the request's credential is revoked or expired, the account is disabled or lost the
-   * agents feature, or (for a session JWT only) the user's password changed since `was` was
+   * agents feature, the credential no longer reaches `was`'s workspace or holds less than `needed`
+   * there (default viewer), or (for a session JWT only) the user's password changed since `was` was
    * authenticated.
    * @throws only for trouble other than the credential (e.g. the database is unreachable).
    */
-  stillValid(headers: Record<string, string | string[] | undefined>, was: Principal): Promise<boolean>;
+  stillValid(headers: Record<string, string | string[] | undefined>, was: Principal, needed?: Role): Promise<boolean>;
   /** Hears each user whose credentials may have changed, as soon as this instance learns of it. */
   onChange(listener: (userUuid: string) => void): () => void;
 }

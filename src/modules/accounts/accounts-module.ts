@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
 import { AppError, AuthError } from '../../http/errors.js';
 import type { SecretBox } from '../../lib/crypto.js';
-import type { CredentialCheck } from '../../lib/principal.js';
+import { type CredentialCheck, roleAtLeast } from '../../lib/principal.js';
 import type { ProcessDeps } from '../../process-deps.js';
 import { createAuthenticator, createWorkspaceResolver } from './accounts-auth.js';
 import { recoveryRepo } from './accounts-recovery-repo.js';
@@ -50,12 +50,12 @@ export function createAccountsModule(deps: { config: Config; runtime: ProcessDep
   });
   const resolveWorkspace = createWorkspaceResolver({ db: runtime.db, roleOf: membershipsRepo.roleOf });
   const credentials: CredentialCheck = {
-    async stillValid(headers, was) {
+    async stillValid(headers, was, needed = 'viewer') {
       try {
         const now = await resolveWorkspace(await authenticate(headers, 'user'), was.workspaceUuid);
         // A password change (a new token version) ends sessions only: keys are not affected by it.
         const sameSession = was.via !== 'jwt' || now.tokenVersion === was.tokenVersion;
-        return now.userUuid === was.userUuid && sameSession && now.agentsEnabled;
+        return now.userUuid === was.userUuid && sameSession && now.agentsEnabled && roleAtLeast(now.role, needed);
       } catch (err) {
         // The credential no longer works, or no longer reaches the workspace (404).
         if (err instanceof AuthError || err instanceof AppError) return false;

@@ -2,7 +2,7 @@
 // mailbox, not to whoever typed it first (docs/security.md, "Accounts").
 import type { Db, Executor } from '../../db/connect.js';
 import { UniqueViolationError } from '../../db/errors.js';
-import { invalid, notFound } from '../../http/errors.js';
+import { AppError, invalid, notFound } from '../../http/errors.js';
 import { randomSecret, type SecretBox, sha256Hex } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';
 import type { PasswordHasher } from '../../lib/passwords.js';
@@ -187,10 +187,24 @@ export function createRecoveryService(deps: RecoveryDeps) {
       return { uuid: user.uuid, email: user.email, disabled: false };
     },
 
-    /** Deletes the user and everything they own. */
+    /**
+     * Deletes the user, their personal workspace with everything in it, and their memberships.
+     * @throws AppError LAST_OWNER when they are the only owner of a team workspace that has other
+     * members (someone else must be made owner first, or the workspace deleted).
+     */
     async deleteByEmail(email: string) {
       const user = await userByEmail(email);
-      await db.transaction((trx) => links.deleteUser(trx, user.uuid));
+      await db.transaction(async (trx) => {
+        const stranded = await membershipsRepo.soleOwnerOfShared(trx, user.uuid);
+        if (stranded.length > 0) {
+          throw new AppError(
+            'LAST_OWNER',
+            `${user.email} is the only owner of workspace ${stranded.join(', ')}: make another member owner first`,
+          );
+        }
+        await membershipsRepo.deleteSoloWorkspaces(trx, user.uuid, now());
+        await links.deleteUser(trx, user.uuid);
+      });
       changed(user.uuid);
       return { uuid: user.uuid, email: user.email, deleted: true };
     },

@@ -28,6 +28,75 @@ export const membershipsRepo = {
     return row?.role as Role | undefined;
   },
 
+  /**
+   * The live team workspaces where the user is the only owner and someone else is a member: the
+   * ones their deletion would leave without an owner.
+   */
+  async soleOwnerOfShared(ex: Executor, userUuid: string): Promise<string[]> {
+    const rows = await withDbErrors(
+      ex
+        .selectFrom('workspace_members as m')
+        .innerJoin('workspaces as w', 'w.uuid', 'm.workspace_uuid')
+        .select('m.workspace_uuid')
+        .where('m.user_uuid', '=', userUuid)
+        .where('m.role', '=', 'owner')
+        .where('w.deleted_at', 'is', null)
+        .where('w.uuid', '!=', userUuid)
+        .where((eb) =>
+          eb.not(
+            eb.exists(
+              eb
+                .selectFrom('workspace_members as o')
+                .select('o.user_uuid')
+                .whereRef('o.workspace_uuid', '=', 'm.workspace_uuid')
+                .where('o.user_uuid', '!=', userUuid)
+                .where('o.role', '=', 'owner'),
+            ),
+          ),
+        )
+        .where((eb) =>
+          eb.exists(
+            eb
+              .selectFrom('workspace_members as x')
+              .select('x.user_uuid')
+              .whereRef('x.workspace_uuid', '=', 'm.workspace_uuid')
+              .where('x.user_uuid', '!=', userUuid),
+          ),
+        )
+        .execute(),
+    );
+    return rows.map((r) => r.workspace_uuid);
+  },
+
+  /**
+   * Marks deleted the live team workspaces whose only member is the user (their deletion leaves
+   * them to nobody); housekeeping then purges them as any deleted workspace.
+   */
+  async deleteSoloWorkspaces(ex: Executor, userUuid: string, at: string): Promise<void> {
+    await withDbErrors(
+      ex
+        .updateTable('workspaces')
+        .set({ deleted_at: at })
+        .where('deleted_at', 'is', null)
+        .where('personal', '=', 0)
+        .where('uuid', 'in', (eb) =>
+          eb.selectFrom('workspace_members as m').select('m.workspace_uuid').where('m.user_uuid', '=', userUuid),
+        )
+        .where((eb) =>
+          eb.not(
+            eb.exists(
+              eb
+                .selectFrom('workspace_members as o')
+                .select('o.user_uuid')
+                .whereRef('o.workspace_uuid', '=', 'workspaces.uuid')
+                .where('o.user_uuid', '!=', userUuid),
+            ),
+          ),
+        )
+        .execute(),
+    );
+  },
+
   /** A user's personal workspace (its uuid is the user's), with the user as owner. */
   async insertPersonal(ex: Executor, userUuid: string, createdAt: string): Promise<void> {
     await withDbErrors(

@@ -94,7 +94,7 @@ export function createTasksModule(deps: {
       await notifier.close();
     });
     await app.register(tasksRoutes(service));
-    await app.register(workerRoutes(worker));
+    await app.register(workerRoutes(worker, { credentials: deps.credentials, timers: runtime.timers }));
     await app.register(
       eventsRoutes({
         service,

@@ -2,6 +2,9 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { errorResponses } from '../../http/error-schemas.js';
 import { principalOf, taskRefOf } from '../../http/guard.js';
+import { watchStream } from '../../http/stream-watch.js';
+import type { CredentialCheck } from '../../lib/principal.js';
+import type { Timers } from '../../lib/time.js';
 import {
   AgentIdParams,
   ClaimBody,
@@ -24,7 +27,7 @@ const config = { auth: 'user' as const, feature: 'agents' as const };
 const reportErrors = errorResponses([404]);
 
 /** HTTP routes of the worker protocol. Workers use a platform key of the agent's owner. */
-export function workerRoutes(service: WorkerService) {
+export function workerRoutes(service: WorkerService, watch: { credentials: CredentialCheck; timers: Timers }) {
   return async function routes(base: FastifyInstance) {
     const app = base.withTypeProvider<TypeBoxTypeProvider>();
 
@@ -43,16 +46,28 @@ export function workerRoutes(service: WorkerService) {
         },
       },
       async (request, reply) => {
-        // A worker that hangs up mid-poll must not be handed work it will never see.
+        // A worker that hangs up mid-poll must not be handed work it will never see; one whose
+        // credential no longer may work in the workspace (revoked, removed, demoted) answers with
+        // what it has, nothing.
         const gone = new AbortController();
         reply.raw.once('close', () => gone.abort());
-        const tasks = await service.claim(
-          principalOf(request).workspaceUuid,
-          request.params.id,
-          request.body,
-          gone.signal,
-        );
-        return { tasks };
+        const principal = principalOf(request);
+        const stopWatching = request.body.wait_seconds
+          ? watchStream({
+              ...watch,
+              request,
+              principal,
+              needed: 'member',
+              heartbeat: () => undefined,
+              end: () => gone.abort(),
+            })
+          : () => undefined;
+        try {
+          const tasks = await service.claim(principal.workspaceUuid, request.params.id, request.body, gone.signal);
+          return { tasks };
+        } finally {
+          stopWatching();
+        }
       },
     );
 
