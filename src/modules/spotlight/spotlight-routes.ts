@@ -65,6 +65,11 @@ function openAiErrorHandler(err: FastifyError, request: FastifyRequest, reply: F
           : err.message;
     return sendJson(reply, status, JSON.stringify(openAiError(message, 'invalid_request_error', null)));
   }
+  // The caller hung up while the answer was being relayed: nothing to answer, nothing wrong here.
+  if (err.code === 'ERR_STREAM_PREMATURE_CLOSE' || request.raw.destroyed || reply.raw.destroyed) {
+    request.log.debug({ err }, 'the caller closed the connection before the answer was complete');
+    return reply;
+  }
   request.log.error({ err }, 'unhandled proxy error');
   return sendJson(reply, 500, JSON.stringify(openAiError('Internal server error', 'server_error' as never, null)));
 }
