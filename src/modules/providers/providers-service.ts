@@ -20,6 +20,8 @@ const TOUCH_INTERVAL_MS = 60_000;
 /** A credential ready for an upstream call: the key opened, never leaving the server. */
 export interface OpenedCredential {
   uuid: string;
+  /** The workspace it belongs to: its upstream calls go out in that workspace's lane. */
+  workspaceUuid: string;
   name: string;
   baseUrl: string;
   apiKey: string;
@@ -71,6 +73,7 @@ export function createProvidersService(deps: {
 
   const open = (c: CredentialRow): OpenedCredential => ({
     uuid: c.uuid,
+    workspaceUuid: c.workspaceUuid,
     name: c.name,
     baseUrl: c.baseUrl,
     apiKey: deps.box.open(c.apiKeySealed),

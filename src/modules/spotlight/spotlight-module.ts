@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
 import { createConnectionLimits } from '../../http/connection-limits.js';
-import { createOutboundDispatcher } from '../../lib/outbound.js';
+import { createFairOutboundDispatcher } from '../../lib/outbound.js';
 import type { ProcessDeps } from '../../process-deps.js';
 import type { ProvidersService } from '../providers/providers-service.js';
 import { loadPriceTable } from './spotlight-prices.js';
@@ -26,7 +26,13 @@ export function createSpotlightModule(deps: {
 }) {
   const { config, runtime } = deps;
   const outbound = { allowPrivate: config.allowPrivateUrls, lookup: runtime.lookup };
-  const dispatcher = createOutboundDispatcher({ ...outbound, timeoutMs: config.proxyTimeoutMs });
+  // The proxy and the openai runtime (which calls upstream through this service) share one pool in
+  // which each workspace has its own lane, as the http and a2a runtimes and callbacks do.
+  const dispatcher = createFairOutboundDispatcher({
+    ...outbound,
+    timeoutMs: config.proxyTimeoutMs,
+    perAccount: config.outboundPerAccount,
+  });
   const service = createSpotlightService({
     db: runtime.db,
     repo: spotlightRepo,

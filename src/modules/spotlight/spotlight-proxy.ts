@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 import { type Dispatcher, request } from 'undici';
 import { checkOutboundUrl, type OutboundPolicy, OutboundUrlError } from '../../lib/outbound.js';
+import type { FairOutbound } from '../../lib/outbound-fair.js';
 import type { OpenedCredential } from '../providers/providers-service.js';
 import { openAiError, ProxyError, upstreamErrorBody } from './spotlight-fns.js';
 import type { CallError } from './spotlight-repo.js';
@@ -39,7 +40,8 @@ export interface ProxyLimits {
 }
 
 export interface UpstreamDeps {
-  dispatcher: Dispatcher;
+  /** Per-workspace lanes over the guarded pool: one workspace holds only its share of the connections. */
+  dispatcher: Pick<FairOutbound, 'forAccount'>;
   outbound: OutboundPolicy;
   timeoutMs: number;
   limits: ProxyLimits;
@@ -123,7 +125,7 @@ export async function callUpstream(
         accept: init.method === 'GET' ? 'application/json' : 'application/json, text/event-stream',
       },
       body: init.body,
-      dispatcher: deps.dispatcher,
+      dispatcher: deps.dispatcher.forAccount(credential.workspaceUuid),
       signal: init.signal,
     });
   } catch (err) {
