@@ -115,6 +115,9 @@ export async function buildTestApp(
   });
   const app = await buildApp(config, runtime, { closeRuntime: true });
   await app.ready();
+  // `t.accounts` is deliberately not the app's own service: it is what the CLI is, another process
+  // on the same storage, whose changes reach the app only through the storage's announcements (as
+  // the two-instance tests need). Its credential cache never serves (nothing listens for it).
   const box = createSecretBox(runtime.secrets.encryptionKey, runtime.secrets.previousEncryptionKeys);
   const accounts = createAccountsModule({ config, runtime, box }).service;
   return { app, runtime, config, accounts, close: () => app.close() };
