@@ -68,6 +68,13 @@ describe.each(DATABASES)('the workspaces migration on $name', (database) => {
     expect(await migrateToLatest(db)).toEqual([]);
 
     const k = db.kysely;
+    if (db.dialect === 'sqlite') {
+      // The foreign keys were edited in place: the file must still be sound and consistent.
+      expect((await sql<{ integrity_check: string }>`pragma integrity_check`.execute(k)).rows).toEqual([
+        { integrity_check: 'ok' },
+      ]);
+      expect((await sql`pragma foreign_key_check`.execute(k)).rows).toEqual([]);
+    }
     const workspace = await k
       .selectFrom('workspaces')
       .selectAll()
