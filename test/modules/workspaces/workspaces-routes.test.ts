@@ -1,7 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, call, type TestApp } from '../../helpers/app.js';
 import { DATABASES } from '../../helpers/databases.js';
 import { createUser } from '../../helpers/factories.js';
+import { WORKSPACE_ROUTES } from '../../helpers/routes.js';
 import { auditOf, captureLog, createWorkspace, invite, join, keyIn, WORKSPACE_HEADER } from './workspace-helpers.js';
 
 /*
@@ -246,5 +248,33 @@ describe.each(DATABASES)('workspaces on $name', (database) => {
     expect(Object.keys(doc.paths['/workspaces/{id}/members/{userUuid}'].patch.responses)).toEqual(
       expect.arrayContaining(['200', '403', '404', '409']),
     );
+  });
+});
+
+describe.each(DATABASES)('workspace routes take a session only, on $name', (database) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await buildTestApp(database);
+  });
+  afterAll(() => t.close());
+
+  it.each(WORKSPACE_ROUTES)('$method $path: none 401, an ingest token 401, a platform key 403', async (route) => {
+    const user = await createUser(t);
+    const ingest = await call(t.app, 'POST', '/auth/generate_ingest_token', { token: user.token });
+    const url = route.path.replace(':id', user.uuid).replace(/:[A-Za-z]+/g, () => randomUUID());
+    const send = (headers: Record<string, string>) =>
+      call(t.app, route.method as 'GET', url, {
+        headers,
+        ...(route.method === 'GET' || route.method === 'DELETE' ? {} : { body: {} }),
+      });
+    const none = await send({});
+    expect(none.statusCode).toBe(401);
+    expect(none.json()).toEqual({ error: 'Authorization header is required' });
+    const byToken = await send({ authorization: `Bearer ${ingest.json().token}` });
+    expect(byToken.statusCode).toBe(401);
+    expect(byToken.json()).toEqual({ error: 'Invalid or expired token' });
+    const byKey = await send({ 'x-api-key': user.key });
+    expect(byKey.statusCode).toBe(403);
+    expect(byKey.json()).toEqual({ error: 'This endpoint requires a user session' });
   });
 });
