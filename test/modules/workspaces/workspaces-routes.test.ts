@@ -15,7 +15,8 @@ describe.each(DATABASES)('workspaces on $name', (database) => {
   let logged: Array<Record<string, unknown>>;
 
   beforeAll(async () => {
-    t = await buildTestApp(database);
+    // Callbacks go to 127.0.0.1 (where nothing listens), so they stay pending until dropped.
+    t = await buildTestApp(database, { config: { allowPrivateUrls: true } });
     logged = captureLog(t);
   });
   afterAll(() => t.close());
@@ -173,6 +174,22 @@ describe.each(DATABASES)('workspaces on $name', (database) => {
     });
     expect(trigger.statusCode).toBe(201);
     const token = await invite(t, logged, ws.uuid, owner, invitee.email, 'member');
+    // A cancelled task's callback, not yet delivered.
+    const hooked = await call(t.app, 'POST', `/agent/request/${agent.uuid}`, {
+      headers: { 'x-api-key': memberKey.key },
+      body: { message: 'call me', callback_mode: 'webhook', webhook_url: 'http://127.0.0.1:9/hook' },
+    });
+    expect(hooked.statusCode).toBe(202);
+    const cancelUrl = `/agent/${agent.uuid}/task/${hooked.json().task_id}/cancel`;
+    expect((await call(t.app, 'POST', cancelUrl, { headers: { 'x-api-key': memberKey.key } })).statusCode).toBe(200);
+    const pendingCallbacks = () =>
+      t.runtime.db.kysely
+        .selectFrom('callbacks')
+        .select('uuid')
+        .where('workspace_uuid', '=', ws.uuid)
+        .where('status', '=', 'pending')
+        .execute();
+    expect(await pendingCallbacks()).toHaveLength(1);
 
     const deleted = await call(t.app, 'DELETE', `/workspaces/${ws.uuid}`, { token: owner.token });
     expect(deleted.statusCode).toBe(204);
@@ -197,6 +214,7 @@ describe.each(DATABASES)('workspaces on $name', (database) => {
       .where('uuid', '=', submitted.json().task_id)
       .executeTakeFirstOrThrow();
     expect(task.status).toBe('cancelled');
+    expect(await pendingCallbacks()).toEqual([]);
     const accept = await call(t.app, 'POST', '/invitations/accept', { token: invitee.token, body: { token } });
     expect(accept.statusCode).toBe(400);
     expect(accept.json().error.code).toBe('INVITATION_INVALID');
