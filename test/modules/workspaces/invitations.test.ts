@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../../src/config.js';
 import { buildTestApp, call, manualClock, type TestApp } from '../../helpers/app.js';
 import { DATABASES } from '../../helpers/databases.js';
 import { createUser, type TestUser } from '../../helpers/factories.js';
@@ -232,5 +233,17 @@ describe.each(DATABASES)('workspace invitations on $name', (database) => {
     expect(res.statusCode).toBe(400);
     expect(res.json().error.code).toBe('LIMIT_EXCEEDED');
     expect(await pending(ws, owner)).toHaveLength(1);
+  });
+});
+
+describe('TASKHOOK_INVITATION_TTL_SECONDS', () => {
+  it('defaults to 7 days, takes 1 to 2592000, and a malformed value stops the start naming it', () => {
+    expect(loadConfig({}).invitationTtlSeconds).toBe(604_800);
+    expect(loadConfig({ TASKHOOK_INVITATION_TTL_SECONDS: '60' }).invitationTtlSeconds).toBe(60);
+    for (const value of ['0', '2592001', '1.5', 'week']) {
+      expect(() => loadConfig({ TASKHOOK_INVITATION_TTL_SECONDS: value }), value).toThrow(
+        /TASKHOOK_INVITATION_TTL_SECONDS/,
+      );
+    }
   });
 });
