@@ -33,6 +33,7 @@ import { genAiServiceSpan } from './modules/spotlight/spotlight-telemetry.js';
 import { createTasksModule } from './modules/tasks/tasks-module.js';
 import { createTelemetryModule } from './modules/telemetry/telemetry-module.js';
 import { createTriggersModule } from './modules/triggers/triggers-module.js';
+import { createWorkspacesModule } from './modules/workspaces/workspaces-module.js';
 import type { ProcessDeps } from './process-deps.js';
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -218,6 +219,18 @@ export async function buildApp(
   await app.register(tasks.routes);
   await app.register(triggers.routes);
   await app.register(callbacks.routes);
+  const workspaces = createWorkspacesModule({
+    db: runtime.db,
+    clock: runtime.clock,
+    box,
+    mailer: accounts.mailer,
+    publicUrl: config.publicUrl,
+    invitationTtlMs: config.invitationTtlSeconds * 1000,
+    agents: agents.service,
+    dropPendingCallbacks: callbacks.dropPendingOfWorkspace,
+    credentialsChanged: accounts.credentialsChanged,
+  });
+  await app.register(workspaces.routes);
   // Every agent as an A2A agent, over the tasks service. Its blocking sends and streams each take a
   // slot of the user's caps on waits and streams (`acquireConnection`).
   const a2aServer = createA2aServerModule({

@@ -372,6 +372,12 @@ export const SETTINGS = {
     default: 24,
     doc: 'An account whose e-mail is not verified is deleted this many hours after its last registration (the address is free again; registering it again before then replaces the pending registration).',
   }),
+  invitationTtlSeconds: setting({
+    env: 'TASKHOOK_INVITATION_TTL_SECONDS',
+    schema: Type.Integer({ minimum: 1, maximum: 2_592_000 }),
+    default: 604_800,
+    doc: 'Lifetime of an invitation to a workspace (7 days by default, at most 30).',
+  }),
   dashboard: setting({
     env: 'TASKHOOK_DASHBOARD',
     schema: Type.Boolean(),

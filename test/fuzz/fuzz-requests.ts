@@ -399,6 +399,11 @@ const ERROR_CODES = new Set([
   'INTERNAL_ERROR',
   'SERVICE_UNAVAILABLE',
   'OAUTH_PROVIDER_UNAVAILABLE',
+  'FORBIDDEN',
+  'PERSONAL_WORKSPACE',
+  'LAST_OWNER',
+  'INVITATION_INVALID',
+  'INVITATION_EMAIL_MISMATCH',
 ]);
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -495,6 +495,27 @@ export const INGEST_ROUTES = [
   { method: 'POST', path: '/telemetry/ingest_http/v1/logs' },
 ];
 
+/**
+ * The workspace, member and invitation routes (session only): their example requests change
+ * memberships or end workspaces, which the shared context cannot survive, so
+ * test/modules/workspaces covers their credential matrix and the catalogue only counts them.
+ */
+export const WORKSPACE_ROUTES = [
+  { method: 'POST', path: '/workspaces' },
+  { method: 'GET', path: '/workspaces' },
+  { method: 'GET', path: '/workspaces/:id' },
+  { method: 'PATCH', path: '/workspaces/:id' },
+  { method: 'DELETE', path: '/workspaces/:id' },
+  { method: 'POST', path: '/workspaces/:id/leave' },
+  { method: 'GET', path: '/workspaces/:id/members' },
+  { method: 'PATCH', path: '/workspaces/:id/members/:userUuid' },
+  { method: 'DELETE', path: '/workspaces/:id/members/:userUuid' },
+  { method: 'POST', path: '/workspaces/:id/invitations' },
+  { method: 'GET', path: '/workspaces/:id/invitations' },
+  { method: 'DELETE', path: '/workspaces/:id/invitations/:uuid' },
+  { method: 'POST', path: '/invitations/accept' },
+];
+
 /** An id of the kind that names nothing: a fresh UUID, or fresh hex for a trace id. */
 export function freshId(kind: IdKind): string {
   return kind === 'trace' ? randomUUID().replaceAll('-', '') : randomUUID();

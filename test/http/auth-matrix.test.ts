@@ -18,6 +18,7 @@ import {
   registeredRoutes,
   routeKey,
   sendRoute,
+  WORKSPACE_ROUTES,
 } from '../helpers/routes.js';
 
 const MISSING = 'Authorization header is required';
@@ -63,7 +64,7 @@ describe.each(DATABASES)('authentication matrix on $name', (database) => {
         const res = await call(t.app, route.method as 'GET', probeUrl(route.path));
         if (res.statusCode === 401 && res.json().error === MISSING) authenticated.push(routeKey(route));
       }
-      expect(authenticated.sort()).toEqual([...ROUTES, ...INGEST_ROUTES].map(routeKey).sort());
+      expect(authenticated.sort()).toEqual([...ROUTES, ...INGEST_ROUTES, ...WORKSPACE_ROUTES].map(routeKey).sort());
     });
   });
 

@@ -27,6 +27,7 @@ export function createAccountsModule(deps: { config: Config; runtime: ProcessDep
   const { config, runtime } = deps;
   const tokens = createSessionTokens(runtime.secrets.jwtSecret, () => runtime.clock.now());
   const cache = createCredentialCache({ ttlMs: config.credentialCacheMs, now: () => runtime.clock.now() });
+  const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.smtpFrom, log: runtime.logger });
   const service = createAccountsService({
     db: runtime.db,
     repo: accountsRepo,
@@ -37,7 +38,7 @@ export function createAccountsModule(deps: { config: Config; runtime: ProcessDep
     clock: runtime.clock,
     publicUrl: config.publicUrl,
     passwords: runtime.passwords,
-    mailer: createMailer({ smtpUrl: config.smtpUrl, from: config.smtpFrom, log: runtime.logger }),
+    mailer,
     onCredentialsChanged: (userUuid) => cache.invalidate(userUuid),
   });
   const authenticate = createAuthenticator({
@@ -69,6 +70,10 @@ export function createAccountsModule(deps: { config: Config; runtime: ProcessDep
     authenticate,
     resolveWorkspace,
     credentials,
+    /** Mail to users (the workspaces room sends invitations through it). */
+    mailer,
+    /** Drops this instance's cached credentials of a user, after a commit that changed their access. */
+    credentialsChanged: (userUuid: string) => cache.invalidate(userUuid),
     async routes(app: FastifyInstance) {
       await accountsRoutes(service)(app);
       await recoveryRoutes(service)(app);

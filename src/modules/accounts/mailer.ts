@@ -3,6 +3,8 @@ import type { Transporter } from 'nodemailer';
 export interface Mailer {
   sendVerification(to: string, link: string): Promise<void>;
   sendPasswordReset(to: string, link: string): Promise<void>;
+  /** An invitation to a workspace (its link carries the invitation token). */
+  sendInvitation(to: string, link: string, workspaceName: string): Promise<void>;
 }
 
 interface Log {
@@ -22,6 +24,12 @@ export function createMailer(opts: { smtpUrl?: string | undefined; from: string;
       async sendPasswordReset(to, link) {
         opts.log.info({ to, reset_link: link }, 'password reset link (TASKHOOK_SMTP_URL is not set)');
       },
+      async sendInvitation(to, link, workspaceName) {
+        opts.log.info(
+          { to, invitation_link: link, workspace: workspaceName },
+          'workspace invitation link (TASKHOOK_SMTP_URL is not set)',
+        );
+      },
     };
   }
   const smtpUrl = opts.smtpUrl;
@@ -39,6 +47,12 @@ export function createMailer(opts: { smtpUrl?: string | undefined; from: string;
         to,
         'Reset your taskhook password',
         `Open this link to choose a new password:\n\n${link}\n\nThe link is valid for 1 hour and works once. If you did not ask for it, ignore this e-mail.`,
+      ),
+    sendInvitation: (to, link, workspaceName) =>
+      send(
+        to,
+        `You are invited to the taskhook workspace ${workspaceName}`,
+        `Open this link to accept the invitation to the workspace "${workspaceName}":\n\n${link}\n\nIt works once, for an account with this e-mail address.`,
       ),
   };
 }

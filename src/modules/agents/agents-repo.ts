@@ -117,6 +117,19 @@ export const agentsRepo = {
     );
   },
 
+  /** The uuids of the workspace's live agents (a workspace being deleted). */
+  async liveUuidsOf(ex: Executor, workspaceUuid: string): Promise<string[]> {
+    const rows = await withDbErrors(
+      ex
+        .selectFrom('agents')
+        .select('uuid')
+        .where('workspace_uuid', '=', workspaceUuid)
+        .where('deleted_at', 'is', null)
+        .execute(),
+    );
+    return rows.map((r) => r.uuid);
+  },
+
   async markDeleted(ex: Executor, workspaceUuid: string, uuid: string, now: string): Promise<boolean> {
     await agentChanges.announce(ex, uuid);
     const result = await withDbErrors(

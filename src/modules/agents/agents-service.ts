@@ -142,6 +142,30 @@ export function createAgentsService(deps: {
       });
       if (!deleted) throw notFound('Agent');
     },
+
+    /**
+     * For a workspace being deleted: cancels its agents' open tasks in batches now (as `remove`
+     * does), before the deleting transaction begins.
+     */
+    async prepareWorkspaceRemoval(workspaceUuid: string): Promise<void> {
+      for (const uuid of await repo.liveUuidsOf(db.kysely, workspaceUuid)) {
+        await deps.events.emit('agent:deleting', { agentUuid: uuid });
+      }
+    },
+
+    /**
+     * In the transaction that deletes a workspace: deletes each of its agents exactly as `remove`
+     * does (the rest of their open tasks cancelled, their triggers removed), so workers' later
+     * reports are refused and push runtimes get their cancel.
+     */
+    async removeAllOfWorkspaceIn(trx: Executor, workspaceUuid: string): Promise<void> {
+      const at = now();
+      for (const uuid of await repo.liveUuidsOf(trx, workspaceUuid)) {
+        if (!(await repo.markDeleted(trx, workspaceUuid, uuid, at))) continue;
+        cache.invalidateAtCommit(trx, uuid);
+        await deps.events.emit('agent:deleted', { trx, agentUuid: uuid, at });
+      }
+    },
   };
 }
 

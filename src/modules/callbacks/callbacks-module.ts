@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
+import type { Executor } from '../../db/connect.js';
 import type { EventHub } from '../../lib/event-hub.js';
 import { createFairOutboundDispatcher } from '../../lib/outbound.js';
 import type { ProcessDeps } from '../../process-deps.js';
@@ -69,5 +70,9 @@ export function createCallbacksModule(deps: {
     await app.register(callbacksRoutes(service));
   }
 
-  return { service, sender, outbound, routes };
+  /** In the transaction that deletes a workspace: its callbacks not yet sent are dropped. */
+  const dropPendingOfWorkspace = (trx: Executor, workspaceUuid: string) =>
+    callbacksRepo.dropPendingOfWorkspace(trx, workspaceUuid).then(() => undefined);
+
+  return { service, sender, outbound, routes, dropPendingOfWorkspace };
 }

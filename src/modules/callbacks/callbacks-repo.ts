@@ -158,6 +158,17 @@ export const callbacksRepo = {
     );
   },
 
+  /** Drops the deliveries of a workspace being deleted that have not been sent yet. */
+  dropPendingOfWorkspace(ex: Executor, workspaceUuid: string) {
+    return withDbErrors(
+      ex
+        .deleteFrom('callbacks')
+        .where('workspace_uuid', '=', workspaceUuid)
+        .where(sql<boolean>`status = 'pending'`)
+        .execute(),
+    );
+  },
+
   /** Makes the delivery due now (a manual retry), whatever its status, unless an attempt is in flight. */
   rearm(ex: Executor, uuid: string, now: string) {
     return withDbErrors(

@@ -86,8 +86,17 @@ function deliveryColumns(d: DeliveryRow) {
 }
 
 // Looked up on every delivery, before anything else (built once, see prepareQuery).
+// A webhook address answers only while its agent and its workspace are live (a deleted workspace's
+// rows stay until the background purge).
 const triggerByUuid = prepareQuery(1, (ex, uuid: string) =>
-  ex.selectFrom('triggers').selectAll().where('uuid', '=', uuid),
+  ex
+    .selectFrom('triggers as t')
+    .innerJoin('agents as a', 'a.uuid', 't.agent_uuid')
+    .innerJoin('workspaces as w', 'w.uuid', 't.workspace_uuid')
+    .selectAll('t')
+    .where('t.uuid', '=', uuid)
+    .where('a.deleted_at', 'is', null)
+    .where('w.deleted_at', 'is', null),
 );
 
 /** The only code that touches the trigger tables. */

@@ -1,0 +1,64 @@
+import type { Db, Executor } from '../../db/connect.js';
+import { AppError, invalid } from '../../http/errors.js';
+import type { SecretBox } from '../../lib/crypto.js';
+import type { Clock } from '../../lib/time.js';
+import type { Mailer } from '../accounts/mailer.js';
+import type { AgentsService } from '../agents/agents-service.js';
+import type { MemberRow, WorkspaceRow } from './workspaces-repo.js';
+
+/** A user belongs to at most this many live workspaces, the personal one included. */
+export const MAX_WORKSPACES_PER_USER = 100;
+/** A workspace has at most this many members. */
+export const MAX_MEMBERS = 1000;
+/** A workspace has at most this many pending invitations. */
+export const MAX_PENDING_INVITATIONS = 100;
+/** A workspace name's length bounds. */
+export const MAX_NAME_LENGTH = 100;
+
+/** What the workspaces room needs from the rest of the application. */
+export interface WorkspacesDeps {
+  db: Db;
+  clock: Clock;
+  box: SecretBox;
+  mailer: Pick<Mailer, 'sendInvitation'>;
+  publicUrl: string;
+  invitationTtlMs: number;
+  /** Deletes the agents of a workspace being deleted, as `DELETE /agent` does. */
+  agents: Pick<AgentsService, 'prepareWorkspaceRemoval' | 'removeAllOfWorkspaceIn'>;
+  /** In the deleting transaction: drops the workspace's callbacks not yet sent. */
+  dropPendingCallbacks: (trx: Executor, workspaceUuid: string) => Promise<void>;
+  /** After a commit that changed a user's access: this instance's cached credentials of them go. */
+  credentialsChanged: (userUuid: string) => void;
+}
+
+/** The workspace object of the API. */
+export const workspaceView = (w: WorkspaceRow) => ({
+  uuid: w.uuid,
+  name: w.name,
+  personal: w.personal,
+  role: w.role,
+  created_at: w.createdAt,
+  updated_at: w.updatedAt,
+});
+
+/** The member object of the API. */
+export const memberView = (m: MemberRow) => ({
+  user_uuid: m.userUuid,
+  email: m.email,
+  role: m.role,
+  joined_at: m.joinedAt,
+});
+
+/** @throws AppError INVALID_REQUEST (`name`) for a name that is only whitespace (lengths are the schema's). */
+export function requireName(name: string): string {
+  if (name.trim() === '') throw invalid('name', 'must not be only whitespace');
+  return name;
+}
+
+export const personalRefused = () =>
+  new AppError('PERSONAL_WORKSPACE', 'The personal workspace cannot be shared, left or deleted');
+
+export const lastOwner = () =>
+  new AppError('LAST_OWNER', 'A workspace needs at least one owner: make another member owner first');
+
+export const limitExceeded = (message: string) => new AppError('LIMIT_EXCEEDED', message);
