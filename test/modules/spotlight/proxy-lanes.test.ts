@@ -47,7 +47,8 @@ describe.each(DATABASES)('model proxy lanes per workspace on $name', (database) 
     await eventually(async () => (hangsSeen() >= 2 ? true : undefined));
     const res = await chat(quiet, 'up/gpt-4o-mini');
     expect(res.status).toBe(200);
-    expect((await res.json()).choices[0].message.content).toBe('Hello there');
+    const answer = (await res.json()) as { choices: Array<{ message: { content: string } }> };
+    expect(answer.choices[0]?.message.content).toBe('Hello there');
     // The noisy workspace's other four calls are still waiting for its lane, not at the upstream.
     await new Promise((r) => setTimeout(r, 200));
     expect(hangsSeen()).toBe(2);
