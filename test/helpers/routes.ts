@@ -4,7 +4,7 @@ import { expect } from 'vitest';
 import { createSecretBox } from '../../src/lib/crypto.js';
 import { createProvidersModule } from '../../src/modules/providers/providers-module.js';
 import { call, type TestApp } from './app.js';
-import { createAgent, type TestUser } from './factories.js';
+import { actingAs, createAgent, type TestUser } from './factories.js';
 
 /** The kinds of owned resources a route's path can name. A new kind joins here and in createRouteContext. */
 export const ID_KINDS = [
@@ -587,7 +587,7 @@ async function createContextModelCall(t: TestApp, user: TestUser) {
     box: createSecretBox(t.runtime.secrets.encryptionKey),
   }).service;
   const credentialName = `context-${randomUUID().slice(0, 8)}`;
-  const credential = await providers.create(user.uuid, {
+  const credential = await providers.create(actingAs(user), {
     name: credentialName,
     provider: 'openai',
     api_key: 'sk-context-provider-key',
