@@ -31,6 +31,15 @@ declare module '../../lib/event-hub.js' {
   }
 }
 
+/** JSON with object keys sorted, so equal values compare equal whatever their key order. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
+}
+
 /** The agent as answered: runtime header values masked (they are secrets). */
 function view({ workspaceUuid: _owner, ...agent }: AgentRow): Agent {
   return { ...agent, runtime: maskRuntimeHeaders(agent.runtime) };
@@ -80,13 +89,14 @@ export function createAgentsService(deps: {
 
   /**
    * The names of the fields `next` changes, for the audit log. Runtimes compare with their header
-   * values opened (each seal is different), so re-sending the masked runtime changes nothing.
+   * values opened (each seal is different) and keys sorted (PostgreSQL's jsonb reorders them), so
+   * re-sending the masked runtime changes nothing.
    */
   function changedFields(current: AgentRow, next: AgentRow, input: PatchAgentInput): string[] {
     const differs = (field: keyof PatchAgentInput) =>
       field === 'runtime'
-        ? JSON.stringify(openRuntimeHeaders(current.runtime, deps.box)) !==
-          JSON.stringify(openRuntimeHeaders(next.runtime, deps.box))
+        ? canonicalJson(openRuntimeHeaders(current.runtime, deps.box)) !==
+          canonicalJson(openRuntimeHeaders(next.runtime, deps.box))
         : current[field] !== next[field];
     return (Object.keys(input) as Array<keyof PatchAgentInput>).filter((f) => input[f] !== undefined && differs(f));
   }
