@@ -60,9 +60,12 @@ export function createHousekeepingModule(deps: {
   runtime: ProcessDeps;
   /** Rows per statement (tests make it small); default HOUSEKEEPING_BATCH. */
   batchSize?: number;
+  /** Statements per kind per round (tests make it small); default 50. */
+  maxBatches?: number;
 }) {
   const { db, clock, logger } = deps.runtime;
   const batchSize = deps.batchSize ?? HOUSEKEEPING_BATCH;
+  const maxBatches = deps.maxBatches ?? MAX_BATCHES;
   const repo = createHousekeepingRepo();
   // Set at close, so a round in progress stops between batches.
   let stopped = false;
@@ -81,7 +84,7 @@ export function createHousekeepingModule(deps: {
    */
   async function drain(work: (ex: Executor) => Promise<number>): Promise<{ total: number; finished: boolean } | null> {
     let total = 0;
-    for (let i = 0; i < MAX_BATCHES && !stopped; i++) {
+    for (let i = 0; i < maxBatches && !stopped; i++) {
       const n = await batch(work);
       if (n === null) return null;
       total += n;
