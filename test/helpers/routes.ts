@@ -19,6 +19,7 @@ export const ID_KINDS = [
   'trace',
   'providerCredential',
   'modelCall',
+  'workspace',
 ] as const;
 export type IdKind = (typeof ID_KINDS)[number];
 
@@ -382,6 +383,14 @@ export const ROUTES: CatalogueRoute[] = [
   },
   {
     method: 'GET',
+    path: '/workspaces/:id/audit_log',
+    url: (ctx) => `/workspaces/${ctx.workspace}/audit_log?limit=5`,
+    auth: 'session',
+    ids: ['workspace'],
+    status: 200,
+  },
+  {
+    method: 'GET',
     path: '/user/provider_credentials',
     url: () => '/user/provider_credentials',
     auth: 'session',
@@ -541,6 +550,8 @@ export async function createRouteContext(
       // No callback delivery exists without a reachable receiver: a fresh id that names none.
       delivery: randomUUID(),
       trace,
+      // The user's personal workspace has the user's uuid.
+      workspace: user.uuid,
       ...tasks,
       ...given,
     },
