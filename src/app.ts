@@ -19,6 +19,7 @@ import { jsonHasNul, jsonTooDeep, MAX_JSON_DEPTH } from './lib/json-depth.js';
 import { createA2aServerModule } from './modules/a2a-server/a2a-server-module.js';
 import { createAccountsModule } from './modules/accounts/accounts-module.js';
 import { createAgentsModule } from './modules/agents/agents-module.js';
+import { createAuditModule } from './modules/audit/audit-module.js';
 import { createCallbacksModule } from './modules/callbacks/callbacks-module.js';
 import { dashboardRoutes } from './modules/dashboard/dashboard-module.js';
 import { createHealthModule } from './modules/health/health-module.js';
@@ -231,6 +232,7 @@ export async function buildApp(
     credentialsChanged: accounts.credentialsChanged,
   });
   await app.register(workspaces.routes);
+  await app.register(createAuditModule({ config, runtime }).routes);
   // Every agent as an A2A agent, over the tasks service. Its blocking sends and streams each take a
   // slot of the user's caps on waits and streams (`acquireConnection`).
   const a2aServer = createA2aServerModule({

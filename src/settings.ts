@@ -361,6 +361,12 @@ export const SETTINGS = {
     default: 400,
     doc: 'Model call records older than this are deleted by housekeeping (every TASKHOOK_HOUSEKEEPING_INTERVAL_MS).',
   }),
+  auditRetentionDays: setting({
+    env: 'TASKHOOK_AUDIT_RETENTION_DAYS',
+    schema: Type.Integer({ minimum: 1, maximum: 3650 }),
+    default: 365,
+    doc: 'Audit log entries older than this are never returned and are deleted by housekeeping (every TASKHOOK_HOUSEKEEPING_INTERVAL_MS).',
+  }),
   modelPricesFile: setting({
     env: 'TASKHOOK_MODEL_PRICES_FILE',
     schema: Type.Optional(Type.String({ minLength: 1 })),

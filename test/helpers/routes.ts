@@ -4,7 +4,7 @@ import { expect } from 'vitest';
 import { createSecretBox } from '../../src/lib/crypto.js';
 import { createProvidersModule } from '../../src/modules/providers/providers-module.js';
 import { call, type TestApp } from './app.js';
-import { createAgent, type TestUser } from './factories.js';
+import { actingAs, createAgent, type TestUser } from './factories.js';
 
 /** The kinds of owned resources a route's path can name. A new kind joins here and in createRouteContext. */
 export const ID_KINDS = [
@@ -19,6 +19,7 @@ export const ID_KINDS = [
   'trace',
   'providerCredential',
   'modelCall',
+  'workspace',
 ] as const;
 export type IdKind = (typeof ID_KINDS)[number];
 
@@ -382,6 +383,14 @@ export const ROUTES: CatalogueRoute[] = [
   },
   {
     method: 'GET',
+    path: '/workspaces/:id/audit_log',
+    url: (ctx) => `/workspaces/${ctx.workspace}/audit_log?limit=5`,
+    auth: 'session',
+    ids: ['workspace'],
+    status: 200,
+  },
+  {
+    method: 'GET',
     path: '/user/provider_credentials',
     url: () => '/user/provider_credentials',
     auth: 'session',
@@ -562,6 +571,8 @@ export async function createRouteContext(
       // No callback delivery exists without a reachable receiver: a fresh id that names none.
       delivery: randomUUID(),
       trace,
+      // The user's personal workspace has the user's uuid.
+      workspace: user.uuid,
       ...tasks,
       ...given,
     },
@@ -608,7 +619,7 @@ async function createContextModelCall(t: TestApp, user: TestUser) {
     box: createSecretBox(t.runtime.secrets.encryptionKey),
   }).service;
   const credentialName = `context-${randomUUID().slice(0, 8)}`;
-  const credential = await providers.create(user.uuid, {
+  const credential = await providers.create(actingAs(user), {
     name: credentialName,
     provider: 'openai',
     api_key: 'sk-context-provider-key',

@@ -50,6 +50,10 @@ const SNAPSHOTS: Record<IdKind, Snapshot> = {
     const res = await call(t.app, 'GET', `/spotlight/calls/${id}`, { token: owner.token });
     return { status: res.statusCode, body: res.json() };
   },
+  workspace: async (t, owner, id) => {
+    const res = await call(t.app, 'GET', `/workspaces/${id}/audit_log?limit=100`, { token: owner.token });
+    return { status: res.statusCode, body: res.json() };
+  },
   trigger: async (t, owner, id, secrets) => {
     const agents = (await call(t.app, 'GET', '/agent/list?limit=100', { token: owner.token })).json().agents;
     for (const agent of agents as Array<{ uuid: string }>) {

@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { NoContent, pagination } from '../../http/common-schemas.js';
 import { errorResponses } from '../../http/error-schemas.js';
-import { principalOf } from '../../http/guard.js';
+import { actingOf, principalOf } from '../../http/guard.js';
 import {
   AgentListQuery,
   AgentListReply,
@@ -35,8 +35,7 @@ export function agentsRoutes(service: AgentsService) {
           response: { 201: AgentSchema },
         },
       },
-      async (request, reply) =>
-        reply.code(201).send(await service.create(principalOf(request).workspaceUuid, request.body)),
+      async (request, reply) => reply.code(201).send(await service.create(actingOf(request), request.body)),
     );
 
     app.get(
@@ -81,7 +80,7 @@ export function agentsRoutes(service: AgentsService) {
           response: { 200: AgentSchema, ...notFound },
         },
       },
-      async (request) => service.patch(principalOf(request).workspaceUuid, request.params.id, request.body),
+      async (request) => service.patch(actingOf(request), request.params.id, request.body),
     );
 
     app.delete(
@@ -97,7 +96,7 @@ export function agentsRoutes(service: AgentsService) {
         },
       },
       async (request, reply) => {
-        await service.remove(principalOf(request).workspaceUuid, request.params.id);
+        await service.remove(actingOf(request), request.params.id);
         return reply.code(204).send(null);
       },
     );

@@ -4,10 +4,12 @@ import { notFound } from '../../http/errors.js';
 import type { SecretBox } from '../../lib/crypto.js';
 import type { EventHub } from '../../lib/event-hub.js';
 import { newId } from '../../lib/ids.js';
+import type { Acting } from '../../lib/principal.js';
 import { type Clock, iso } from '../../lib/time.js';
+import { recordAudit } from '../audit/audit-repo.js';
 import type { AgentRow, AgentsRepo } from './agents-repo.js';
 import type { Agent, CreateAgentInput, PatchAgentInput, Runtime } from './agents-schemas.js';
-import { maskRuntimeHeaders, sealRuntimeHeaders } from './runtime-headers.js';
+import { maskRuntimeHeaders, openRuntimeHeaders, sealRuntimeHeaders } from './runtime-headers.js';
 
 export const DEFAULT_CONCURRENCY = 10;
 export const DEFAULT_TIMEOUT_SECONDS = 3600;
@@ -29,18 +31,27 @@ declare module '../../lib/event-hub.js' {
   }
 }
 
+/** JSON with object keys sorted, so equal values compare equal whatever their key order. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
+}
+
 /** The agent as answered: runtime header values masked (they are secrets). */
 function view({ workspaceUuid: _owner, ...agent }: AgentRow): Agent {
   return { ...agent, runtime: maskRuntimeHeaders(agent.runtime) };
 }
 
-/** Agent management. Another user's agent is indistinguishable from a missing one. */
 /**
  * Checks a runtime against what the user owns (e.g. an `openai` runtime's provider credential).
  * @throws AppError INVALID_REQUEST naming the field.
  */
 export type RuntimeCheck = (workspaceUuid: string, runtime: Runtime) => Promise<void>;
 
+/** Agent management. Another workspace's agent is indistinguishable from a missing one. */
 export function createAgentsService(deps: {
   db: Db;
   repo: AgentsRepo;
@@ -76,11 +87,27 @@ export function createAgentsService(deps: {
     return agent;
   }
 
+  /**
+   * The names of the fields `next` changes, for the audit log. Runtimes compare with their header
+   * values opened (each seal is different) and keys sorted (PostgreSQL's jsonb reorders them), so
+   * re-sending the masked runtime changes nothing.
+   */
+  function changedFields(current: AgentRow, next: AgentRow, input: PatchAgentInput): string[] {
+    const differs = (field: keyof PatchAgentInput) =>
+      field === 'runtime'
+        ? canonicalJson(openRuntimeHeaders(current.runtime, deps.box)) !==
+          canonicalJson(openRuntimeHeaders(next.runtime, deps.box))
+        : current[field] !== next[field];
+    return (Object.keys(input) as Array<keyof PatchAgentInput>).filter((f) => input[f] !== undefined && differs(f));
+  }
+
   return {
     requireOwned,
     requireOwnedIn,
 
-    async create(workspaceUuid: string, input: CreateAgentInput): Promise<Agent> {
+    /** A new agent of the acting workspace, audited as `agent.create`. */
+    async create(acting: Acting, input: CreateAgentInput): Promise<Agent> {
+      const { workspaceUuid } = acting;
       if (input.runtime) await deps.checkRuntime(workspaceUuid, input.runtime);
       const at = now();
       const agent: AgentRow = {
@@ -95,7 +122,14 @@ export function createAgentsService(deps: {
         created_at: at,
         updated_at: at,
       };
-      await db.transaction((trx) => repo.insert(trx, agent));
+      await db.transaction(async (trx) => {
+        await repo.insert(trx, agent);
+        await recordAudit(trx, acting, {
+          action: 'agent.create',
+          target: { type: 'agent', uuid: agent.uuid },
+          details: { name: agent.name },
+        });
+      });
       return view(agent);
     },
 
@@ -108,7 +142,9 @@ export function createAgentsService(deps: {
       return { agents: agents.map(view), total };
     },
 
-    async patch(workspaceUuid: string, uuid: string, input: PatchAgentInput): Promise<Agent> {
+    /** Changes an agent; audited as `agent.update` naming the changed fields (no entry when none changed). */
+    async patch(acting: Acting, uuid: string, input: PatchAgentInput): Promise<Agent> {
+      const { workspaceUuid } = acting;
       if (input.runtime) await deps.checkRuntime(workspaceUuid, input.runtime);
       return db.transaction(async (trx) => {
         const current = await requireOwnedIn(trx, workspaceUuid, uuid);
@@ -121,6 +157,14 @@ export function createAgentsService(deps: {
         };
         await repo.update(trx, next);
         cache.invalidateAtCommit(trx, uuid);
+        const fields = changedFields(current, next, input);
+        if (fields.length > 0) {
+          await recordAudit(trx, acting, {
+            action: 'agent.update',
+            target: { type: 'agent', uuid },
+            details: { fields },
+          });
+        }
         return view(next);
       });
     },
@@ -128,16 +172,19 @@ export function createAgentsService(deps: {
     /**
      * Deletes the agent; its open tasks are cancelled (most of them in batches just before; the
      * rest, and its triggers, in the deleting transaction).
-     * @throws AppError NOT_FOUND unless the agent exists, is live and belongs to the user.
+     * Audited as `agent.delete` in the deleting transaction.
+     * @throws AppError NOT_FOUND unless the agent exists, is live and belongs to the acting workspace.
      */
-    async remove(workspaceUuid: string, uuid: string): Promise<void> {
-      await requireOwnedIn(db.kysely, workspaceUuid, uuid);
+    async remove(acting: Acting, uuid: string): Promise<void> {
+      const { workspaceUuid } = acting;
+      const { name } = await requireOwnedIn(db.kysely, workspaceUuid, uuid);
       await deps.events.emit('agent:deleting', { agentUuid: uuid });
       const deleted = await db.transaction(async (trx) => {
         const at = now();
         if (!(await repo.markDeleted(trx, workspaceUuid, uuid, at))) return false;
         cache.invalidateAtCommit(trx, uuid);
         await deps.events.emit('agent:deleted', { trx, agentUuid: uuid, at });
+        await recordAudit(trx, acting, { action: 'agent.delete', target: { type: 'agent', uuid }, details: { name } });
         return true;
       });
       if (!deleted) throw notFound('Agent');

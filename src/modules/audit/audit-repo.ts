@@ -1,8 +1,8 @@
 import type { Executor } from '../../db/connect.js';
 import { withDbErrors } from '../../db/errors.js';
-import { toDbJson } from '../../db/json.js';
+import { fromDbJson, toDbJson } from '../../db/json.js';
 import { newId } from '../../lib/ids.js';
-import type { Acting } from '../../lib/principal.js';
+import type { Acting, AuditActor } from '../../lib/principal.js';
 import { iso } from '../../lib/time.js';
 
 /** Every action the audit log records (docs/workspaces.md lists each one's target and details). */
@@ -68,3 +68,76 @@ export function recordAudit(ex: Executor, acting: Acting, entry: AuditEntry, wor
       .execute(),
   );
 }
+
+/** An entry as stored, read back for `GET /workspaces/:id/audit_log`. */
+export interface AuditRow {
+  id: string;
+  at: string;
+  actor: AuditActor;
+  action: AuditAction;
+  target: { type: string; uuid: string };
+  details: Record<string, unknown>;
+  ip: string | null;
+  request_id: string | null;
+}
+
+/** The reads and deletes of the audit log; entries are written with `recordAudit`. */
+export const auditRepo = {
+  /**
+   * Up to `limit` entries of the workspace at or after `notBefore`, newest first (by `at`, then
+   * `id`), strictly after the position `after` when given (keyset paging: entries written since
+   * the previous page sort before it and do not shift it).
+   */
+  async list(
+    ex: Executor,
+    workspaceUuid: string,
+    q: { notBefore: string; limit: number; action?: string; after?: { at: string; id: string } },
+  ): Promise<AuditRow[]> {
+    let query = ex
+      .selectFrom('audit_log')
+      .selectAll()
+      .where('workspace_uuid', '=', workspaceUuid)
+      .where('at', '>=', q.notBefore);
+    if (q.action !== undefined) query = query.where('action', '=', q.action);
+    const after = q.after;
+    if (after) {
+      query = query.where((eb) =>
+        eb.or([eb('at', '<', after.at), eb.and([eb('at', '=', after.at), eb('id', '<', after.id)])]),
+      );
+    }
+    const rows = await withDbErrors(query.orderBy('at', 'desc').orderBy('id', 'desc').limit(q.limit).execute());
+    return rows.map((r) => ({
+      id: r.id,
+      at: r.at,
+      actor:
+        r.actor_type === 'key'
+          ? { type: 'key' as const, uuid: r.actor_uuid, name: r.actor_name }
+          : { type: 'user' as const, uuid: r.actor_uuid, email: r.actor_name },
+      action: r.action as AuditAction,
+      target: { type: r.target_type, uuid: r.target_uuid },
+      details: fromDbJson<Record<string, unknown>>(r.details),
+      ip: r.ip,
+      request_id: r.request_id,
+    }));
+  },
+
+  /** Housekeeping: deletes up to `limit` entries written before `before` (any workspace). */
+  async deleteExpired(ex: Executor, before: string, limit: number): Promise<number> {
+    const result = await ex
+      .deleteFrom('audit_log')
+      .where('id', 'in', (q) => q.selectFrom('audit_log').select('id').where('at', '<', before).limit(limit))
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  },
+
+  /** Housekeeping: deletes up to `limit` entries of a deleted workspace. */
+  async purgeWorkspace(ex: Executor, workspaceUuid: string, limit: number): Promise<number> {
+    const result = await ex
+      .deleteFrom('audit_log')
+      .where('id', 'in', (q) =>
+        q.selectFrom('audit_log').select('id').where('workspace_uuid', '=', workspaceUuid).limit(limit),
+      )
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  },
+};

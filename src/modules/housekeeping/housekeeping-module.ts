@@ -4,23 +4,27 @@ import type { Executor } from '../../db/connect.js';
 import { createLoop } from '../../lib/loop.js';
 import { iso } from '../../lib/time.js';
 import type { ProcessDeps } from '../../process-deps.js';
+import { auditRepo } from '../audit/audit-repo.js';
 import { spotlightRepo } from '../spotlight/spotlight-repo.js';
 import { idempotencyRepo } from '../tasks/idempotency-repo.js';
 import { taskQueries } from '../tasks/task-queries.js';
 import { telemetryRepo } from '../telemetry/telemetry-repo.js';
 import { createHousekeepingRepo } from './housekeeping-repo.js';
+import { deletedWorkspaces, type PurgeStep, purgeWorkspaceRow, WORKSPACE_PURGE_STEPS } from './workspace-purge.js';
 
 const DAY_MS = 86_400_000;
 /** Rows per statement: small enough that one batch holds SQLite's writer for a few milliseconds. */
 export const HOUSEKEEPING_BATCH = 200;
 /** Batches per table per round, so one round cannot run for long; the next round goes on. */
 const MAX_BATCHES = 50;
+/** Deleted workspaces looked at per round. */
+const PURGE_WORKSPACES_PER_ROUND = 10;
 /** Key of the PostgreSQL advisory lock that lets one instance at a time do housekeeping. */
 export const HOUSEKEEPING_LOCK_KEY = 0x7461736b; // "task"
 
 /** What one round deletes: a repository's `deleteExpired…(ex, before, limit)` and its cutoff. */
 type Kind = readonly [(ex: Executor, before: string, limit: number) => Promise<number>, string];
-type KindName = Exclude<keyof HousekeepingResult, 'ran'>;
+type KindName = Exclude<keyof HousekeepingResult, 'ran' | 'deletedWorkspaceRows' | 'workspacesPurged'>;
 
 /** Rows deleted by one round, per kind. */
 export interface HousekeepingResult {
@@ -32,6 +36,12 @@ export interface HousekeepingResult {
   telemetrySpans: number;
   telemetryLogs: number;
   spotlightCalls: number;
+  /** Audit entries past TASKHOOK_AUDIT_RETENTION_DAYS. */
+  auditLog: number;
+  /** Rows of deleted workspaces (every kind together). */
+  deletedWorkspaceRows: number;
+  /** Deleted workspaces whose last row went this round. */
+  workspacesPurged: number;
   /** False when another instance held the lock (PostgreSQL), so this round did not finish. */
   ran: boolean;
 }
@@ -40,12 +50,22 @@ export interface HousekeepingResult {
  * Deletes what is past its time, in small batches in the background: finished tasks (with their
  * events and callback deliveries) and trigger deliveries older than TASKHOOK_RETENTION_DAYS,
  * idempotency keys and A2A messageIds past their 24 hours, telemetry past
- * TASKHOOK_TELEMETRY_RETENTION_DAYS and model calls past TASKHOOK_SPOTLIGHT_RETENTION_DAYS. Each
+ * TASKHOOK_TELEMETRY_RETENTION_DAYS, model calls past TASKHOOK_SPOTLIGHT_RETENTION_DAYS, audit
+ * entries past TASKHOOK_AUDIT_RETENTION_DAYS, and every row of a deleted workspace. Each
  * room owns the SQL of its delete; this module only paces them. On PostgreSQL each batch takes an
  * advisory lock, so instances take turns instead of deleting the same rows together.
  */
-export function createHousekeepingModule(deps: { config: Config; runtime: ProcessDeps }) {
+export function createHousekeepingModule(deps: {
+  config: Config;
+  runtime: ProcessDeps;
+  /** Rows per statement (tests make it small); default HOUSEKEEPING_BATCH. */
+  batchSize?: number;
+  /** Statements per kind per round (tests make it small); default 50. */
+  maxBatches?: number;
+}) {
   const { db, clock, logger } = deps.runtime;
+  const batchSize = deps.batchSize ?? HOUSEKEEPING_BATCH;
+  const maxBatches = deps.maxBatches ?? MAX_BATCHES;
   const repo = createHousekeepingRepo();
   // Set at close, so a round in progress stops between batches.
   let stopped = false;
@@ -58,16 +78,46 @@ export function createHousekeepingModule(deps: { config: Config; runtime: Proces
     });
   }
 
-  /** Repeats a batch until it deletes less than a full batch (or the round's cap). */
-  async function drain(work: (ex: Executor) => Promise<number>): Promise<number | null> {
+  /**
+   * Repeats a batch until it deletes less than a full batch (`finished`) or the round's cap is
+   * reached; null when another instance holds the lock.
+   */
+  async function drain(work: (ex: Executor) => Promise<number>): Promise<{ total: number; finished: boolean } | null> {
     let total = 0;
-    for (let i = 0; i < MAX_BATCHES && !stopped; i++) {
+    for (let i = 0; i < maxBatches && !stopped; i++) {
       const n = await batch(work);
       if (n === null) return null;
       total += n;
-      if (n < HOUSEKEEPING_BATCH) break;
+      if (n < batchSize) return { total, finished: true };
     }
-    return total;
+    return { total, finished: false };
+  }
+
+  /**
+   * Deletes the rows of deleted workspaces, kind by kind (children first), then each workspace's
+   * own row once nothing of it is left. A workspace not finished this round goes on in the next.
+   */
+  async function purgeDeleted(): Promise<{ rows: number; workspaces: number } | null> {
+    const steps: PurgeStep[] = [...WORKSPACE_PURGE_STEPS.map(([, step]) => step), auditRepo.purgeWorkspace];
+    let rows = 0;
+    let workspaces = 0;
+    for (const workspaceUuid of await deletedWorkspaces(db.kysely, PURGE_WORKSPACES_PER_ROUND)) {
+      let finished = true;
+      for (const step of steps) {
+        const done = await drain((ex) => step(ex, workspaceUuid, batchSize));
+        if (done === null) return null;
+        rows += done.total;
+        if (!done.finished) {
+          finished = false;
+          break;
+        }
+      }
+      if (!finished || stopped) continue;
+      const gone = await batch((ex) => purgeWorkspaceRow(ex, workspaceUuid));
+      if (gone === null) return null;
+      workspaces += gone;
+    }
+    return { rows, workspaces };
   }
 
   /** The kinds of old row, each with its cutoff at `now`. */
@@ -82,6 +132,7 @@ export function createHousekeepingModule(deps: { config: Config; runtime: Proces
       telemetrySpans: [telemetryRepo.deleteExpiredSpans, daysAgo(config.telemetryRetentionDays)],
       telemetryLogs: [telemetryRepo.deleteExpiredLogs, daysAgo(config.telemetryRetentionDays)],
       spotlightCalls: [spotlightRepo.deleteExpiredCalls, daysAgo(config.spotlightRetentionDays)],
+      auditLog: [auditRepo.deleteExpired, daysAgo(config.auditRetentionDays)],
     };
   }
 
@@ -90,11 +141,13 @@ export function createHousekeepingModule(deps: { config: Config; runtime: Proces
     const counts = {} as Record<KindName, number>;
     let ran = true;
     for (const [name, [del, before]] of Object.entries(kinds(clock.now())) as Array<[KindName, Kind]>) {
-      const n = await drain((ex) => del(ex, before, HOUSEKEEPING_BATCH));
-      counts[name] = n ?? 0;
+      const n = await drain((ex) => del(ex, before, batchSize));
+      counts[name] = n?.total ?? 0;
       if (n === null) ran = false;
     }
-    return { ...counts, ran };
+    const purged = await purgeDeleted();
+    if (purged === null) ran = false;
+    return { ...counts, deletedWorkspaceRows: purged?.rows ?? 0, workspacesPurged: purged?.workspaces ?? 0, ran };
   }
 
   const loop = createLoop({

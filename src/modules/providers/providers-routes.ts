@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { NoContent } from '../../http/common-schemas.js';
 import { errorResponses } from '../../http/error-schemas.js';
-import { principalOf } from '../../http/guard.js';
+import { actingOf, principalOf } from '../../http/guard.js';
 import {
   CreateCredentialBody,
   CredentialListReply,
@@ -35,7 +35,7 @@ export function providersRoutes(service: ProvidersService) {
           response: { 201: CredentialSchema },
         },
       },
-      async (request, reply) => reply.code(201).send(await service.create(who(request), request.body)),
+      async (request, reply) => reply.code(201).send(await service.create(actingOf(request), request.body)),
     );
 
     app.get(
@@ -79,7 +79,7 @@ export function providersRoutes(service: ProvidersService) {
           response: { 200: CredentialSchema, ...notFound },
         },
       },
-      async (request) => service.patch(who(request), request.params.uuid, request.body),
+      async (request) => service.patch(actingOf(request), request.params.uuid, request.body),
     );
 
     app.delete(
@@ -96,7 +96,7 @@ export function providersRoutes(service: ProvidersService) {
         },
       },
       async (request, reply) => {
-        await service.remove(who(request), request.params.uuid);
+        await service.remove(actingOf(request), request.params.uuid);
         return reply.code(204).send(null);
       },
     );

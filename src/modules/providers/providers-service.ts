@@ -4,7 +4,9 @@ import { AppError, invalid, notFound } from '../../http/errors.js';
 import type { SecretBox } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';
 import { checkOutboundUrl, type OutboundPolicy, OutboundUrlError } from '../../lib/outbound.js';
+import type { Acting } from '../../lib/principal.js';
 import { type Clock, iso } from '../../lib/time.js';
+import { recordAudit } from '../audit/audit-repo.js';
 import { apiKeyHint, DEFAULT_BASE_URL, normaliseBaseUrl } from './providers-fns.js';
 import type { CredentialRow, ProvidersRepo } from './providers-repo.js';
 import {
@@ -29,7 +31,10 @@ export interface OpenedCredential {
 
 const duplicateName = () => invalid('name', 'is already used by another of your provider credentials');
 
-/** Provider credentials (one user's keys for OpenAI-compatible servers), sealed at rest. */
+/**
+ * Provider credentials (a workspace's keys for OpenAI-compatible servers), sealed at rest. Every
+ * change is audited in its own transaction, naming at most the field `api_key`, never its value.
+ */
 export function createProvidersService(deps: {
   db: Db;
   repo: ProvidersRepo;
@@ -80,7 +85,8 @@ export function createProvidersService(deps: {
   });
 
   return {
-    async create(workspaceUuid: string, input: CreateCredentialInput): Promise<CredentialView> {
+    async create(acting: Acting, input: CreateCredentialInput): Promise<CredentialView> {
+      const { workspaceUuid } = acting;
       const baseUrl = await checkBaseUrl(input.base_url ?? DEFAULT_BASE_URL);
       const at = now();
       const row: CredentialRow = {
@@ -102,6 +108,11 @@ export function createProvidersService(deps: {
             throw invalid('provider_credentials', `at most ${MAX_CREDENTIALS_PER_USER} per user`);
           }
           await repo.insert(trx, row);
+          await recordAudit(trx, acting, {
+            action: 'provider_credential.create',
+            target: { type: 'provider_credential', uuid: row.uuid },
+            details: { name: row.name },
+          });
         });
       } catch (err) {
         if (err instanceof UniqueViolationError) throw duplicateName();
@@ -114,11 +125,16 @@ export function createProvidersService(deps: {
 
     get: async (workspaceUuid: string, uuid: string) => view(await requireOwned(workspaceUuid, uuid)),
 
-    async patch(workspaceUuid: string, uuid: string, input: PatchCredentialInput): Promise<CredentialView> {
+    /**
+     * Audited as `provider_credential.update` naming the fields the request changed: `name` and
+     * `base_url` when their value differs, `api_key` whenever one is sent (a sealed key cannot be
+     * compared without opening it, and a resent key is still a key change to account for).
+     */
+    async patch(acting: Acting, uuid: string, input: PatchCredentialInput): Promise<CredentialView> {
       const baseUrl = input.base_url === undefined ? undefined : await checkBaseUrl(input.base_url);
       try {
         return await db.transaction(async (trx) => {
-          const current = await requireOwned(workspaceUuid, uuid, trx);
+          const current = await requireOwned(acting.workspaceUuid, uuid, trx);
           const next: CredentialRow = {
             ...current,
             name: input.name ?? current.name,
@@ -129,6 +145,18 @@ export function createProvidersService(deps: {
             updatedAt: now(),
           };
           await repo.update(trx, next);
+          const fields = [
+            ...(next.name !== current.name ? ['name'] : []),
+            ...(input.api_key !== undefined ? ['api_key'] : []),
+            ...(next.baseUrl !== current.baseUrl ? ['base_url'] : []),
+          ];
+          if (fields.length > 0) {
+            await recordAudit(trx, acting, {
+              action: 'provider_credential.update',
+              target: { type: 'provider_credential', uuid },
+              details: { fields },
+            });
+          }
           return view(next);
         });
       } catch (err) {
@@ -141,9 +169,10 @@ export function createProvidersService(deps: {
      * Deletes a credential; its call records stay.
      * @throws AppError NOT_FOUND, or CREDENTIAL_IN_USE while an agent's runtime names it.
      */
-    async remove(workspaceUuid: string, uuid: string) {
+    async remove(acting: Acting, uuid: string) {
+      const { workspaceUuid } = acting;
       await db.transaction(async (trx) => {
-        await requireOwned(workspaceUuid, uuid, trx);
+        const { name } = await requireOwned(workspaceUuid, uuid, trx);
         const agents = await repo.agentsUsing(trx, workspaceUuid, uuid);
         if (agents.length > 0) {
           throw new AppError(
@@ -152,6 +181,11 @@ export function createProvidersService(deps: {
           );
         }
         await repo.remove(trx, uuid);
+        await recordAudit(trx, acting, {
+          action: 'provider_credential.delete',
+          target: { type: 'provider_credential', uuid },
+          details: { name },
+        });
       });
     },
 

@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { NoBody, NoContent, pagination } from '../../http/common-schemas.js';
 import { errorResponses } from '../../http/error-schemas.js';
-import { principalOf } from '../../http/guard.js';
+import { actingOf, principalOf } from '../../http/guard.js';
 import {
   AgentParams,
   CreateTriggerBody,
@@ -41,7 +41,7 @@ export function triggersRoutes(service: TriggersService) {
         },
       },
       async (request, reply) =>
-        reply.code(201).send(await service.create(who(request), request.params.id, request.body)),
+        reply.code(201).send(await service.create(actingOf(request), request.params.id, request.body)),
     );
 
     app.get(
@@ -92,7 +92,7 @@ export function triggersRoutes(service: TriggersService) {
           response: { 200: TriggerSchema, ...notFound },
         },
       },
-      async (request) => service.patch(who(request), request.params.id, request.params.triggerId, request.body),
+      async (request) => service.patch(actingOf(request), request.params.id, request.params.triggerId, request.body),
     );
 
     app.delete(
@@ -108,7 +108,7 @@ export function triggersRoutes(service: TriggersService) {
         },
       },
       async (request, reply) => {
-        await service.remove(who(request), request.params.id, request.params.triggerId);
+        await service.remove(actingOf(request), request.params.id, request.params.triggerId);
         return reply.code(204).send(null);
       },
     );
@@ -127,7 +127,7 @@ export function triggersRoutes(service: TriggersService) {
           response: { 200: TriggerWithSecretSchema, ...notFound },
         },
       },
-      async (request) => service.rotateSecret(who(request), request.params.id, request.params.triggerId),
+      async (request) => service.rotateSecret(actingOf(request), request.params.id, request.params.triggerId),
     );
 
     app.get(

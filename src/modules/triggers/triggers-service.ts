@@ -3,9 +3,11 @@ import type { Db, Executor } from '../../db/connect.js';
 import { invalid, notFound } from '../../http/errors.js';
 import type { SecretBox } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';
+import type { Acting } from '../../lib/principal.js';
 import { type Clock, iso } from '../../lib/time.js';
 import type { AgentsRepo } from '../agents/agents-repo.js';
 import type { AgentsService } from '../agents/agents-service.js';
+import { type AuditAction, recordAudit } from '../audit/audit-repo.js';
 import { generateWebhookSecret } from './triggers-fns.js';
 import type { TriggerRow, TriggersRepo } from './triggers-repo.js';
 import {
@@ -17,8 +19,13 @@ import {
 import { checkTemplate } from './triggers-template-fns.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
+/** The row field behind each field a PATCH may change. */
+const PATCHED = { name: 'name', message_template: 'messageTemplate', enabled: 'enabled' } as const;
 
-/** Webhook triggers: management and their delivery logs (docs/api.md §7; receiving: webhook-service.ts). */
+/**
+ * Webhook triggers: management and their delivery logs (docs/api.md §7; receiving:
+ * webhook-service.ts). Every change is audited in its own transaction.
+ */
 export function createTriggersService(deps: {
   db: Db;
   repo: TriggersRepo;
@@ -55,8 +62,17 @@ export function createTriggersService(deps: {
     return trigger;
   }
 
+  /** The audit entry of a change to trigger `t`; never its secret. */
+  const audit = (trx: Executor, acting: Acting, action: AuditAction, t: TriggerRow, fields?: string[]) =>
+    recordAudit(trx, acting, {
+      action,
+      target: { type: 'trigger', uuid: t.uuid },
+      details: fields ? { agent_uuid: t.agentUuid, fields } : { agent_uuid: t.agentUuid, name: t.name },
+    });
+
   return {
-    async create(workspaceUuid: string, agentUuid: string, input: CreateTriggerInput) {
+    async create(acting: Acting, agentUuid: string, input: CreateTriggerInput) {
+      const { workspaceUuid } = acting;
       await deps.agents.requireOwned(workspaceUuid, agentUuid);
       checkTemplate(input.message_template);
       const secret = generateWebhookSecret();
@@ -82,6 +98,7 @@ export function createTriggersService(deps: {
           throw invalid('agent', `has the maximum of ${MAX_TRIGGERS_PER_AGENT} triggers`);
         }
         await repo.insert(trx, trigger);
+        await audit(trx, acting, 'trigger.create', trigger);
       });
       return { ...view(trigger), webhook_secret: secret };
     },
@@ -95,7 +112,9 @@ export function createTriggersService(deps: {
     get: async (workspaceUuid: string, agentUuid: string, uuid: string) =>
       view(await requireTrigger(db.kysely, workspaceUuid, agentUuid, uuid)),
 
-    async patch(workspaceUuid: string, agentUuid: string, uuid: string, input: PatchTriggerInput) {
+    /** Audited as `trigger.update` naming the fields whose value changed (no entry when none did). */
+    async patch(acting: Acting, agentUuid: string, uuid: string, input: PatchTriggerInput) {
+      const { workspaceUuid } = acting;
       if (input.message_template !== undefined) checkTemplate(input.message_template);
       return db.transaction(async (trx) => {
         const current = await requireTrigger(trx, workspaceUuid, agentUuid, uuid);
@@ -108,23 +127,28 @@ export function createTriggersService(deps: {
         };
         await repo.update(trx, next);
         cache.invalidateAtCommit(trx, uuid);
+        const fields = (['name', 'message_template', 'enabled'] as const).filter(
+          (f) => input[f] !== undefined && current[PATCHED[f]] !== next[PATCHED[f]],
+        );
+        if (fields.length > 0) await audit(trx, acting, 'trigger.update', next, fields);
         return view(next);
       });
     },
 
-    async remove(workspaceUuid: string, agentUuid: string, uuid: string) {
+    async remove(acting: Acting, agentUuid: string, uuid: string) {
       await db.transaction(async (trx) => {
-        await requireTrigger(trx, workspaceUuid, agentUuid, uuid);
+        const trigger = await requireTrigger(trx, acting.workspaceUuid, agentUuid, uuid);
         await repo.remove(trx, uuid);
+        await audit(trx, acting, 'trigger.delete', trigger);
         cache.invalidateAtCommit(trx, uuid);
       });
     },
 
     /** A new secret, shown once; the previous one keeps working for 24 hours. */
-    async rotateSecret(workspaceUuid: string, agentUuid: string, uuid: string) {
+    async rotateSecret(acting: Acting, agentUuid: string, uuid: string) {
       const secret = generateWebhookSecret();
       const trigger = await db.transaction(async (trx) => {
-        const current = await requireTrigger(trx, workspaceUuid, agentUuid, uuid);
+        const current = await requireTrigger(trx, acting.workspaceUuid, agentUuid, uuid);
         const next: TriggerRow = {
           ...current,
           secretSealed: deps.box.seal(secret),
@@ -134,6 +158,7 @@ export function createTriggersService(deps: {
         };
         await repo.update(trx, next);
         cache.invalidateAtCommit(trx, uuid);
+        await audit(trx, acting, 'trigger.rotate_secret', next);
         return next;
       });
       return { ...view(trigger), webhook_secret: secret };

@@ -11,7 +11,7 @@ import { type AgentRow, agentsRepo } from '../../../src/modules/agents/agents-re
 import { createAgentsService } from '../../../src/modules/agents/agents-service.js';
 import { buildTestApp, call, type TestApp } from '../../helpers/app.js';
 import { DATABASES } from '../../helpers/databases.js';
-import { createAgent, createUser, type TestUser } from '../../helpers/factories.js';
+import { actingAs, createAgent, createUser, type TestUser } from '../../helpers/factories.js';
 import { workerHeaders } from '../../helpers/tasks.js';
 import { createTrigger, deliver } from '../../helpers/triggers.js';
 
@@ -124,12 +124,12 @@ describe.each(DATABASES)('agent cache across two instances on $name', (database)
       expect((await submit(t, user, agent.uuid)()).statusCode).toBe(202);
       expect((await read(t)()).json().name).toBe('test agent');
     }
-    await serverless(a).patch(user.uuid, agent.uuid, { name: 'renamed', status: 'stopped' });
+    await serverless(a).patch(actingAs(user), agent.uuid, { name: 'renamed', status: 'stopped' });
     for (const t of [a, b]) {
       expect(await until(submit(t, user, agent.uuid), 503)).toBeGreaterThanOrEqual(0);
       expect((await read(t)()).json().name).toBe('renamed');
     }
-    await serverless(b).remove(user.uuid, agent.uuid);
+    await serverless(b).remove(actingAs(user), agent.uuid);
     for (const t of [a, b]) expect(await until(read(t), 404)).toBeGreaterThanOrEqual(0);
   });
 
@@ -208,9 +208,9 @@ describe.each(DATABASES)('agents service with a listening cache on $name', (data
     expect(refused).toBeInstanceOf(AppError);
     expect((refused as AppError).code).toBe('NOT_FOUND');
     expect(calls.reads).toBe(1);
-    await service.patch(owner.uuid, agent.uuid, { status: 'paused' });
+    await service.patch(actingAs(owner), agent.uuid, { status: 'paused' });
     expect((await service.requireOwned(owner.uuid, agent.uuid)).status).toBe('paused');
-    await service.remove(owner.uuid, agent.uuid);
+    await service.remove(actingAs(owner), agent.uuid);
     await expect(service.requireOwned(owner.uuid, agent.uuid)).rejects.toThrow(AppError);
   });
 

@@ -69,6 +69,9 @@ describe.each(DATABASES)('retention on $name', (shared) => {
       telemetrySpans: 3, // the service's own spans of day 0, past the 30 days of telemetry
       telemetryLogs: 0,
       spotlightCalls: 0,
+      auditLog: 0,
+      deletedWorkspaceRows: 0,
+      workspacesPurged: 0,
       ran: true,
     });
     expect(await status(user, agent.uuid, oldDone)).toBe(404);
@@ -91,6 +94,9 @@ describe.each(DATABASES)('retention on $name', (shared) => {
       telemetrySpans: 0,
       telemetryLogs: 0,
       spotlightCalls: 0,
+      auditLog: 0,
+      deletedWorkspaceRows: 0,
+      workspacesPurged: 0,
       ran: true,
     });
   });

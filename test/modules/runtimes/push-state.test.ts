@@ -14,6 +14,7 @@ import { createTasksModule } from '../../../src/modules/tasks/tasks-module.js';
 import { createLogger, openProcessDeps, type ProcessDeps } from '../../../src/process-deps.js';
 import { testConfig } from '../../helpers/app.js';
 import { DATABASES, ownDatabase } from '../../helpers/databases.js';
+import { actingAs } from '../../helpers/factories.js';
 
 /*
  * A push runtime plugged into the dispatcher through the registry (`extra`), with the production
@@ -87,7 +88,7 @@ describe.each(DATABASES)('push runtime state between runs on $name', (shared) =>
       agentsEnabled: true,
     });
     const card = { type: 'a2a' as const, agent_card_url: 'https://93.184.216.34/card', headers: { 'X-Key': 'k-1' } };
-    const agent = await modules.agents.service.create(user.uuid, { name: 'remote', runtime: card });
+    const agent = await modules.agents.service.create(actingAs(user), { name: 'remote', runtime: card });
     const { response } = await modules.tasks.service.submit(user.uuid, agent.uuid, { message: 'review' });
     const ref = { workspaceUuid: user.uuid, agentUuid: agent.uuid, taskUuid: response.task_id };
 

@@ -12,7 +12,7 @@ import { createTriggersService } from '../../../src/modules/triggers/triggers-se
 import { createWebhookService } from '../../../src/modules/triggers/webhook-service.js';
 import { buildTestApp, call, type TestApp } from '../../helpers/app.js';
 import { DATABASES } from '../../helpers/databases.js';
-import { createAgent, createUser, type TestUser } from '../../helpers/factories.js';
+import { actingAs, createAgent, createUser, type TestUser } from '../../helpers/factories.js';
 import { workerHeaders } from '../../helpers/tasks.js';
 import { type CreatedTrigger, createTrigger, deliver } from '../../helpers/triggers.js';
 
@@ -138,11 +138,11 @@ describe.each(DATABASES)('trigger cache across two instances on $name', (databas
   it('a change made outside any server (the CLI) reaches every instance', async () => {
     const { user, agent, trigger } = await setup();
     for (const t of [a, b]) expect((await send(t, trigger.uuid, trigger.webhook_secret)()).statusCode).toBe(202);
-    await serverless(a).patch(user.uuid, agent, trigger.uuid, { enabled: false });
+    await serverless(a).patch(actingAs(user), agent, trigger.uuid, { enabled: false });
     for (const t of [a, b]) {
       expect(await until(send(t, trigger.uuid, trigger.webhook_secret), 403)).toBeGreaterThanOrEqual(0);
     }
-    await serverless(b).remove(user.uuid, agent, trigger.uuid);
+    await serverless(b).remove(actingAs(user), agent, trigger.uuid);
     for (const t of [a, b]) {
       expect(await until(send(t, trigger.uuid, trigger.webhook_secret), 404)).toBeGreaterThanOrEqual(0);
     }
