@@ -165,13 +165,13 @@ function Shell() {
       <a class="skip" href="#main">
         Skip to content
       </a>
-      <header class="topbar">
+      <header class={ws.available ? 'topbar with-workspaces' : 'topbar'}>
         <Link href="/" class="brand">
           taskhook
         </Link>
         <WorkspaceSwitcher />
         <MainNav current={section(path)} />
-        <div class="account">
+        <div class="account" title={`Signed in as ${getEmail()}`}>
           <span class="muted email">{getEmail()}</span>
           <button
             type="button"

@@ -37,7 +37,7 @@ export function InvitationPage({ token }: { token: string }) {
         <button type="button" class="ghost" onClick={otherAccount}>
           Use another account
         </button>
-        <Link href="/" class="muted small align-center">
+        <Link href="/" class="muted small">
           Not now
         </Link>
       </div>

@@ -56,21 +56,23 @@ function MemberRow({ ws, member, onChange }: { ws: Workspace; member: Member; on
       <td class="wide-only">
         <Time iso={member.joined_at} />
       </td>
-      <td class="row-actions">
-        {manage && !isMe && (
-          <button
-            type="button"
-            class="small danger"
-            aria-label={`Remove ${member.email}`}
-            disabled={action.busy}
-            onClick={() => {
-              if (!confirm(`Remove ${member.email}? The keys and ingest tokens they made here are revoked.`)) return;
-              void action.run(() => api.removeMember(ws.uuid, member.user_uuid).then(onChange));
-            }}
-          >
-            Remove
-          </button>
-        )}
+      <td class="actions-cell">
+        <div class="row-actions">
+          {manage && !isMe && (
+            <button
+              type="button"
+              class="small danger"
+              aria-label={`Remove ${member.email}`}
+              disabled={action.busy}
+              onClick={() => {
+                if (!confirm(`Remove ${member.email}? The keys and ingest tokens they made here are revoked.`)) return;
+                void action.run(() => api.removeMember(ws.uuid, member.user_uuid).then(onChange));
+              }}
+            >
+              Remove
+            </button>
+          )}
+        </div>
         <ErrorBox error={action.error} />
       </td>
     </tr>
@@ -166,7 +168,7 @@ function Invitations({ ws }: { ws: Workspace }) {
                   <td>
                     <Time iso={inv.expires_at} />
                   </td>
-                  <td class="row-actions">
+                  <td class="actions-cell">
                     <button
                       type="button"
                       class="small danger"
