@@ -170,7 +170,8 @@ function Shell() {
           taskhook
         </Link>
         <WorkspaceSwitcher />
-        <MainNav current={section(path)} />
+        {/* After the workspaces are known: the capability probes then act in the right one. */}
+        {ws.loaded ? <MainNav current={section(path)} /> : <nav aria-label="Main" />}
         <div class="account" title={`Signed in as ${getEmail()}`}>
           <span class="muted email">{getEmail()}</span>
           <button
