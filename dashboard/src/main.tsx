@@ -27,10 +27,11 @@ import './styles.css';
 const PUBLIC = ['/login', '/register', '/reset-password'];
 
 onUnauthorized(() => {
+  resetWorkspaces();
   const back = currentPath();
-  navigate(`/login${back !== '/' && !back.startsWith('/login') ? `?next=${encodeURIComponent(back)}` : ''}`, {
-    replace: true,
-  });
+  // Several calls may be refused at once: the first one decides where logging in leads back to.
+  if (back.startsWith('/login')) return;
+  navigate(`/login${back !== '/' ? `?next=${encodeURIComponent(back)}` : ''}`, { replace: true });
 });
 
 type Params = Record<string, string>;

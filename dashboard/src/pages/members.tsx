@@ -165,7 +165,7 @@ function Invitations({ ws }: { ws: Workspace }) {
                   <td class="strong">{inv.email}</td>
                   <td>{inv.role}</td>
                   <td class="wide-only">{inv.invited_by?.email ?? '—'}</td>
-                  <td>
+                  <td class="nowrap">
                     <Time iso={inv.expires_at} />
                   </td>
                   <td class="actions-cell">
