@@ -21,10 +21,9 @@ export default defineConfig({
   server: {
     // `npm run dev:dashboard` proxies the API to a server on :8080.
     proxy: Object.fromEntries(
-      ['/auth', '/agent', '/v1', '/health', '/openapi.json', '/telemetry', '/providers'].map((p) => [
-        p,
-        'http://127.0.0.1:8080',
-      ]),
+      ['/auth', '/agent', '/v1', '/health', '/openapi.json', '/telemetry', '/user', '/workspaces', '/invitations'].map(
+        (p) => [p, 'http://127.0.0.1:8080'],
+      ),
     ),
   },
 });

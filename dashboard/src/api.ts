@@ -1,12 +1,16 @@
-import { clearSession, getToken } from './session';
+import { chosenWorkspace, clearSession, getToken } from './session';
 import type {
   Agent,
   AgentInput,
+  AuditEntry,
   CallbackDelivery,
   IngestToken,
+  Invitation,
+  Member,
   Page,
   PlatformKey,
   ProviderCredential,
+  Role,
   Span,
   Task,
   TaskStatus,
@@ -14,6 +18,7 @@ import type {
   Trigger,
   TriggerDelivery,
   UsageGroup,
+  Workspace,
 } from './types';
 
 /** An error answer of the API, with the message it gave (shown to the user as it is). */
@@ -46,10 +51,15 @@ export function toApiError(status: number, body: unknown): ApiError {
   return new ApiError(status, undefined, `The server answered HTTP ${status}`);
 }
 
-/** The Authorization header of the session, for calls and streams. */
+/**
+ * The headers of every signed-in call and stream: the session's Authorization, and the workspace
+ * chosen in the switcher (without one the server acts in the personal workspace).
+ */
 export function authHeaders(): Record<string, string> {
   const token = getToken();
-  return token ? { authorization: `Bearer ${token}` } : {};
+  if (!token) return {};
+  const workspace = chosenWorkspace();
+  return { authorization: `Bearer ${token}`, ...(workspace ? { 'x-taskhook-workspace': workspace } : {}) };
 }
 
 /** Reports a refused session (once it was sent) so the app can go back to the login screen. */
@@ -173,7 +183,8 @@ export const api = {
   deleteProvider: (uuid: string) => call<void>('DELETE', `/user/provider_credentials/${id(uuid)}`),
 
   keys: () => call<{ keys: PlatformKey[] }>('GET', '/auth/platform_keys'),
-  createKey: (name: string) => call<{ uuid: string; key: string }>('POST', '/auth/platform_keys', { name }),
+  createKey: (name: string, role?: Role) =>
+    call<{ uuid: string; key: string }>('POST', '/auth/platform_keys', role ? { name, role } : { name }),
   revokeKey: (uuid: string) => call<void>('DELETE', `/auth/platform_keys/${id(uuid)}`),
   ingestTokens: () => call<{ tokens: IngestToken[] }>('GET', '/auth/ingest_tokens'),
   createIngestToken: () => call<{ uuid: string; token: string }>('POST', '/auth/generate_ingest_token'),
@@ -181,4 +192,25 @@ export const api = {
   signingSecret: () => call<{ secret: string; created_at: string }>('GET', '/auth/webhook_signing_secret'),
   rotateSigningSecret: () =>
     call<{ secret: string; created_at: string }>('POST', '/auth/webhook_signing_secret/rotate'),
+
+  workspaces: () => call<{ workspaces: Workspace[] }>('GET', '/workspaces'),
+  workspace: (uuid: string) => call<Workspace>('GET', `/workspaces/${id(uuid)}`),
+  createWorkspace: (name: string) => call<Workspace>('POST', '/workspaces', { name }),
+  members: (uuid: string) => call<{ members: Member[] }>('GET', `/workspaces/${id(uuid)}/members`),
+  changeRole: (uuid: string, userUuid: string, role: Role) =>
+    call<Member>('PATCH', `/workspaces/${id(uuid)}/members/${id(userUuid)}`, { role }),
+  removeMember: (uuid: string, userUuid: string) =>
+    call<void>('DELETE', `/workspaces/${id(uuid)}/members/${id(userUuid)}`),
+  leave: (uuid: string) => call<void>('POST', `/workspaces/${id(uuid)}/leave`),
+  invitations: (uuid: string) => call<{ invitations: Invitation[] }>('GET', `/workspaces/${id(uuid)}/invitations`),
+  invite: (uuid: string, input: { email: string; role: Role }) =>
+    call<Invitation>('POST', `/workspaces/${id(uuid)}/invitations`, input),
+  revokeInvitation: (uuid: string, invitationUuid: string) =>
+    call<void>('DELETE', `/workspaces/${id(uuid)}/invitations/${id(invitationUuid)}`),
+  acceptInvitation: (token: string) => call<Workspace>('POST', '/invitations/accept', { token }),
+  auditLog: (uuid: string, cursor?: string, action?: string) =>
+    call<{ entries: AuditEntry[]; next_cursor: string | null }>(
+      'GET',
+      `/workspaces/${id(uuid)}/audit_log${query({ cursor, action })}`,
+    ),
 };

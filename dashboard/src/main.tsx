@@ -1,11 +1,14 @@
 import { render } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { onUnauthorized } from './api';
 import { type Capabilities, resetCapabilities, useCapabilities } from './capabilities';
 import { AgentPage } from './pages/agent';
 import { AgentsPage } from './pages/agents';
+import { AuditLogPage } from './pages/audit-log';
+import { InvitationPage } from './pages/invitation';
 import { KeysPage } from './pages/keys';
 import { LoginPage } from './pages/login';
+import { MembersPage } from './pages/members';
 import { OAuthFinishPage } from './pages/oauth';
 import { ProvidersPage } from './pages/providers';
 import { ResetPasswordPage } from './pages/reset-password';
@@ -16,16 +19,19 @@ import { TriggerPage } from './pages/trigger';
 import { TriggersPage } from './pages/triggers';
 import { currentPath, match, navigate, usePath } from './router';
 import { clearSession, getEmail, getToken } from './session';
-import { Link } from './ui';
+import { WorkspaceSwitcher } from './switcher';
+import { ErrorBox, Link } from './ui';
+import { loadWorkspaces, resetWorkspaces, roleAtLeast, useWorkspace } from './workspace';
 import './styles.css';
 
 const PUBLIC = ['/login', '/register', '/reset-password'];
 
 onUnauthorized(() => {
+  resetWorkspaces();
   const back = currentPath();
-  navigate(`/login${back !== '/' && !back.startsWith('/login') ? `?next=${encodeURIComponent(back)}` : ''}`, {
-    replace: true,
-  });
+  // Several calls may be refused at once: the first one decides where logging in leads back to.
+  if (back.startsWith('/login')) return;
+  navigate(`/login${back !== '/' ? `?next=${encodeURIComponent(back)}` : ''}`, { replace: true });
 });
 
 type Params = Record<string, string>;
@@ -50,6 +56,9 @@ const ROUTES: [string, (p: Params) => preact.JSX.Element][] = [
   ['/telemetry', () => <TelemetryPage />],
   ['/telemetry/traces/:traceId', (p) => <TracePage traceId={p.traceId as string} />],
   ['/providers', () => <ProvidersPage />],
+  ['/members', () => <MembersPage />],
+  ['/audit-log', () => <AuditLogPage />],
+  ['/invitations/:token', (p) => <InvitationPage token={p.token as string} />],
 ];
 
 function Page({ path }: { path: string }) {
@@ -67,15 +76,23 @@ function Page({ path }: { path: string }) {
   );
 }
 
-const NAV: [string, string, keyof Capabilities | null][] = [
+/** What a link needs: a capability of the server, or (with workspaces) a least role. */
+type Needs = keyof Capabilities | 'workspaces' | 'admin' | 'workspace admin' | null;
+
+const NAV: [string, string, Needs][] = [
   ['/', 'Agents', null],
   ['/triggers', 'Triggers', null],
-  ['/keys', 'Keys', null],
+  ['/keys', 'Keys', 'admin'],
   ['/telemetry', 'Telemetry', 'telemetry'],
   ['/providers', 'Providers', 'providers'],
+  ['/members', 'Members', 'workspaces'],
+  ['/audit-log', 'Audit log', 'workspace admin'],
 ];
 
+/** The list page a path belongs to (where a switch of workspace lands: details belong to the old one). */
 function section(path: string): string {
+  if (path.startsWith('/members')) return '/members';
+  if (path.startsWith('/audit-log')) return '/audit-log';
   if (path.startsWith('/keys')) return '/keys';
   if (path.startsWith('/telemetry')) return '/telemetry';
   if (path.startsWith('/providers')) return '/providers';
@@ -83,12 +100,23 @@ function section(path: string): string {
   return '/';
 }
 
-/** The main navigation; Telemetry and Providers appear only when the server offers them. */
+/**
+ * The main navigation; Telemetry and Providers appear only when the server offers them, Members
+ * with workspaces, Keys and Audit log for admins and owners.
+ */
 function MainNav({ current }: { current: string }) {
   const caps = useCapabilities();
+  const ws = useWorkspace();
+  const shown = (needs: Needs) => {
+    if (needs === null) return true;
+    if (needs === 'workspaces') return ws.available;
+    if (needs === 'admin') return roleAtLeast(ws.role, 'admin');
+    if (needs === 'workspace admin') return ws.available && roleAtLeast(ws.role, 'admin');
+    return caps[needs];
+  };
   return (
     <nav aria-label="Main">
-      {NAV.filter(([, , needs]) => needs === null || caps[needs]).map(([href, label]) => (
+      {NAV.filter(([, , needs]) => shown(needs)).map(([href, label]) => (
         <Link key={href} href={href} class="nav-link" aria-current={current === href ? 'page' : undefined}>
           {label}
         </Link>
@@ -102,14 +130,29 @@ function Shell() {
   const signedIn = getToken() !== null;
   const isPublic = PUBLIC.includes(path) || path.startsWith('/oauth/');
   const [, force] = useState(0);
+  const ws = useWorkspace();
+  const workspaceUuid = ws.current?.uuid ?? null;
+  const shownWorkspace = useRef(workspaceUuid);
 
   useEffect(() => {
-    if (!signedIn && !isPublic) navigate('/login', { replace: true });
+    // An invitation link comes back to itself after logging in.
+    const next = path.startsWith('/invitations/') ? `?next=${encodeURIComponent(path)}` : '';
+    if (!signedIn && !isPublic) navigate(`/login${next}`, { replace: true });
   }, [signedIn, isPublic]);
+  useEffect(() => {
+    if (signedIn && !isPublic && !ws.loaded) void loadWorkspaces();
+  }, [signedIn, isPublic, ws.loaded]);
+  // After a switch of workspace, a detail page (an agent, a task) belongs to the old one: go to its list.
+  useEffect(() => {
+    const before = shownWorkspace.current;
+    shownWorkspace.current = workspaceUuid;
+    if (before && workspaceUuid && before !== workspaceUuid && section(path) !== path)
+      navigate(section(path), { replace: true });
+  }, [workspaceUuid]);
   // Move focus to the new page's heading, so keyboard and screen-reader users start there.
   useEffect(() => {
     document.querySelector<HTMLElement>('main h1')?.focus({ preventScroll: true });
-  }, [path]);
+  }, [path, ws.loaded]);
 
   if (!signedIn && !isPublic) return null;
   if (isPublic)
@@ -123,12 +166,14 @@ function Shell() {
       <a class="skip" href="#main">
         Skip to content
       </a>
-      <header class="topbar">
+      <header class={ws.available ? 'topbar with-workspaces' : 'topbar'}>
         <Link href="/" class="brand">
           taskhook
         </Link>
-        <MainNav current={section(path)} />
-        <div class="account">
+        <WorkspaceSwitcher />
+        {/* After the workspaces are known: the capability probes then act in the right one. */}
+        {ws.loaded ? <MainNav current={section(path)} /> : <nav aria-label="Main" />}
+        <div class="account" title={`Signed in as ${getEmail()}`}>
           <span class="muted email">{getEmail()}</span>
           <button
             type="button"
@@ -136,6 +181,7 @@ function Shell() {
             onClick={() => {
               clearSession();
               resetCapabilities();
+              resetWorkspaces();
               force((n) => n + 1);
               navigate('/login');
             }}
@@ -145,7 +191,9 @@ function Shell() {
         </div>
       </header>
       <main id="main">
-        <Page path={path} />
+        {/* Keyed by workspace: after a switch every page mounts afresh and loads that workspace's data. */}
+        {ws.loaded ? <Page key={workspaceUuid ?? 'account'} path={path} /> : <p class="muted">Loading…</p>}
+        <ErrorBox error={ws.error} />
       </main>
     </>
   );

@@ -89,6 +89,9 @@ export interface PlatformKey {
   uuid: string;
   name: string;
   prefix: string;
+  /** With workspaces: the most the key may do (it never exceeds its creator's role). */
+  role?: Role;
+  created_by?: { uuid: string; email: string } | null;
   created_at: string;
   last_used_at: string | null;
   revoked_at: string | null;
@@ -158,4 +161,44 @@ export interface UsageGroup {
   output_tokens: number;
   total_tokens: number;
   span_count: number;
+}
+
+export type Role = 'viewer' | 'member' | 'admin' | 'owner';
+export const ROLES: Role[] = ['viewer', 'member', 'admin', 'owner'];
+
+export interface Workspace {
+  uuid: string;
+  name: string;
+  personal: boolean;
+  /** The caller's role in it. */
+  role: Role;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface Member {
+  user_uuid: string;
+  email: string;
+  role: Role;
+  joined_at: string;
+}
+
+export interface Invitation {
+  uuid: string;
+  email: string;
+  role: Role;
+  invited_by: { uuid: string; email: string } | null;
+  created_at: string;
+  expires_at: string;
+}
+
+export interface AuditEntry {
+  id: string;
+  at: string;
+  actor: { type: 'user'; uuid: string; email: string } | { type: 'key'; uuid: string; name: string };
+  action: string;
+  target: { type: string; uuid: string };
+  details: Record<string, unknown>;
+  ip: string | null;
+  request_id: string | null;
 }

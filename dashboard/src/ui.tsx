@@ -14,15 +14,27 @@ export function Status({ value }: { value: string }) {
   );
 }
 
+/** What to do about the workspace errors of the API, said plainly after its message. */
+const HINTS: Record<string, string> = {
+  LAST_OWNER: 'A workspace always keeps at least one owner: make another member owner first.',
+  PERSONAL_WORKSPACE: 'Your personal workspace is yours alone: it cannot be shared, left or deleted.',
+  FORBIDDEN: 'Your role in this workspace does not allow this; an admin or owner can change your role.',
+  INVITATION_INVALID: 'This invitation link is unknown, expired, already used or revoked: ask for a new one.',
+  INVITATION_EMAIL_MISMATCH:
+    'This invitation was sent to another e-mail address: log out and log in with that address to accept it.',
+};
+
 /** An error of the API, with its message: never a blank screen. */
 export function ErrorBox({ error }: { error: unknown }) {
   if (!error) return null;
   const message = error instanceof Error ? error.message : String(error);
-  const code = error instanceof ApiError && error.code ? `${error.code}: ` : '';
+  const code = error instanceof ApiError && error.code ? error.code : '';
+  const hint = HINTS[code];
   return (
     <p class="error" role="alert">
-      {code}
+      {code && `${code}: `}
       {message}
+      {hint && <span class="hint"> {hint}</span>}
     </p>
   );
 }

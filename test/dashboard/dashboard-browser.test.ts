@@ -371,6 +371,8 @@ describe.skipIf(!chromiumAvailable()).each(DATABASES)('dashboard in Chromium ($n
       await page.goto(`${t.url}/dashboard/agents/${agentId}`);
       await page.getByRole('button', { name: 'Log in' }).waitFor();
       expect(new URL(page.url()).pathname).toBe('/dashboard/login');
+      // The page that was open is where logging in leads back to.
+      expect(new URL(page.url()).searchParams.get('next')).toBe(`/agents/${agentId}`);
       expect(await page.evaluate('sessionStorage.getItem("taskhook.token")')).toBeNull();
     },
     STEP,
@@ -384,7 +386,8 @@ describe.skipIf(!chromiumAvailable()).each(DATABASES)('dashboard in Chromium ($n
       await page.keyboard.press('Tab');
       await page.keyboard.type(user.password);
       await page.keyboard.press('Enter');
-      await page.getByRole('button', { name: 'New agent' }).waitFor();
+      await page.getByRole('button', { name: 'Submit task' }).waitFor();
+      expect(new URL(page.url()).pathname).toBe(`/dashboard/agents/${agentId}`);
       await page.getByRole('button', { name: 'Log out' }).click();
       await page.getByRole('button', { name: 'Log in' }).waitFor();
       expect(await page.evaluate('sessionStorage.getItem("taskhook.token")')).toBeNull();

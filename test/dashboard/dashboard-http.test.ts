@@ -18,7 +18,12 @@ describe.each(DATABASES)('dashboard serving ($name)', (db) => {
   afterAll(() => t?.close());
 
   it('serves the app at /dashboard/ and for deep links, with the security headers', async () => {
-    for (const url of ['/dashboard/', '/dashboard/agents/0194/tasks/0195', '/dashboard/keys?x=1']) {
+    for (const url of [
+      '/dashboard/',
+      '/dashboard/agents/0194/tasks/0195',
+      '/dashboard/keys?x=1',
+      '/dashboard/invitations/Abc_-123',
+    ]) {
       const res = await call(t.app, 'GET', url);
       expect(res.statusCode, url).toBe(200);
       expect(res.headers['content-type']).toMatch(/^text\/html/);

@@ -5,6 +5,7 @@ import { follow, type StreamState } from '../live';
 import { navigate } from '../router';
 import { type Agent, TASK_STATUSES, type Task, type TaskStatus } from '../types';
 import { Empty, ErrorBox, Link, PageTitle, Status, Time, useAction, useLoad } from '../ui';
+import { useCan } from '../workspace';
 
 const POLL_MS = 2000;
 
@@ -150,12 +151,13 @@ export function AgentPage({ agentId }: { agentId: string }) {
   const agent = useLoad(() => api.agent(agentId), [agentId]);
   const [status, setStatus] = useState<TaskStatus | ''>('');
   const tasks = useLiveTasks(agentId, status);
+  const work = useCan('member');
   const list = tasks.data?.tasks ?? [];
   return (
     <section>
       <AgentHeader agent={agent.data} tab="tasks" />
       <ErrorBox error={agent.error} />
-      {agent.data && (
+      {agent.data && work && (
         <SubmitForm agentId={agentId} onSubmitted={(taskId) => navigate(`/agents/${agentId}/tasks/${taskId}`)} />
       )}
       <div class="list-head">

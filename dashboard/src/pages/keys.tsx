@@ -1,17 +1,20 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api';
-import type { IngestToken, PlatformKey } from '../types';
+import type { IngestToken, PlatformKey, Role } from '../types';
 import { Empty, ErrorBox, PageTitle, SecretBox, Time, useAction, useLoad } from '../ui';
+import { useCan, useWorkspace } from '../workspace';
 
 type Row = (PlatformKey | IngestToken) & { name?: string };
 
 function CredentialTable({ rows, label, onRevoke }: { rows: Row[]; label: string; onRevoke(uuid: string): void }) {
+  const withRoles = label === 'key' && rows.some((r) => 'role' in r && r.role);
   return (
     <div class="table-wrap">
       <table>
         <thead>
           <tr>
             {label === 'key' && <th scope="col">Name</th>}
+            {withRoles && <th scope="col">Role</th>}
             <th scope="col">Prefix</th>
             <th scope="col">Created</th>
             <th scope="col">Last used</th>
@@ -24,7 +27,13 @@ function CredentialTable({ rows, label, onRevoke }: { rows: Row[]; label: string
         <tbody>
           {rows.map((r) => (
             <tr key={r.uuid} data-uuid={r.uuid}>
-              {label === 'key' && <td class="strong">{r.name}</td>}
+              {label === 'key' && (
+                <td>
+                  <span class="strong">{r.name}</span>
+                  {'created_by' in r && r.created_by && <div class="muted small">by {r.created_by.email}</div>}
+                </td>
+              )}
+              {withRoles && <td>{'role' in r ? r.role : ''}</td>}
               <td class="mono">{r.prefix}…</td>
               <td>
                 <Time iso={r.created_at} />
@@ -60,6 +69,8 @@ function CredentialTable({ rows, label, onRevoke }: { rows: Row[]; label: string
 function PlatformKeys() {
   const keys = useLoad(() => api.keys(), []);
   const [name, setName] = useState('');
+  const [role, setRole] = useState<Role>('admin');
+  const workspaces = useWorkspace().available;
   const [creating, setCreating] = useState(false);
   const [fresh, setFresh] = useState<string | null>(null);
   const action = useAction();
@@ -67,7 +78,7 @@ function PlatformKeys() {
   const create = (e: Event) => {
     e.preventDefault();
     void action.run(async () => {
-      setFresh((await api.createKey(name)).key);
+      setFresh((await api.createKey(name, workspaces ? role : undefined)).key);
       setName('');
       setCreating(false);
       keys.reload();
@@ -94,6 +105,21 @@ function PlatformKeys() {
             Name
             <input required maxLength={255} value={name} onInput={(e) => setName(e.currentTarget.value)} />
           </label>
+          {workspaces && (
+            <>
+              <label>
+                Role
+                <select value={role} onChange={(e) => setRole(e.currentTarget.value as Role)}>
+                  {(['admin', 'member', 'viewer'] as const).map((r) => (
+                    <option key={r} value={r}>
+                      {r}
+                    </option>
+                  ))}
+                </select>
+              </label>
+              <p class="muted small">A key never does more than the role of the person who made it.</p>
+            </>
+          )}
           <div class="actions">
             <button type="submit" class="primary" disabled={action.busy}>
               Create
@@ -200,8 +226,17 @@ function SigningSecret() {
   );
 }
 
-/** Platform keys, ingest tokens and the callback signing secret. */
+/** Platform keys, ingest tokens and the callback signing secret (admins and owners). */
 export function KeysPage() {
+  if (!useCan('admin'))
+    return (
+      <section>
+        <PageTitle title="Keys">Keys</PageTitle>
+        <p class="notice">
+          Keys, ingest tokens and the signing secret are managed by admins and owners of a workspace.
+        </p>
+      </section>
+    );
   return (
     <section>
       <PageTitle title="Keys">Keys</PageTitle>

@@ -10,6 +10,12 @@ function nextPath(): string {
   return next?.startsWith('/') && !next.startsWith('//') ? next : '/';
 }
 
+/** The `?next=` to carry between logging in and registering (an invitation link waits at the end). */
+function keepNext(): string {
+  const next = nextPath();
+  return next === '/' ? '' : `?next=${encodeURIComponent(next)}`;
+}
+
 /** How a provider is named on its button. */
 export function providerName(provider: string): string {
   return ({ google: 'Google', github: 'GitHub' } as Record<string, string>)[provider] ?? provider;
@@ -78,7 +84,7 @@ export function LoginPage({ mode }: { mode: 'login' | 'register' }) {
       {registered ? (
         <p role="status" class="notice">
           Account created. Open the verification link we sent to <strong>{email}</strong>, then{' '}
-          <Link href="/login">log in</Link>.
+          <Link href={`/login${keepNext()}`}>log in</Link>.
         </p>
       ) : (
         <form onSubmit={submit}>
@@ -115,11 +121,11 @@ export function LoginPage({ mode }: { mode: 'login' | 'register' }) {
       <p class="muted switch">
         {isLogin ? (
           <>
-            No account yet? <Link href="/register">Create one</Link>
+            No account yet? <Link href={`/register${keepNext()}`}>Create one</Link>
           </>
         ) : (
           <>
-            Already have an account? <Link href="/login">Log in</Link>
+            Already have an account? <Link href={`/login${keepNext()}`}>Log in</Link>
           </>
         )}
       </p>

@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { api } from '../api';
 import type { ProviderCredential } from '../types';
 import { Empty, ErrorBox, PageTitle, Time, useAction, useLoad } from '../ui';
+import { useCan } from '../workspace';
 
 const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 
@@ -76,14 +77,17 @@ export function ProvidersPage() {
   const list = useLoad(() => api.providers(), []);
   const [editing, setEditing] = useState<ProviderCredential | 'new' | null>(null);
   const action = useAction();
+  const manage = useCan('admin');
   const rows = list.data?.provider_credentials ?? [];
   return (
     <section>
       <div class="page-head">
         <PageTitle title="Providers">Providers</PageTitle>
-        <button type="button" class="primary" onClick={() => setEditing('new')} disabled={editing !== null}>
-          New provider
-        </button>
+        {manage && (
+          <button type="button" class="primary" onClick={() => setEditing('new')} disabled={editing !== null}>
+            New provider
+          </button>
+        )}
       </div>
       {editing && (
         <ProviderForm
@@ -127,21 +131,25 @@ export function ProvidersPage() {
                     <Time iso={c.last_used_at} />
                   </td>
                   <td class="row-actions">
-                    <button type="button" class="small" aria-label={`Edit ${c.name}`} onClick={() => setEditing(c)}>
-                      Edit
-                    </button>
-                    <button
-                      type="button"
-                      class="small danger"
-                      aria-label={`Delete ${c.name}`}
-                      disabled={action.busy}
-                      onClick={() => {
-                        if (!confirm(`Delete the provider credential "${c.name}"?`)) return;
-                        void action.run(() => api.deleteProvider(c.uuid).then(list.reload));
-                      }}
-                    >
-                      Delete
-                    </button>
+                    {manage && (
+                      <>
+                        <button type="button" class="small" aria-label={`Edit ${c.name}`} onClick={() => setEditing(c)}>
+                          Edit
+                        </button>
+                        <button
+                          type="button"
+                          class="small danger"
+                          aria-label={`Delete ${c.name}`}
+                          disabled={action.busy}
+                          onClick={() => {
+                            if (!confirm(`Delete the provider credential "${c.name}"?`)) return;
+                            void action.run(() => api.deleteProvider(c.uuid).then(list.reload));
+                          }}
+                        >
+                          Delete
+                        </button>
+                      </>
+                    )}
                   </td>
                 </tr>
               ))}

@@ -1,11 +1,13 @@
 import { useEffect } from 'preact/hooks';
 import { api } from '../api';
 import { ErrorBox, Time, useAction, useLoad } from '../ui';
+import { useCan } from '../workspace';
 
 /** The signed callbacks sent for a task (callback_mode "webhook"), with a retry button. */
 export function CallbackDeliveries({ agentId, taskId, status }: { agentId: string; taskId: string; status: string }) {
   const deliveries = useLoad(() => api.callbackDeliveries(agentId, taskId), [agentId, taskId]);
   const action = useAction();
+  const work = useCan('member');
   // A state change may have queued a callback: look again.
   useEffect(() => deliveries.reload(), [status]);
   const list = deliveries.data?.deliveries ?? [];
@@ -35,16 +37,18 @@ export function CallbackDeliveries({ agentId, taskId, status }: { agentId: strin
                   </>
                 )}
               </div>
-              <button
-                type="button"
-                class="small"
-                disabled={action.busy}
-                onClick={() =>
-                  action.run(() => api.retryCallback(agentId, taskId, d.delivery_id).then(deliveries.reload))
-                }
-              >
-                Retry
-              </button>
+              {work && (
+                <button
+                  type="button"
+                  class="small"
+                  disabled={action.busy}
+                  onClick={() =>
+                    action.run(() => api.retryCallback(agentId, taskId, d.delivery_id).then(deliveries.reload))
+                  }
+                >
+                  Retry
+                </button>
+              )}
             </li>
           );
         })}

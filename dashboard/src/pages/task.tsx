@@ -5,6 +5,7 @@ import { dateTime, shortId } from '../format';
 import { follow, type StreamState } from '../live';
 import { FINAL, type Task } from '../types';
 import { ErrorBox, Link, PageTitle, Status, Time, useAction, useLoad } from '../ui';
+import { useCan } from '../workspace';
 import { CallbackDeliveries } from './task-deliveries';
 import { TaskResult } from './task-result';
 
@@ -112,6 +113,7 @@ export function TaskPage({ agentId, taskId }: { agentId: string; taskId: string 
   const { task, setTask, error, stream } = useLiveTask(agentId, taskId);
   const cancel = useAction();
   const caps = useCapabilities();
+  const work = useCan('member');
   const final = task ? FINAL.has(task.status) : false;
   return (
     <section>
@@ -123,7 +125,7 @@ export function TaskPage({ agentId, taskId }: { agentId: string; taskId: string 
         <PageTitle title={`Task ${shortId(taskId)}`}>
           Task <span class="mono">{shortId(taskId)}</span> {task && <Status value={task.status} />}
         </PageTitle>
-        {task && !final && (
+        {task && !final && work && (
           <button
             type="button"
             class="danger"
@@ -148,7 +150,7 @@ export function TaskPage({ agentId, taskId }: { agentId: string; taskId: string 
         <div class="task-grid">
           <div class="task-main">
             <Progress task={task} />
-            {task.status === 'awaiting_input' && <ReplyBox task={task} onSent={() => undefined} />}
+            {task.status === 'awaiting_input' && work && <ReplyBox task={task} onSent={() => undefined} />}
             <h2>Conversation</h2>
             <Conversation task={task} />
             <TaskResult task={task} />

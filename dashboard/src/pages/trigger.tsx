@@ -3,6 +3,7 @@ import { api } from '../api';
 import { navigate } from '../router';
 import type { Trigger } from '../types';
 import { Empty, ErrorBox, Link, PageTitle, Time, useAction, useLoad } from '../ui';
+import { useCan } from '../workspace';
 import { FreshSecret } from './triggers';
 
 function Deliveries({ agentId, triggerId }: { agentId: string; triggerId: string }) {
@@ -67,6 +68,7 @@ export function TriggerPage({ agentId, triggerId }: { agentId: string; triggerId
   const triggers = useLoad(() => api.triggers(agentId), [agentId]);
   const [rotated, setRotated] = useState<Trigger | null>(null);
   const action = useAction();
+  const manage = useCan('admin');
   const trigger = triggers.data?.triggers.find((t) => t.uuid === triggerId);
   if (triggers.data && !trigger) return <ErrorBox error={new Error('This trigger does not exist (any more).')} />;
   return (
@@ -85,42 +87,44 @@ export function TriggerPage({ agentId, triggerId }: { agentId: string; triggerId
                 {trigger.enabled ? 'enabled' : 'disabled'}
               </span>
             </PageTitle>
-            <div class="actions">
-              <button
-                type="button"
-                disabled={action.busy}
-                onClick={() =>
-                  action.run(() =>
-                    api.updateTrigger(agentId, triggerId, { enabled: !trigger.enabled }).then(triggers.reload),
-                  )
-                }
-              >
-                {trigger.enabled ? 'Disable' : 'Enable'}
-              </button>
-              <button
-                type="button"
-                disabled={action.busy}
-                onClick={() => {
-                  if (!confirm('Rotate the secret? The old one keeps working for 24 hours.')) return;
-                  void action.run(async () => setRotated(await api.rotateTrigger(agentId, triggerId)));
-                }}
-              >
-                Rotate
-              </button>
-              <button
-                type="button"
-                class="danger"
-                disabled={action.busy}
-                onClick={() => {
-                  if (!confirm(`Delete the trigger "${trigger.name}"? Its webhook URL stops working.`)) return;
-                  void action.run(() =>
-                    api.deleteTrigger(agentId, triggerId).then(() => navigate(`/agents/${agentId}/triggers`)),
-                  );
-                }}
-              >
-                Delete
-              </button>
-            </div>
+            {manage && (
+              <div class="actions">
+                <button
+                  type="button"
+                  disabled={action.busy}
+                  onClick={() =>
+                    action.run(() =>
+                      api.updateTrigger(agentId, triggerId, { enabled: !trigger.enabled }).then(triggers.reload),
+                    )
+                  }
+                >
+                  {trigger.enabled ? 'Disable' : 'Enable'}
+                </button>
+                <button
+                  type="button"
+                  disabled={action.busy}
+                  onClick={() => {
+                    if (!confirm('Rotate the secret? The old one keeps working for 24 hours.')) return;
+                    void action.run(async () => setRotated(await api.rotateTrigger(agentId, triggerId)));
+                  }}
+                >
+                  Rotate
+                </button>
+                <button
+                  type="button"
+                  class="danger"
+                  disabled={action.busy}
+                  onClick={() => {
+                    if (!confirm(`Delete the trigger "${trigger.name}"? Its webhook URL stops working.`)) return;
+                    void action.run(() =>
+                      api.deleteTrigger(agentId, triggerId).then(() => navigate(`/agents/${agentId}/triggers`)),
+                    );
+                  }}
+                >
+                  Delete
+                </button>
+              </div>
+            )}
           </div>
           {rotated && <FreshSecret trigger={rotated} />}
           <dl class="facts wide">

@@ -3,6 +3,7 @@ import { api } from '../api';
 import { navigate } from '../router';
 import type { Trigger } from '../types';
 import { Empty, ErrorBox, Link, PageTitle, SecretBox, Time, useAction, useLoad } from '../ui';
+import { useCan } from '../workspace';
 import { AgentHeader } from './agent';
 
 function TriggerForm({ agentId, onCreated }: { agentId: string; onCreated(t: Trigger): void }) {
@@ -56,14 +57,17 @@ function AgentTriggers({ agentId }: { agentId: string }) {
   const triggers = useLoad(() => api.triggers(agentId), [agentId]);
   const [creating, setCreating] = useState(false);
   const [fresh, setFresh] = useState<Trigger | null>(null);
+  const manage = useCan('admin');
   const list = triggers.data?.triggers ?? [];
   return (
     <>
       <div class="list-head">
         <h2>Triggers</h2>
-        <button type="button" class="primary" onClick={() => setCreating(true)} disabled={creating}>
-          New trigger
-        </button>
+        {manage && (
+          <button type="button" class="primary" onClick={() => setCreating(true)} disabled={creating}>
+            New trigger
+          </button>
+        )}
       </div>
       {creating && (
         <TriggerForm
@@ -81,7 +85,13 @@ function AgentTriggers({ agentId }: { agentId: string }) {
         <Empty title="No triggers yet">
           <p>
             A trigger gives this agent a webhook address: point GitHub (or anything that POSTs JSON) at it, and each
-            delivery becomes a task. Create one with <strong>New trigger</strong>.
+            delivery becomes a task.
+            {manage ? (
+              <>
+                {' '}
+                Create one with <strong>New trigger</strong>.
+              </>
+            ) : null}
           </p>
         </Empty>
       )}
