@@ -28,6 +28,7 @@ import { createOAuthModule } from './modules/oauth/oauth-module.js';
 import { createProvidersModule } from './modules/providers/providers-module.js';
 import { createRuntimeCheck } from './modules/runtimes/runtime-check.js';
 import { createRuntimesModule } from './modules/runtimes/runtimes-module.js';
+import { createSchedulesModule } from './modules/schedules/schedules-module.js';
 import { createSpotlightModule } from './modules/spotlight/spotlight-module.js';
 import { genAiServiceSpan } from './modules/spotlight/spotlight-telemetry.js';
 import { createTasksModule } from './modules/tasks/tasks-module.js';
@@ -218,6 +219,8 @@ export async function buildApp(
   await app.register(agents.routes);
   await app.register(tasks.routes);
   await app.register(triggers.routes);
+  const schedules = createSchedulesModule({ config, runtime, agents, events, tasks: tasks.service });
+  await app.register(schedules.routes);
   await app.register(callbacks.routes);
   const workspaces = createWorkspacesModule({
     db: runtime.db,
@@ -281,6 +284,7 @@ export async function buildApp(
     deliverCallbacks: callbacks.sender.runOnce,
     housekeep: housekeeping.runOnce,
     dispatch: runtimes.dispatcher.runOnce,
+    schedule: schedules.scheduler.runOnce,
   });
 
   // The dashboard: static files at /dashboard/ with their own security headers (TASKHOOK_DASHBOARD=false: 404).

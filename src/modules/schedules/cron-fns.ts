@@ -68,7 +68,7 @@ function fieldValues(text: string, kind: FieldKind): Set<number> {
   const out = new Set<number>();
   for (const item of text.split(',')) {
     if (item === '') throw new CronSyntaxError(`${kind.name}: empty list item`);
-    const [range, stepText, extra] = item.split('/');
+    const [range = '', stepText, extra] = item.split('/');
     if (extra !== undefined) throw new CronSyntaxError(`${kind.name}: "${item}" has two steps`);
     const by = stepText === undefined ? 1 : step(stepText, kind);
     let from: number;
@@ -77,7 +77,7 @@ function fieldValues(text: string, kind: FieldKind): Set<number> {
       from = kind.min;
       to = kind.max;
     } else if (range.includes('-')) {
-      const [a, b, more] = range.split('-');
+      const [a = '', b = '', more] = range.split('-');
       if (more !== undefined) throw new CronSyntaxError(`${kind.name}: "${item}" is not a range`);
       from = value(a, kind);
       to = value(b, kind);
@@ -111,9 +111,9 @@ export function parseCron(cron: string): CronParse {
   }
   const fields = parts.length === 5 ? ['0', ...parts] : parts;
   try {
-    const sets = fields.map((text, i) => fieldValues(text, FIELDS[i]));
+    const sets = fields.map((text, i) => fieldValues(text, FIELDS[i] as FieldKind));
     // Sunday is 0 and 7; croner wants 0-6.
-    const dow = sets[5];
+    const dow = sets[5] as Set<number>;
     if (dow.delete(7)) dow.add(0);
     // A lone `*` stays `*`: it is what decides between "either day field" and "both" (POSIX).
     const out = sets.map((set, i) => (fields[i] === '*' ? '*' : list(set)));

@@ -52,7 +52,7 @@ export function occurrencesAfter(t: Timing, after: number, count: number, until 
       if (instant > after && instant !== out[out.length - 1]) out.push(instant);
       if (out.length === count) break;
     }
-    cursor = walls[walls.length - 1].getTime();
+    cursor = (walls[walls.length - 1] as Date).getTime();
   }
   return out;
 }
@@ -71,11 +71,11 @@ export function latestUpTo(t: Timing, from: number, now: number): number {
     const lo = Math.max(from - 1, now - window);
     const first = nextAfter(t, lo);
     if (first !== null && first <= now) {
-      let latest = first;
+      let latest: number = first;
       for (;;) {
         const more = occurrencesAfter(t, latest, BATCH, now);
         if (more.length === 0) return latest;
-        latest = more[more.length - 1];
+        latest = more[more.length - 1] as number;
       }
     }
     if (lo === from - 1) return from;
@@ -95,7 +95,7 @@ export function checkTiming(cron: string, zone: string, now: number, minInterval
   const next = occurrencesAfter(timing, now, CHECKED_OCCURRENCES);
   if (next.length === 0) return { ok: false, field: 'cron', reason: 'has no occurrence within the next 8 years' };
   for (let i = 1; i < next.length; i++) {
-    if (next[i] - next[i - 1] < minIntervalSeconds * 1000) {
+    if ((next[i] as number) - (next[i - 1] as number) < minIntervalSeconds * 1000) {
       return {
         ok: false,
         field: 'cron',

@@ -43,9 +43,9 @@ export function isZoneName(zone: string): boolean {
 /** The zone's offset from UTC at `instant`, in ms (the wall clock minus UTC), to the second. */
 export function offsetAt(zone: string, instant: number): number {
   const whole = Math.floor(instant / 1000) * 1000;
-  const p: Record<string, number> = {};
+  const p = { year: 0, month: 1, day: 1, hour: 0, minute: 0, second: 0 };
   for (const part of formatter(zone).formatToParts(whole)) {
-    if (part.type !== 'literal') p[part.type] = Number(part.value);
+    if (part.type in p) p[part.type as keyof typeof p] = Number(part.value);
   }
   const wall = Date.UTC(p.year, p.month - 1, p.day, p.hour, p.minute, p.second);
   return wall - whole;
