@@ -46,6 +46,8 @@ declare module 'fastify' {
       sweep(): Promise<unknown[]>;
       deliverCallbacks(): Promise<number>;
       housekeep(): Promise<HousekeepingResult>;
+      /** One pass of the schedules' clock; resolves to the number of occurrences decided. */
+      schedule(): Promise<number>;
       /** Hands queued tasks of push-runtime agents to their runtime and waits for those runs. */
       dispatch(): Promise<number>;
     };
