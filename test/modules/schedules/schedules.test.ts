@@ -85,6 +85,24 @@ describe.each(DATABASES)('schedules on $name', (shared) => {
     const gone = await call(t.app, 'DELETE', `${base(agent.uuid)}/${s.uuid}`, { token: user.token });
     expect(gone.statusCode).toBe(204);
     expect((await call(t.app, 'GET', `${base(agent.uuid)}/${s.uuid}`, { token: user.token })).statusCode).toBe(404);
+
+    const audit = await t.runtime.db.kysely
+      .selectFrom('audit_log')
+      .select(['action', 'details'])
+      .where('target_uuid', '=', s.uuid)
+      .orderBy('at')
+      .orderBy('id')
+      .execute();
+    expect(audit.map((e) => e.action)).toEqual([
+      'schedule.create',
+      'schedule.update',
+      'schedule.update',
+      'schedule.update',
+      'schedule.delete',
+    ]);
+    const details = audit.map((e) => (typeof e.details === 'string' ? JSON.parse(e.details) : e.details));
+    expect(details[0]).toEqual({ agent_uuid: agent.uuid, name: 'nightly' });
+    expect(details[2]).toEqual({ agent_uuid: agent.uuid, fields: ['concurrency_key', 'cron', 'enabled'] });
   });
 
   it('refuses bad input with the field named', async () => {
