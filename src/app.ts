@@ -29,6 +29,7 @@ import { createOAuthModule } from './modules/oauth/oauth-module.js';
 import { createProvidersModule } from './modules/providers/providers-module.js';
 import { createRuntimeCheck } from './modules/runtimes/runtime-check.js';
 import { createRuntimesModule } from './modules/runtimes/runtimes-module.js';
+import { createSchedulesModule } from './modules/schedules/schedules-module.js';
 import { createSpotlightModule } from './modules/spotlight/spotlight-module.js';
 import { genAiServiceSpan } from './modules/spotlight/spotlight-telemetry.js';
 import { createTasksModule } from './modules/tasks/tasks-module.js';
@@ -46,6 +47,8 @@ declare module 'fastify' {
       sweep(): Promise<unknown[]>;
       deliverCallbacks(): Promise<number>;
       housekeep(): Promise<HousekeepingResult>;
+      /** One pass of the schedules' clock; resolves to the number of occurrences decided. */
+      schedule(): Promise<number>;
       /** Hands queued tasks of push-runtime agents to their runtime and waits for those runs. */
       dispatch(): Promise<number>;
     };
@@ -219,6 +222,8 @@ export async function buildApp(
   await app.register(agents.routes);
   await app.register(tasks.routes);
   await app.register(triggers.routes);
+  const schedules = createSchedulesModule({ config, runtime, agents, events, tasks: tasks.service });
+  await app.register(schedules.routes);
   await app.register(callbacks.routes);
   const workspaces = createWorkspacesModule({
     db: runtime.db,
@@ -283,6 +288,7 @@ export async function buildApp(
     deliverCallbacks: callbacks.sender.runOnce,
     housekeep: housekeeping.runOnce,
     dispatch: runtimes.dispatcher.runOnce,
+    schedule: schedules.scheduler.runOnce,
   });
 
   // The dashboard: static files at /dashboard/ with their own security headers (TASKHOOK_DASHBOARD=false: 404).

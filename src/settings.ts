@@ -384,6 +384,12 @@ export const SETTINGS = {
     default: 604_800,
     doc: 'Lifetime of an invitation to a workspace (7 days by default, at most 30).',
   }),
+  scheduleMinIntervalSeconds: setting({
+    env: 'TASKHOOK_SCHEDULE_MIN_INTERVAL_SECONDS',
+    schema: Type.Integer({ minimum: 1, maximum: 3600 }),
+    default: 60,
+    doc: 'The shortest gap allowed between two occurrences of a schedule; a pattern that fires more often is refused.',
+  }),
   dashboard: setting({
     env: 'TASKHOOK_DASHBOARD',
     schema: Type.Boolean(),

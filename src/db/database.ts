@@ -1,4 +1,5 @@
 import type { Generated } from 'kysely';
+import type { ScheduleRunsTable, SchedulesTable } from './schedule-tables.js';
 import type { AuditLogTable, InvitationsTable, WorkspaceMembersTable, WorkspacesTable } from './workspace-tables.js';
 
 /**
@@ -370,4 +371,6 @@ export interface Database {
   workspace_members: WorkspaceMembersTable;
   invitations: InvitationsTable;
   audit_log: AuditLogTable;
+  schedules: SchedulesTable;
+  schedule_runs: ScheduleRunsTable;
 }

@@ -96,6 +96,15 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   'GET /workspaces/:id/invitations': manage,
   'DELETE /workspaces/:id/invitations/:uuid': manage,
   'GET /workspaces/:id/audit_log': manage,
+  // Schedules
+  'POST /v1/agent/:id/schedules': manage,
+  'GET /v1/agent/:id/schedules': read,
+  'POST /v1/agent/:id/schedules/preview': read,
+  'GET /v1/agent/:id/schedules/:scheduleId': read,
+  'PATCH /v1/agent/:id/schedules/:scheduleId': manage,
+  'DELETE /v1/agent/:id/schedules/:scheduleId': manage,
+  'POST /v1/agent/:id/schedules/:scheduleId/run': work,
+  'GET /v1/agent/:id/schedules/:scheduleId/runs': read,
 };
 
 /** The role each A2A JSON-RPC method needs on `POST /a2a/:agentId`; unknown methods need `viewer` (they fail anyway). */

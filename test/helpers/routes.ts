@@ -15,6 +15,7 @@ export const ID_KINDS = [
   'runningTask',
   'doneTask',
   'trigger',
+  'schedule',
   'delivery',
   'trace',
   'providerCredential',
@@ -282,6 +283,82 @@ export const ROUTES: CatalogueRoute[] = [
       status: 200,
     }),
   ),
+  {
+    method: 'POST',
+    path: '/v1/agent/:id/schedules',
+    url: (ctx) => `/v1/agent/${ctx.agent}/schedules`,
+    body: () => ({ name: 'catalogue schedule', cron: '0 3 * * *', message: 'Nightly {{schedule.local_date}}' }),
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent'],
+    status: 201,
+  },
+  {
+    method: 'GET',
+    path: '/v1/agent/:id/schedules',
+    url: (ctx) => `/v1/agent/${ctx.agent}/schedules?page=1&limit=5`,
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent'],
+    status: 200,
+  },
+  {
+    method: 'POST',
+    path: '/v1/agent/:id/schedules/preview',
+    url: (ctx) => `/v1/agent/${ctx.agent}/schedules/preview`,
+    body: () => ({ cron: '@daily', timezone: 'Europe/Berlin', count: 2 }),
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent'],
+    status: 200,
+    showsOwn: false,
+  },
+  {
+    method: 'GET',
+    path: '/v1/agent/:id/schedules/:scheduleId',
+    url: (ctx) => `/v1/agent/${ctx.agent}/schedules/${ctx.schedule}`,
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent', 'schedule'],
+    status: 200,
+  },
+  {
+    method: 'PATCH',
+    path: '/v1/agent/:id/schedules/:scheduleId',
+    url: (ctx) => `/v1/agent/${ctx.agent}/schedules/${ctx.schedule}`,
+    body: () => ({ name: 'renamed by catalogue', enabled: false }),
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent', 'schedule'],
+    status: 200,
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/agent/:id/schedules/:scheduleId',
+    url: (ctx) => `/v1/agent/${ctx.agent}/schedules/${ctx.schedule}`,
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent', 'schedule'],
+    status: 204,
+  },
+  {
+    method: 'POST',
+    path: '/v1/agent/:id/schedules/:scheduleId/run',
+    url: (ctx) => `/v1/agent/${ctx.agent}/schedules/${ctx.schedule}/run`,
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent', 'schedule'],
+    status: 202,
+  },
+  {
+    method: 'GET',
+    path: '/v1/agent/:id/schedules/:scheduleId/runs',
+    url: (ctx) => `/v1/agent/${ctx.agent}/schedules/${ctx.schedule}/runs?page=1&limit=5`,
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent', 'schedule'],
+    status: 200,
+  },
   {
     method: 'POST',
     path: '/v1/agent/:id/triggers',
@@ -558,6 +635,7 @@ export async function createRouteContext(
   const trigger = given.agent
     ? { uuid: randomUUID(), webhook_secret: `whs_${randomUUID()}` }
     : await createContextTrigger(t, user, agent);
+  const schedule = given.agent ? randomUUID() : await createContextSchedule(t, user, agent);
   const trace = await createContextTrace(t, token.json().token);
   const model = await createContextModelCall(t, user);
   return {
@@ -568,6 +646,7 @@ export async function createRouteContext(
       ingestToken: token.json().uuid,
       password: user.password,
       trigger: trigger.uuid,
+      schedule,
       // No callback delivery exists without a reachable receiver: a fresh id that names none.
       delivery: randomUUID(),
       trace,
@@ -650,6 +729,16 @@ async function createContextTrigger(t: TestApp, user: TestUser, agent: string) {
   });
   if (res.statusCode !== 201) throw new Error(`trigger setup failed: ${res.body}`);
   return res.json() as { uuid: string; webhook_secret: string };
+}
+
+/** A schedule of the agent (nightly, so it never fires during a test). */
+async function createContextSchedule(t: TestApp, user: TestUser, agent: string): Promise<string> {
+  const res = await call(t.app, 'POST', `/v1/agent/${agent}/schedules`, {
+    token: user.token,
+    body: { name: 'context schedule', cron: '0 3 1 1 *', message: 'yearly' },
+  });
+  if (res.statusCode !== 201) throw new Error(`schedule setup failed: ${res.body}`);
+  return res.json().uuid as string;
 }
 
 type TaskIds = Pick<RouteContext, 'task' | 'runningTask' | 'doneTask' | 'lease'>;

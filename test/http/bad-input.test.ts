@@ -277,6 +277,31 @@ const CASES: Record<string, BadCase[]> = {
   'GET /v1/agent/:id/triggers/:triggerId/deliveries': pageQueryCases(
     (ctx) => `/v1/agent/${ctx.agent}/triggers/${ctx.trigger}/deliveries`,
   ),
+  'POST /v1/agent/:id/schedules': [
+    ...bodyCases({ name: 'n', cron: '@daily', message: 'm' }),
+    invalid('missing cron', { name: 'n', message: 'm' }, 'cron'),
+    invalid('cron a number', { name: 'n', cron: 5, message: 'm' }, 'cron'),
+    invalid('bad cron', { name: 'n', cron: '0 0 L * *', message: 'm' }, 'cron'),
+    invalid('offset zone', { name: 'n', cron: '@daily', message: 'm', timezone: '+02:00' }, 'timezone'),
+    invalid('overlap bogus', { name: 'n', cron: '@daily', message: 'm', overlap: 'never' }, 'overlap'),
+    invalid('unknown placeholder', { name: 'n', cron: '@daily', message: '{{payload}}' }, 'message'),
+    invalid('priority 11', { name: 'n', cron: '@daily', message: 'm', priority: 11 }, 'priority'),
+  ],
+  'PATCH /v1/agent/:id/schedules/:scheduleId': [
+    ...bodyCases({ name: 'n' }),
+    invalid('enabled null', { enabled: null }, 'enabled'),
+    invalid('catch_up_seconds too big', { catch_up_seconds: 604_801 }, 'catch_up_seconds'),
+  ],
+  'POST /v1/agent/:id/schedules/preview': [
+    ...bodyCases({ cron: '@daily' }),
+    invalid('count 0', { cron: '@daily', count: 0 }, 'count'),
+    invalid('from without a zone', { cron: '@daily', from: '2026-01-01T00:00:00' }, 'from'),
+  ],
+  'POST /v1/agent/:id/schedules/:scheduleId/run': BODYLESS_CASES,
+  'GET /v1/agent/:id/schedules': pageQueryCases((ctx) => `/v1/agent/${ctx.agent}/schedules`),
+  'GET /v1/agent/:id/schedules/:scheduleId/runs': pageQueryCases(
+    (ctx) => `/v1/agent/${ctx.agent}/schedules/${ctx.schedule}/runs`,
+  ),
   'POST /agent/:id/task/:taskId/deliveries/:deliveryId/retry': BODYLESS_CASES,
   ...telemetryQueryCases(),
   'POST /user/provider_credentials': [

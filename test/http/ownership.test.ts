@@ -54,6 +54,16 @@ const SNAPSHOTS: Record<IdKind, Snapshot> = {
     const res = await call(t.app, 'GET', `/workspaces/${id}/audit_log?limit=100`, { token: owner.token });
     return { status: res.statusCode, body: res.json() };
   },
+  schedule: async (t, owner, id) => {
+    const agents = (await call(t.app, 'GET', '/agent/list?limit=100', { token: owner.token })).json().agents;
+    for (const agent of agents as Array<{ uuid: string }>) {
+      const res = await call(t.app, 'GET', `/v1/agent/${agent.uuid}/schedules/${id}`, { token: owner.token });
+      if (res.statusCode !== 200) continue;
+      const runs = await call(t.app, 'GET', `/v1/agent/${agent.uuid}/schedules/${id}/runs`, { token: owner.token });
+      return { schedule: res.json(), runs: runs.json() };
+    }
+    return null;
+  },
   trigger: async (t, owner, id, secrets) => {
     const agents = (await call(t.app, 'GET', '/agent/list?limit=100', { token: owner.token })).json().agents;
     for (const agent of agents as Array<{ uuid: string }>) {

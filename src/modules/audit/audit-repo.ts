@@ -31,6 +31,9 @@ export const AUDIT_ACTIONS = [
   'provider_credential.update',
   'provider_credential.delete',
   'signing_secret.rotate',
+  'schedule.create',
+  'schedule.update',
+  'schedule.delete',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -1,0 +1,107 @@
+import { Cron } from 'croner';
+import { type CronSpec, parseCron } from './cron-fns.js';
+import { instantOf, wallClockAt } from './zone-fns.js';
+
+const YEAR_MS = 365.25 * 86_400_000;
+/** A pattern must have an occurrence within this long (`0 0 30 2 *` has none). */
+const HORIZON_MS = 8 * YEAR_MS;
+/** How many occurrences the minimum-interval check looks at. */
+const CHECKED_OCCURRENCES = 1000;
+const BATCH = 64;
+
+/**
+ * Croner over naive wall-clock times: it runs the pattern in UTC (offset 0), so its dates are
+ * the zone's wall-clock fields; `instantOf` then places each in the zone with our DST rules.
+ * Croner's own zone mode is not used: it skips gap times of interval patterns and fires both
+ * instants of a repeated time, where schedules fire once (docs/schedules.md).
+ */
+const croners = new Map<string, Cron>();
+function cronOf(spec: CronSpec): Cron {
+  let cron = croners.get(spec.pattern);
+  if (!cron) {
+    cron = new Cron(spec.pattern, { utcOffset: 0, mode: '6-part', domAndDow: false, paused: true });
+    if (croners.size > 1000) croners.clear();
+    croners.set(spec.pattern, cron);
+  }
+  return cron;
+}
+
+/** A schedule's pattern and zone, as the occurrence functions take them. */
+export interface Timing {
+  spec: CronSpec;
+  zone: string;
+}
+
+/**
+ * The first `count` occurrence instants (ms) strictly after `after`, in order, each once: the
+ * times of one DST gap collapse into the transition instant, a repeated time fires at its first
+ * instant only. Fewer when the pattern has no more before `until`.
+ */
+export function occurrencesAfter(t: Timing, after: number, count: number, until = after + HORIZON_MS): number[] {
+  const cron = cronOf(t.spec);
+  // Naive wall-clock times at or before the clock's time at `after` lie at or before `after`
+  // (in the second pass of a repeated hour some later ones do too: they are filtered out).
+  let cursor = wallClockAt(t.zone, after);
+  const out: number[] = [];
+  while (out.length < count) {
+    const walls = cron.nextRuns(BATCH, new Date(cursor));
+    if (walls.length === 0) break;
+    for (const w of walls) {
+      const instant = instantOf(t.zone, w.getTime());
+      if (instant > until) return out;
+      if (instant > after && instant !== out[out.length - 1]) out.push(instant);
+      if (out.length === count) break;
+    }
+    cursor = (walls[walls.length - 1] as Date).getTime();
+  }
+  return out;
+}
+
+/** The next occurrence strictly after `after`, or null when none within eight years. */
+export function nextAfter(t: Timing, after: number): number | null {
+  return occurrencesAfter(t, after, 1)[0] ?? null;
+}
+
+/**
+ * The latest occurrence at or before `now`, given `from`, an occurrence at or before `now`:
+ * looks back in doubling windows, so a long outage costs a few look-ups, not one per occurrence.
+ */
+export function latestUpTo(t: Timing, from: number, now: number): number {
+  for (let window = 10_000; ; window *= 2) {
+    const lo = Math.max(from - 1, now - window);
+    const first = nextAfter(t, lo);
+    if (first !== null && first <= now) {
+      let latest: number = first;
+      for (;;) {
+        const more = occurrencesAfter(t, latest, BATCH, now);
+        if (more.length === 0) return latest;
+        latest = more[more.length - 1] as number;
+      }
+    }
+    if (lo === from - 1) return from;
+  }
+}
+
+export type TimingCheck = { ok: true; timing: Timing } | { ok: false; field: 'cron'; reason: string };
+
+/**
+ * The full check of a pattern at `now`: the grammar, an occurrence within eight years, and no two
+ * of the next 1,000 occurrences closer than `minIntervalSeconds`.
+ */
+export function checkTiming(cron: string, zone: string, now: number, minIntervalSeconds: number): TimingCheck {
+  const parsed = parseCron(cron);
+  if (!parsed.ok) return { ok: false, field: 'cron', reason: parsed.reason };
+  const timing = { spec: parsed.spec, zone };
+  const next = occurrencesAfter(timing, now, CHECKED_OCCURRENCES);
+  if (next.length === 0) return { ok: false, field: 'cron', reason: 'has no occurrence within the next 8 years' };
+  for (let i = 1; i < next.length; i++) {
+    if ((next[i] as number) - (next[i - 1] as number) < minIntervalSeconds * 1000) {
+      return {
+        ok: false,
+        field: 'cron',
+        reason: `fires more often than every ${minIntervalSeconds} seconds (TASKHOOK_SCHEDULE_MIN_INTERVAL_SECONDS)`,
+      };
+    }
+  }
+  return { ok: true, timing };
+}
