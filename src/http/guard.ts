@@ -87,7 +87,10 @@ export function registerGuard(
     let named: string | undefined;
     if (source === 'path') {
       named = (request.params as { id?: string }).id ?? '';
-      if (!isUuid(named)) return notFound('Workspace');
+      // An id that is not a UUID is malformed (400), as any path id is; a UUID of a workspace the
+      // caller is not in is not found (404).
+      if (!isUuid(named)) return invalid('id', 'must be a UUID', 'Invalid request: id must be a UUID');
+      named = named.toLowerCase();
     } else if (source === 'header') {
       const raw = request.headers[WORKSPACE_HEADER];
       if (raw !== undefined) {

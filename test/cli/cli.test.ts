@@ -390,7 +390,7 @@ describe.runIf(POSTGRES_URL)('taskhook migrate on a new, empty PostgreSQL databa
     expect(again).toEqual({ applied: [] });
     const created = await runJson(['user', 'create', '--email', uniqueEmail(), '--password', 'cli password 1'], env);
     expect(created.uuid).toEqual(expect.any(String));
-  });
+  }, 120_000);
 });
 
 describe.each(DATABASES)('taskhook user disable, enable and delete on $name', (database) => {

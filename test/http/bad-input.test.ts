@@ -332,6 +332,15 @@ const CASES: Record<string, BadCase[]> = {
       status: 400,
       code: 'INVALID_REQUEST',
     })),
+  'GET /workspaces/:id/audit_log': 'limit=0 limit=101 limit=abc limit=2.5 cursor=zzz cursor= action=nope action=agent'
+    .split(' ')
+    .map((query) => ({
+      name: `query ${query}`,
+      url: (ctx: { workspace: string }) => `/workspaces/${ctx.workspace}/audit_log?${query}`,
+      field: query.split('=')[0],
+      status: 400,
+      code: 'INVALID_REQUEST',
+    })),
   'GET /agent/list': 'limit=0 limit=101 limit=abc limit=-1 limit=2.5 limit= page=0 page=1.5 page=abc page=-1'
     .split(' ')
     .map((query) => ({

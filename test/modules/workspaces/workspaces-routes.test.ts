@@ -115,11 +115,13 @@ describe.each(DATABASES)('workspaces on $name', (database) => {
     expect(personal.json()).toMatchObject({ name: 'Mine', personal: true });
   });
 
-  it('unknown and malformed workspace ids are 404', async () => {
+  it('an unknown workspace id is 404, a malformed one 400 (as every path id)', async () => {
     const user = await createUser(t);
-    for (const id of ['00000000-0000-4000-8000-000000000000', 'not-a-uuid']) {
-      expect((await call(t.app, 'GET', `/workspaces/${id}`, { token: user.token })).statusCode).toBe(404);
-    }
+    const unknown = await call(t.app, 'GET', '/workspaces/00000000-0000-4000-8000-000000000000', { token: user.token });
+    expect(unknown.statusCode).toBe(404);
+    const malformed = await call(t.app, 'GET', '/workspaces/not-a-uuid', { token: user.token });
+    expect(malformed.statusCode).toBe(400);
+    expect(malformed.json().error).toMatchObject({ code: 'INVALID_REQUEST', details: { field: 'id' } });
   });
 
   it('an agent made in a team workspace is seen by another member and is 404 to a non-member', async () => {
