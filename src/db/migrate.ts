@@ -15,6 +15,7 @@ import { migration013 } from './migrations/013-refused-deliveries.js';
 import { migration014 } from './migrations/014-a2a.js';
 import { migration015 } from './migrations/015-account-recovery.js';
 import { migration016 } from './migrations/016-workspaces.js';
+import { migration017 } from './migrations/017-mcp.js';
 import type { DialectMigration } from './migrations/types.js';
 
 /** Every migration, in order. Forward only: a released migration is never edited. */
@@ -33,6 +34,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '014-a2a': migration014,
   '015-account-recovery': migration015,
   '016-workspaces': migration016,
+  '017-mcp': migration017,
 };
 
 export class MigrationError extends Error {}

@@ -23,6 +23,8 @@ declare module 'fastify' {
      * does not parse, a timeout) counts against the client address when it is answered.
      */
     rateLimitAfterBody?: boolean;
+    /** Runs before the credential is read; throws to refuse (MCP's Origin check answers 403 whatever the credential). */
+    beforeAuth?: (request: FastifyRequest) => void;
   }
   interface FastifyRequest {
     principal: Principal | null;
@@ -133,6 +135,7 @@ export function registerGuard(
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
     const config = request.routeOptions.config;
+    config.beforeAuth?.(request);
     const mode = config.auth ?? 'none';
     if (mode === 'none' && config.rateLimitAfterBody) {
       uncounted.add(request);

@@ -96,6 +96,10 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   'GET /workspaces/:id/invitations': manage,
   'DELETE /workspaces/:id/invitations/:uuid': manage,
   'GET /workspaces/:id/audit_log': manage,
+  // MCP (per-method roles in mcp/)
+  'POST /mcp': read,
+  'GET /mcp': read,
+  'DELETE /mcp': read,
 };
 
 /** The role each A2A JSON-RPC method needs on `POST /a2a/:agentId`; unknown methods need `viewer` (they fail anyway). */
