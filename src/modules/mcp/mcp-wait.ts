@@ -144,7 +144,8 @@ function question(task: TaskRecord, position: number, taskMode: boolean) {
 
 function sleep(ms: number, signal: AbortSignal, setWake: (wake: () => void) => void): Promise<void> {
   return new Promise<void>((resolve) => {
-    const timer = setTimeout(done, ms);
+    // No timer when nothing bounds the wait (tasks/result without a fallback poll): woken by the task or the signal.
+    const timer = Number.isFinite(ms) ? setTimeout(done, ms) : undefined;
     signal.addEventListener('abort', done, { once: true });
     setWake(done);
     function done() {
