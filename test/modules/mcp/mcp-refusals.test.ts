@@ -4,6 +4,10 @@ import { DATABASES } from '../../helpers/databases.js';
 import { createUser, type TestUser } from '../../helpers/factories.js';
 import { freePort } from '../../helpers/server-process.js';
 
+/** A JSON-RPC answer as the tests read it. */
+type RpcAnswer = { result: Record<string, unknown>; error: { code: number } };
+const json = async (res: Response): Promise<RpcAnswer> => (await res.json()) as RpcAnswer;
+
 const ACCEPT = 'application/json, text/event-stream';
 const INIT = {
   jsonrpc: '2.0',
@@ -39,14 +43,14 @@ describe.each(DATABASES)('/mcp refusals on $name', (database) => {
     expect(res.status).toBe(200);
     const session = res.headers.get('mcp-session-id') ?? '';
     expect(session).toMatch(/^[\x21-\x7e]{1,512}$/);
-    const body = await res.json();
+    const body = await json(res);
     expect(body.result.protocolVersion).toBe('2025-06-18');
     expect(body.result.capabilities).toEqual({
       tools: { listChanged: false },
       tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
     });
     const ping = await post({ jsonrpc: '2.0', id: 2, method: 'ping' }, { 'mcp-session-id': session });
-    expect(await ping.json()).toEqual({ jsonrpc: '2.0', id: 2, result: {} });
+    expect(await json(ping)).toEqual({ jsonrpc: '2.0', id: 2, result: {} });
     const forged = await post({ jsonrpc: '2.0', id: 3, method: 'ping' }, { 'mcp-session-id': `${session}x` });
     expect(forged.status).toBe(404);
     const other = await createUser(t);
@@ -60,7 +64,7 @@ describe.each(DATABASES)('/mcp refusals on $name', (database) => {
   it('refuses a foreign Origin before the credential, and lets the public origin pass', async () => {
     const res = await post(INIT, { origin: 'http://evil.example', 'x-service-api-key': 'nope' });
     expect(res.status).toBe(403);
-    expect(await res.json()).toEqual({ error: 'Origin not allowed' });
+    expect(await json(res)).toEqual({ error: 'Origin not allowed' });
     expect((await post(INIT, { origin: baseUrl })).status).toBe(200);
     expect((await post(INIT, { origin: 'null' })).status).toBe(403);
   });
@@ -88,16 +92,16 @@ describe.each(DATABASES)('/mcp refusals on $name', (database) => {
     expect((await post(INIT, { 'content-type': 'text/plain' })).status).toBe(415);
     const parse = await post('{nope');
     expect(parse.status).toBe(400);
-    expect((await parse.json()).error.code).toBe(-32700);
+    expect((await json(parse)).error.code).toBe(-32700);
     const batch = await post([INIT]);
     expect(batch.status).toBe(400);
-    expect((await batch.json()).error.code).toBe(-32600);
+    expect((await json(batch)).error.code).toBe(-32600);
     expect((await post(INIT, { 'mcp-protocol-version': '2024-01-01' })).status).toBe(400);
     expect((await post({ jsonrpc: '2.0', method: 'notifications/initialized' })).status).toBe(202);
     const unknown = await post({ jsonrpc: '2.0', id: 9, method: 'resources/list' });
-    expect((await unknown.json()).error.code).toBe(-32601);
+    expect((await json(unknown)).error.code).toBe(-32601);
     const cursor = await post({ jsonrpc: '2.0', id: 10, method: 'tools/list', params: { cursor: 'bogus' } });
-    expect((await cursor.json()).error.code).toBe(-32602);
+    expect((await json(cursor)).error.code).toBe(-32602);
   });
 });
 
