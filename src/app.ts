@@ -24,6 +24,7 @@ import { createCallbacksModule } from './modules/callbacks/callbacks-module.js';
 import { dashboardRoutes } from './modules/dashboard/dashboard-module.js';
 import { createHealthModule } from './modules/health/health-module.js';
 import { createHousekeepingModule, type HousekeepingResult } from './modules/housekeeping/housekeeping-module.js';
+import { createMcpModule } from './modules/mcp/mcp-module.js';
 import { createMetricsModule } from './modules/metrics/metrics-module.js';
 import { createOAuthModule } from './modules/oauth/oauth-module.js';
 import { createProvidersModule } from './modules/providers/providers-module.js';
@@ -249,6 +250,15 @@ export async function buildApp(
     credentials: accounts.credentials,
   });
   await app.register(a2aServer.routes);
+  // The MCP server at /mcp: every agent a tool, its calls normal tasks (waits capped as above).
+  const mcp = createMcpModule({
+    config,
+    runtime,
+    tasks,
+    acquireConnection: connections.acquire,
+    credentials: accounts.credentials,
+  });
+  await app.register(mcp.routes);
 
   const oauth = createOAuthModule({ config, runtime, accounts: accounts.service });
   app.addHook('onClose', oauth.close);

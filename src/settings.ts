@@ -161,6 +161,18 @@ export const SETTINGS = {
     default: 60,
     doc: 'Agents served over A2A: how long a blocking `SendMessage` waits for the task to finish or ask for input before it answers with the task as it is.',
   }),
+  mcp: setting({
+    env: 'TASKHOOK_MCP',
+    schema: Type.Boolean(),
+    default: true,
+    doc: 'Serve the MCP endpoint `/mcp` (every agent a tool for MCP clients); `false`: every method on `/mcp` answers 404.',
+  }),
+  mcpWaitSeconds: setting({
+    env: 'TASKHOOK_MCP_WAIT_SECONDS',
+    schema: Type.Integer({ minimum: 0, maximum: 3600 }),
+    default: 50,
+    doc: 'MCP: the longest a waiting tool call holds its answer (the default stays under the 60 s request timeout of common clients).',
+  }),
   headersTimeoutMs: setting({
     env: 'TASKHOOK_HEADERS_TIMEOUT_MS',
     schema: Type.Integer({ minimum: 100 }),

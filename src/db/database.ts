@@ -172,6 +172,18 @@ export interface A2aMessageIdsTable {
   expires_at: string;
 }
 
+export interface McpTasksTable {
+  task_uuid: string;
+  workspace_uuid: string;
+  agent_uuid: string;
+  created_at: string;
+}
+
+export interface McpDeclinedQuestionsTable {
+  task_uuid: string;
+  position: number;
+}
+
 export interface TriggersTable {
   uuid: string;
   agent_uuid: string;
@@ -367,6 +379,8 @@ export interface Database {
   a2a_task_contexts: A2aTaskContextsTable;
   a2a_history_ids: A2aHistoryIdsTable;
   a2a_message_ids: A2aMessageIdsTable;
+  mcp_tasks: McpTasksTable;
+  mcp_declined_questions: McpDeclinedQuestionsTable;
   workspaces: WorkspacesTable;
   workspace_members: WorkspaceMembersTable;
   invitations: InvitationsTable;

@@ -16,6 +16,7 @@ import { migration014 } from './migrations/014-a2a.js';
 import { migration015 } from './migrations/015-account-recovery.js';
 import { migration016 } from './migrations/016-workspaces.js';
 import { migration017 } from './migrations/017-schedules.js';
+import { migration018 } from './migrations/018-mcp.js';
 import type { DialectMigration } from './migrations/types.js';
 
 /** Every migration, in order. Forward only: a released migration is never edited. */
@@ -35,6 +36,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '015-account-recovery': migration015,
   '016-workspaces': migration016,
   '017-schedules': migration017,
+  '018-mcp': migration018,
 };
 
 export class MigrationError extends Error {}

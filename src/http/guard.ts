@@ -2,7 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { isUuid } from '../lib/ids.js';
 import { type Acting, type AuthMode, actorOf, isRole, type Principal, roleAtLeast } from '../lib/principal.js';
 import { errorBody } from './error-handler.js';
-import { AppError, AUTH_MESSAGES, AuthError, invalid, notFound } from './errors.js';
+import { AppError, AUTH_MESSAGES, AuthError, invalid } from './errors.js';
 import { forbiddenMessage, permissionOf, workspaceSourceOf } from './permissions.js';
 import { hitEach, type RateLimiter, workspaceScope } from './rate-limit.js';
 
@@ -23,6 +23,8 @@ declare module 'fastify' {
      * does not parse, a timeout) counts against the client address when it is answered.
      */
     rateLimitAfterBody?: boolean;
+    /** Runs before the credential is read; throws to refuse (MCP's Origin check answers 403 whatever the credential). */
+    beforeAuth?: (request: FastifyRequest) => void;
   }
   interface FastifyRequest {
     principal: Principal | null;
@@ -136,6 +138,7 @@ export function registerGuard(
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
     const config = request.routeOptions.config;
+    config.beforeAuth?.(request);
     const mode = config.auth ?? 'none';
     if (mode === 'none' && config.rateLimitAfterBody) {
       uncounted.add(request);

@@ -105,6 +105,10 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   'DELETE /v1/agent/:id/schedules/:scheduleId': manage,
   'POST /v1/agent/:id/schedules/:scheduleId/run': work,
   'GET /v1/agent/:id/schedules/:scheduleId/runs': read,
+  // MCP (per-method roles in mcp/)
+  'POST /mcp': read,
+  'GET /mcp': read,
+  'DELETE /mcp': read,
 };
 
 /** The role each A2A JSON-RPC method needs on `POST /a2a/:agentId`; unknown methods need `viewer` (they fail anyway). */

@@ -1,0 +1,51 @@
+import { createRequire } from 'node:module';
+import type { FastifyInstance } from 'fastify';
+import type { Config } from '../../config.js';
+import type { ProcessDeps } from '../../process-deps.js';
+import { type AcquireConnection, noConnectionLimits } from '../a2a-server/a2a-server-service.js';
+import type { CredentialCheck } from '../accounts/accounts-module.js';
+import type { TasksModule } from '../tasks/tasks-module.js';
+import { mcpRepo } from './mcp-repo.js';
+import { mcpRoutes } from './mcp-routes.js';
+import { createMcpService } from './mcp-service.js';
+import { sessionKey } from './mcp-session-fns.js';
+
+/**
+ * The MCP server at `/mcp`: every active agent of the workspace a tool, its calls normal tasks
+ * through the tasks service; stateless (signed session ids, state in storage).
+ */
+export function createMcpModule(deps: {
+  config: Config;
+  runtime: ProcessDeps;
+  tasks: Pick<TasksModule, 'service' | 'notifier'>;
+  acquireConnection?: AcquireConnection;
+  credentials: CredentialCheck;
+}) {
+  const service = createMcpService({
+    db: deps.runtime.db,
+    repo: mcpRepo,
+    tasks: deps.tasks.service,
+    notifier: deps.tasks.notifier,
+    maxWaitSeconds: deps.config.mcpWaitSeconds,
+  });
+  const routes = mcpRoutes({
+    service,
+    sessionKey: sessionKey(deps.runtime.secrets.encryptionKey),
+    version: packageVersion(),
+    allowedOrigins: [new URL(deps.config.publicUrl).origin, ...deps.config.corsOrigins],
+    credentials: deps.credentials,
+    timers: deps.runtime.timers,
+    acquire: deps.acquireConnection ?? noConnectionLimits,
+  });
+  return {
+    service,
+    routes: async (app: FastifyInstance) => {
+      if (deps.config.mcp) await app.register(routes);
+    },
+  };
+}
+
+/** The package version (serverInfo.version), from src/ and dist/ alike. */
+function packageVersion(): string {
+  return (createRequire(import.meta.url)('../../../package.json') as { version: string }).version;
+}

@@ -1,0 +1,288 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { errorResponses } from '../../http/error-schemas.js';
+import { AppError, AuthError } from '../../http/errors.js';
+import { principalOf } from '../../http/guard.js';
+import { startEventStream } from '../../http/stream-watch.js';
+import { jsonTooDeep } from '../../lib/json-depth.js';
+import type { CredentialCheck, Principal } from '../../lib/principal.js';
+import type { Timers } from '../../lib/time.js';
+import type { AcquireConnection } from '../a2a-server/a2a-server-service.js';
+import { type McpCall, McpRpcError, type McpService } from './mcp-service.js';
+import {
+  declaresElicitation,
+  type McpSession,
+  PROTOCOL_VERSIONS,
+  signSession,
+  verifySession,
+} from './mcp-session-fns.js';
+import type { McpChannel } from './mcp-wait.js';
+
+const INSTRUCTIONS =
+  'Each agent of your taskhook workspace is a tool: calling it runs a task on that agent and waits for its result, ' +
+  'with progress. When the agent asks a question you are asked in turn; otherwise answer with reply_to_task. ' +
+  'get_task waits for a task again, cancel_task cancels one. Long tasks can run as MCP tasks.';
+
+type RpcId = string | number | null;
+interface Rpc {
+  jsonrpc: '2.0';
+  id?: RpcId;
+  method?: string;
+  params?: unknown;
+  result?: unknown;
+  error?: unknown;
+}
+
+/** POST /mcp (Streamable HTTP, stateless sessions); GET and DELETE answer 405. */
+export function mcpRoutes(deps: {
+  service: McpService;
+  sessionKey: Buffer;
+  version: string;
+  allowedOrigins: string[];
+  credentials: CredentialCheck;
+  timers: Timers;
+  acquire: AcquireConnection;
+}) {
+  const open = new Set<() => void>();
+  const anyOrigin = deps.allowedOrigins.includes('*');
+
+  /** DNS-rebinding protection: runs before the credential (the guard calls it first). */
+  function checkOrigin(request: FastifyRequest) {
+    const origin = request.headers.origin;
+    if (origin === undefined || anyOrigin) return;
+    let serialized: string | null = null;
+    try {
+      const url = new URL(String(origin));
+      serialized = url.origin === 'null' ? null : url.origin;
+    } catch {}
+    if (serialized === null || !deps.allowedOrigins.includes(serialized))
+      throw new AuthError(403, 'Origin not allowed');
+  }
+
+  return async function routes(app: FastifyInstance) {
+    app.addHook('preClose', async () => {
+      for (const end of open) end();
+    });
+    app.removeAllContentTypeParsers();
+    app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
+    // Both 401s say how to authenticate (RFC 6750).
+    app.addHook('onSend', async (_request, reply, payload) => {
+      if (reply.statusCode === 401 && !reply.hasHeader('www-authenticate')) {
+        const invalid = typeof payload === 'string' && payload.includes('Invalid or expired');
+        reply.header('www-authenticate', invalid ? 'Bearer error="invalid_token"' : 'Bearer');
+      }
+      return payload;
+    });
+
+    const config = { auth: 'user' as const, feature: 'agents' as const, beforeAuth: checkOrigin };
+    const refuse405 = async (_request: FastifyRequest, reply: FastifyReply) =>
+      rpcError(reply.header('allow', 'POST'), 405, null, -32000, 'Method not allowed: use POST');
+    for (const method of ['GET', 'DELETE'] as const) {
+      app.route({
+        method,
+        url: '/mcp',
+        config,
+        schema: { hide: true },
+        handler: refuse405,
+      });
+    }
+
+    app.post(
+      '/mcp',
+      {
+        config,
+        schema: {
+          tags: ['mcp'],
+          summary: 'MCP endpoint (Streamable HTTP)',
+          description:
+            'The Model Context Protocol server: one JSON-RPC message per POST (initialize, ping, tools/list, tools/call, tasks/*). Answers JSON, or an event stream for answers that wait. See docs/mcp.md.',
+          response: {
+            200: {
+              description: 'A JSON-RPC response, or an event stream ending with one.',
+              content: {
+                'application/json': { schema: { type: 'object' } },
+                'text/event-stream': { schema: { type: 'string' } },
+              },
+            },
+            202: { description: 'Notifications or responses accepted.', type: 'null' },
+            ...errorResponses([400, 401, 403, 404, 413, 429]),
+          },
+        },
+      },
+      async (request, reply) => {
+        const accept = String(request.headers.accept ?? '');
+        if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
+          return rpcError(reply, 406, null, -32000, 'Not Acceptable: accept application/json and text/event-stream');
+        }
+        if (!String(request.headers['content-type'] ?? '').startsWith('application/json')) {
+          return rpcError(reply, 415, null, -32000, 'Unsupported Media Type: send application/json');
+        }
+        const body = typeof request.body === 'string' ? request.body : '';
+        let message: unknown;
+        try {
+          if (jsonTooDeep(body)) throw new Error('too deep');
+          message = JSON.parse(body);
+        } catch {
+          return rpcError(reply, 400, null, -32700, 'Parse error');
+        }
+        if (!isRpc(message)) return rpcError(reply, 400, null, -32600, 'Invalid Request: one JSON-RPC 2.0 message');
+        const version = request.headers['mcp-protocol-version'];
+        if (version !== undefined && !(PROTOCOL_VERSIONS as readonly string[]).includes(String(version))) {
+          return rpcError(reply, 400, null, -32000, `Bad Request: unsupported protocol version ${String(version)}`);
+        }
+        const principal = principalOf(request);
+        const session = sessionOf(request, principal);
+        if (session === 'foreign') return rpcError(reply, 404, null, -32001, 'Session not found: initialize again');
+        if (message.method === undefined) {
+          if (message.id !== undefined && ('result' in message || 'error' in message)) {
+            await deps.service.answer(principal, message);
+          }
+          return reply.code(202).send();
+        }
+        if (message.id === undefined) return reply.code(202).send();
+        return dispatch(request, reply, principal, session, message as Rpc & { method: string; id: RpcId });
+      },
+    );
+  };
+
+  function sessionOf(request: FastifyRequest, principal: Principal): McpSession | null | 'foreign' {
+    const raw = request.headers['mcp-session-id'];
+    if (raw === undefined) return null;
+    const session = verifySession(deps.sessionKey, String(raw));
+    if (!session || session.userUuid !== principal.userUuid || session.workspaceUuid !== principal.workspaceUuid) {
+      return 'foreign';
+    }
+    return session;
+  }
+
+  async function dispatch(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    principal: Principal,
+    session: McpSession | null,
+    rpc: Rpc & { method: string; id: RpcId },
+  ) {
+    let channel: (McpChannel & { end(): void }) | null = null;
+    let release: (() => void) | null = null;
+    const call: McpCall = {
+      principal,
+      elicitation: session?.elicitation ?? false,
+      stream: () => {
+        if (channel) return channel;
+        const aborted = new AbortController();
+        const stream = startEventStream(reply, {
+          credentials: deps.credentials,
+          timers: deps.timers,
+          request,
+          principal,
+          open,
+          onEnd: () => aborted.abort(),
+        });
+        channel = {
+          signal: aborted.signal,
+          send: (m) => {
+            if (!stream.closed) stream.raw.write(`event: message\ndata: ${JSON.stringify(m)}\n\n`);
+          },
+          end: stream.end,
+        };
+        return channel;
+      },
+    };
+    const waits =
+      rpc.method === 'tasks/result' ||
+      (rpc.method === 'tools/call' && (rpc.params as { task?: unknown } | undefined)?.task === undefined);
+    try {
+      // A waiting request holds one of the workspace's waits, from before anything is done.
+      if (waits) release = deps.acquire(principal.workspaceUuid, 'wait');
+      const result = await run(reply, principal, call, rpc);
+      const response = { jsonrpc: '2.0', id: rpc.id, result };
+      const opened = channel as (McpChannel & { end(): void }) | null;
+      if (opened) {
+        if (result !== null && !opened.signal.aborted) opened.send(response);
+        opened.end();
+        return reply;
+      }
+      return reply.code(200).header('content-type', 'application/json').send(JSON.stringify(response));
+    } catch (err) {
+      const opened = channel as (McpChannel & { end(): void }) | null;
+      const failure = err instanceof McpRpcError ? err : null;
+      if (!failure && !opened) throw err;
+      if (!failure) request.log.error({ err }, 'MCP request failed');
+      const error = failure
+        ? { code: failure.code, message: failure.message }
+        : { code: -32603, message: 'Internal error' };
+      const response = { jsonrpc: '2.0', id: rpc.id, error };
+      if (opened) {
+        opened.send(response);
+        opened.end();
+        return reply;
+      }
+      return reply.code(200).header('content-type', 'application/json').send(JSON.stringify(response));
+    } finally {
+      release?.();
+    }
+  }
+
+  async function run(reply: FastifyReply, principal: Principal, call: McpCall, rpc: Rpc & { method: string }) {
+    const { service } = deps;
+    switch (rpc.method) {
+      case 'initialize': {
+        const params = (rpc.params ?? {}) as { protocolVersion?: unknown; capabilities?: unknown };
+        const requested = String(params.protocolVersion ?? '');
+        const protocolVersion = (PROTOCOL_VERSIONS as readonly string[]).includes(requested)
+          ? requested
+          : PROTOCOL_VERSIONS[0];
+        const sessionId = signSession(deps.sessionKey, {
+          userUuid: principal.userUuid,
+          workspaceUuid: principal.workspaceUuid,
+          protocolVersion,
+          elicitation: declaresElicitation(params.capabilities),
+        });
+        reply.header('mcp-session-id', sessionId);
+        return {
+          protocolVersion,
+          capabilities: {
+            tools: { listChanged: false },
+            tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
+          },
+          serverInfo: { name: 'taskhook', version: deps.version },
+          instructions: INSTRUCTIONS,
+        };
+      }
+      case 'ping':
+        return {};
+      case 'tools/list':
+        return service.toolsList(principal, (rpc.params as { cursor?: unknown } | undefined)?.cursor);
+      case 'tools/call':
+        return service.toolsCall(call, rpc.params);
+      case 'tasks/get':
+        return service.tasksGet(principal, rpc.params);
+      case 'tasks/result':
+        return service.tasksResult(call, rpc.params);
+      case 'tasks/cancel':
+        return service.tasksCancel(principal, rpc.params);
+      case 'tasks/list':
+        return service.tasksList(principal, rpc.params);
+      default:
+        throw new McpRpcError(-32601, `Method not found: ${rpc.method.slice(0, 100)}`);
+    }
+  }
+}
+
+function isRpc(value: unknown): value is Rpc {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return false;
+  const m = value as Rpc;
+  if (m.jsonrpc !== '2.0') return false;
+  if (m.id !== undefined && m.id !== null && typeof m.id !== 'string' && typeof m.id !== 'number') return false;
+  if (m.method !== undefined) return typeof m.method === 'string';
+  return m.id !== undefined && ('result' in m || 'error' in m);
+}
+
+function rpcError(reply: FastifyReply, status: number, id: RpcId, code: number, message: string) {
+  return reply
+    .code(status)
+    .header('content-type', 'application/json')
+    .send(JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } }));
+}
+
+/** AppError refusals (429 LIMIT_EXCEEDED) pass through as HTTP errors. */
+export const isHttpRefusal = (err: unknown) => err instanceof AppError;

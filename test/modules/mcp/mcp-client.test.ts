@@ -1,0 +1,161 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type RunningWorker, runWorker, type TaskHandler } from '../../../src/sdk/index.js';
+import { buildTestApp, type TestApp } from '../../helpers/app.js';
+import { DATABASES } from '../../helpers/databases.js';
+import { createAgent, createUser, type TestUser } from '../../helpers/factories.js';
+import { freePort } from '../../helpers/server-process.js';
+
+/** The worker: `ask` asks which file and completes with the answer; `steps` reports progress; `boom` fails. */
+const handler: TaskHandler = async (task, ctx) => {
+  if (task.message === 'ask') {
+    const reply = task.messages.find((m, i) => i > 0 && m.role === 'user');
+    if (!reply) return ctx.askForInput('Which file?');
+    return { summary: `reviewed ${reply.content}`, findings: [] };
+  }
+  if (task.message === 'boom') throw new Error('it broke');
+  if (task.message === 'steps') await ctx.progress('reading', 1, 2, true);
+  return { summary: `done: ${task.message}`, findings: [] };
+};
+
+async function connect(baseUrl: string, key: string, opts: { elicitation?: boolean } = {}) {
+  const client = new Client(
+    { name: 'test', version: '1.0.0' },
+    { capabilities: opts.elicitation ? { elicitation: { form: {} } } : {} },
+  );
+  const transport = new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp`), {
+    requestInit: { headers: { 'x-service-api-key': key } },
+  });
+  await client.connect(transport);
+  return client;
+}
+
+describe.each(DATABASES)('MCP with the SDK client on $name', (database) => {
+  let t: TestApp;
+  let baseUrl: string;
+  const workers: RunningWorker[] = [];
+  const clients: Client[] = [];
+
+  beforeAll(async () => {
+    const port = await freePort();
+    baseUrl = `http://127.0.0.1:${port}`;
+    t = await buildTestApp(database, { config: { publicUrl: baseUrl } });
+    await t.app.listen({ port, host: '127.0.0.1' });
+  });
+  afterEach(async () => {
+    await Promise.all(clients.splice(0).map((c) => c.close()));
+    await Promise.all(workers.splice(0).map((w) => w.stop()));
+  });
+  afterAll(() => t.close());
+
+  async function setup(name = 'reviewer') {
+    const user: TestUser = await createUser(t);
+    const agentId = (await createAgent(t, user, { name, description: 'Reviews diffs' })).uuid;
+    workers.push(runWorker({ baseUrl, apiKey: user.key, agentId, handler }));
+    return { user, agentId };
+  }
+
+  it('initializes, pings and lists the platform tools and one tool per agent', async () => {
+    const { user, agentId } = await setup('code reviewer!');
+    await createAgent(t, user, { name: 'get_task' });
+    const client = await connect(baseUrl, user.key);
+    clients.push(client);
+    expect(client.getServerVersion()?.name).toBe('taskhook');
+    expect(client.getServerCapabilities()?.tasks).toBeDefined();
+    expect(await client.ping()).toEqual({});
+    const { tools } = await client.listTools();
+    expect(tools.map((tool) => tool.name).slice(0, 4)).toEqual([
+      'get_task',
+      'reply_to_task',
+      'cancel_task',
+      'code_reviewer',
+    ]);
+    expect(tools[3]?._meta).toEqual({ 'taskhook/agent_id': agentId });
+    expect(tools[4]?.name).toMatch(/^get_task_[0-9a-f]{8}$/);
+  });
+
+  it('runs a plain call to completion with progress notifications', async () => {
+    const { user, agentId } = await setup();
+    const client = await connect(baseUrl, user.key);
+    clients.push(client);
+    const progress: number[] = [];
+    const result = await client.callTool({ name: 'reviewer', arguments: { message: 'steps' } }, CallToolResultSchema, {
+      onprogress: (p) => progress.push(p.progress),
+    });
+    expect(result.isError).toBe(false);
+    expect(result.structuredContent).toMatchObject({ agent_id: agentId, status: 'completed' });
+    expect((result.content as Array<{ text: string }>)[0]?.text).toBe('done: steps');
+    expect(progress).toEqual([1]);
+  });
+
+  it('answers failures and bad arguments as tool errors', async () => {
+    const { user } = await setup();
+    const client = await connect(baseUrl, user.key);
+    clients.push(client);
+    const failed = await client.callTool({ name: 'reviewer', arguments: { message: 'boom' } });
+    expect(failed.isError).toBe(true);
+    expect((failed.content as Array<{ text: string }>)[0]?.text).toMatch(/^Task .* failed: /);
+    const bad = await client.callTool({ name: 'reviewer', arguments: { message: '' } });
+    expect(bad.isError).toBe(true);
+    await expect(client.callTool({ name: 'nobody', arguments: { message: 'x' } })).rejects.toThrow(/Unknown tool/);
+  });
+
+  it('joins the first task for a repeated idempotency key', async () => {
+    const { user } = await setup();
+    const client = await connect(baseUrl, user.key);
+    clients.push(client);
+    const call = () =>
+      client.callTool({
+        name: 'reviewer',
+        arguments: { message: 'again' },
+        _meta: { 'taskhook/idempotency_key': 'k1' },
+      });
+    const first = await call();
+    const second = await call();
+    expect((second.structuredContent as { task_id: string }).task_id).toBe(
+      (first.structuredContent as { task_id: string }).task_id,
+    );
+  });
+
+  it("asks the agent's question by elicitation and carries the answer to the worker", async () => {
+    const { user } = await setup();
+    const client = await connect(baseUrl, user.key, { elicitation: true });
+    clients.push(client);
+    const asked: string[] = [];
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      asked.push(request.params.message);
+      return { action: 'accept', content: { answer: 'a.ts' } };
+    });
+    const result = await client.callTool({ name: 'reviewer', arguments: { message: 'ask' } });
+    expect(asked).toEqual(['Which file?']);
+    expect(result.structuredContent).toMatchObject({ status: 'completed', result: { summary: 'reviewed a.ts' } });
+  });
+
+  it('ends a declined question with the awaiting_input result', async () => {
+    const { user } = await setup();
+    const client = await connect(baseUrl, user.key, { elicitation: true });
+    clients.push(client);
+    client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'decline' }));
+    const result = await client.callTool({ name: 'reviewer', arguments: { message: 'ask' } });
+    expect(result.isError).toBe(false);
+    expect(result.structuredContent).toMatchObject({ status: 'awaiting_input', question: 'Which file?' });
+  });
+
+  it('answers awaiting_input at once to a client without elicitation, then reply_to_task finishes it', async () => {
+    const { user } = await setup();
+    const client = await connect(baseUrl, user.key);
+    clients.push(client);
+    const first = await client.callTool({ name: 'reviewer', arguments: { message: 'ask' } });
+    const state = first.structuredContent as { task_id: string; status: string };
+    expect(state.status).toBe('awaiting_input');
+    const done = await client.callTool({
+      name: 'reply_to_task',
+      arguments: { task_id: state.task_id, message: 'b.ts' },
+    });
+    expect(done.structuredContent).toMatchObject({ status: 'completed', result: { summary: 'reviewed b.ts' } });
+    const read = await client.callTool({ name: 'get_task', arguments: { task_id: state.task_id, wait_seconds: 0 } });
+    expect(read.structuredContent).toMatchObject({ status: 'completed' });
+  });
+});
