@@ -1,8 +1,8 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { TaskhookClient, TaskhookError, type TaskView } from '@taskhook/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TaskhookClient, TaskhookError, type TaskView } from '../../src/sdk/index.js';
-import { parseEventStream } from '../../src/sdk/sse.js';
+import { parseEventStream } from '../../sdks/typescript/src/sse.js';
 import type { TestApp } from '../helpers/app.js';
 import { DATABASES } from '../helpers/databases.js';
 import { createAgent, createUser } from '../helpers/factories.js';
