@@ -8,10 +8,14 @@ import { listeningApp } from '../sdk/support.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-/** A python3 of at least 3.9, else undefined (CI insists on one). */
+/**
+ * A python3 of at least 3.9 (TASKHOOK_TEST_PYTHON names another interpreter, e.g. CI's 3.9), else
+ * undefined (CI insists on one).
+ */
 function python(): string | undefined {
-  const probe = spawnSync('python3', ['-c', 'import sys; print(sys.version_info >= (3, 9))'], { encoding: 'utf8' });
-  if (probe.status === 0 && probe.stdout.trim() === 'True') return 'python3';
+  const candidate = process.env.TASKHOOK_TEST_PYTHON || 'python3';
+  const probe = spawnSync(candidate, ['-c', 'import sys; print(sys.version_info >= (3, 9))'], { encoding: 'utf8' });
+  if (probe.status === 0 && probe.stdout.trim() === 'True') return candidate;
   if (process.env.CI) throw new Error('CI needs python3 >= 3.9 for the Python SDK tests');
   console.warn('\n*** python3 >= 3.9 not found: the Python SDK tests are NOT running (CI fails in this case) ***\n');
   return undefined;
