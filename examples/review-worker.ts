@@ -5,7 +5,7 @@
  *
  *   TASKHOOK_API_KEY=sk_service_… TASKHOOK_AGENT_ID=<agent uuid> npm run example:worker
  */
-import { runWorker, TaskFailure } from '../src/sdk/index.js';
+import { runWorker, TaskFailure } from '@taskhook/sdk';
 import { isUnifiedDiff, looksLikeCode, review, summarize } from './review-rules.js';
 
 const baseUrl = process.env.TASKHOOK_URL ?? 'http://localhost:8080';

@@ -1,5 +1,5 @@
-import { parseEventStream } from '../../src/sdk/sse.js';
 import { authHeaders, sessionRefused, toApiError } from './api';
+import { parseEventStream } from './event-stream.js';
 
 export type StreamState = 'connecting' | 'live' | 'reconnecting' | 'ended' | 'unavailable';
 

@@ -1,8 +1,8 @@
+import type { RunningWorker } from '@taskhook/sdk';
+import { runWorker } from '@taskhook/sdk';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runWorker } from '../../src/sdk/index.js';
-import { parseEventStream } from '../../src/sdk/sse.js';
-import type { RunningWorker } from '../../src/sdk/worker.js';
+import { parseEventStream } from '../../dashboard/src/event-stream.js';
 import type { TestApp } from '../helpers/app.js';
 import { DATABASES } from '../helpers/databases.js';
 import { createUser, type TestUser } from '../helpers/factories.js';

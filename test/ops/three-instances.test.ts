@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { type RunningWorker, runWorker } from '@taskhook/sdk';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningWorker, runWorker } from '../../src/sdk/index.js';
 import { ownDatabase, POSTGRES_URL, type TestDatabase, tempDir } from '../helpers/databases.js';
 import { uniqueEmail } from '../helpers/factories.js';
 import {

@@ -1,8 +1,8 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { BadRequestError, TaskhookClient, TaskhookError, type TaskView } from '@taskhook/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TaskhookClient, TaskhookError, type TaskView } from '../../src/sdk/index.js';
-import { parseEventStream } from '../../src/sdk/sse.js';
+import { parseEventStream } from '../../sdks/typescript/src/sse.js';
 import type { TestApp } from '../helpers/app.js';
 import { DATABASES } from '../helpers/databases.js';
 import { createAgent, createUser } from '../helpers/factories.js';
@@ -101,7 +101,8 @@ describe.each(DATABASES)('TaskhookClient on $name', (database) => {
     const claimed = await worker.claimOne();
     await worker.complete(claimed, { summary: 'fine' });
     const notCancellable = await failure(client.cancel(agentId, done.task_id));
-    expect(notCancellable).toMatchObject({ name: 'TaskhookError', status: 400, code: 'TASK_NOT_CANCELLABLE' });
+    expect(notCancellable).toMatchObject({ name: 'BadRequestError', status: 400, code: 'TASK_NOT_CANCELLABLE' });
+    expect(notCancellable).toBeInstanceOf(BadRequestError);
     expect(notCancellable.message).toEqual(expect.any(String));
     expect(notCancellable.body).toMatchObject({ error: { code: 'TASK_NOT_CANCELLABLE' } });
 
@@ -289,9 +290,14 @@ describe('SDK transport', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
       const port = (server.address() as AddressInfo).port;
-      const client = new TaskhookClient({ baseUrl: `http://127.0.0.1:${port}/api`, apiKey: 'k' });
+      const client = new TaskhookClient({ baseUrl: `http://127.0.0.1:${port}/api`, apiKey: 'k', maxRetries: 0 });
       const err = await failure(client.get(UNKNOWN_TASK, UNKNOWN_TASK));
-      expect(err).toMatchObject({ status: 502, code: undefined, message: 'HTTP 502' });
+      expect(err).toMatchObject({
+        name: 'ServerError',
+        status: 502,
+        code: undefined,
+        message: 'The server answered HTTP 502',
+      });
       expect(err.body).toContain('Bad gateway');
     } finally {
       server.closeAllConnections();

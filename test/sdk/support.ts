@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import type { ClaimedTask, TaskView } from '../../src/sdk/index.js';
+import type { ClaimedTask, TaskView } from '@taskhook/sdk';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import type { TestDatabase } from '../helpers/databases.js';
 

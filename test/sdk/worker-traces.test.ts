@@ -1,9 +1,9 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { type Context, type ContextManager, context, ROOT_CONTEXT, trace } from '@opentelemetry/api';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { runWorker, TaskhookClient } from '@taskhook/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseTraceparent } from '../../src/modules/telemetry/trace-context-fns.js';
-import { runWorker, TaskhookClient } from '../../src/sdk/index.js';
 import { call, type TestApp } from '../helpers/app.js';
 import { DATABASES } from '../helpers/databases.js';
 import { createAgent, createUser } from '../helpers/factories.js';

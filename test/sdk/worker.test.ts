@@ -1,5 +1,4 @@
 import type { IncomingMessage } from 'node:http';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   type ClaimedTask,
   type RunningWorker,
@@ -7,7 +6,8 @@ import {
   TaskFailure,
   type TaskHandler,
   TaskhookClient,
-} from '../../src/sdk/index.js';
+} from '@taskhook/sdk';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from '../helpers/app.js';
 import { DATABASES } from '../helpers/databases.js';
 import { createAgent, createUser } from '../helpers/factories.js';

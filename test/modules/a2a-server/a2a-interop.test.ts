@@ -1,5 +1,5 @@
+import { type RunningWorker, runWorker, TaskFailure } from '@taskhook/sdk';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningWorker, runWorker, TaskFailure } from '../../../src/sdk/index.js';
 import { configOf, loopback, runnerFor, taskOf } from '../../helpers/a2a-runs.js';
 import { buildTestApp, type TestApp } from '../../helpers/app.js';
 import { DATABASES } from '../../helpers/databases.js';

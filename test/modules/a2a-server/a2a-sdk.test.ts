@@ -14,8 +14,8 @@ import {
   DefaultAgentCardResolver,
   JsonRpcTransportFactory,
 } from '@a2a-js/sdk/client';
+import { type RunningWorker, runWorker, type TaskHandler, TaskhookClient } from '@taskhook/sdk';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningWorker, runWorker, type TaskHandler, TaskhookClient } from '../../../src/sdk/index.js';
 import { buildTestApp, type TestApp } from '../../helpers/app.js';
 import { DATABASES } from '../../helpers/databases.js';
 import { createAgent, createUser, type TestUser } from '../../helpers/factories.js';

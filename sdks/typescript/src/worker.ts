@@ -1,8 +1,7 @@
-import type { ClaimedTask, TaskResult } from '../modules/tasks/tasks-schemas.js';
-import { callApi, type HttpOptions, seg, TaskhookError } from './http.js';
+import { RateLimitError, TaskhookError } from './errors.js';
+import { type ClientOptions, callApi, resolveOptions, seg } from './http.js';
 import { withRunContext } from './otel.js';
-
-export type { ClaimedTask, TaskResult };
+import type { ClaimedTask, TaskResult } from './types.js';
 
 /** Thrown by `askForInput` to end this run of the handler; do not catch it. */
 export class InputRequested extends Error {
@@ -14,12 +13,16 @@ export class InputRequested extends Error {
 
 /** Throw this from a handler to fail the task with a code, optionally queueing it again. */
 export class TaskFailure extends Error {
+  readonly code: string | undefined;
+  readonly retryable: boolean;
   constructor(
     message: string,
     readonly options: { code?: string; retryable?: boolean } = {},
   ) {
     super(message);
     this.name = 'TaskFailure';
+    this.code = options.code;
+    this.retryable = options.retryable ?? false;
   }
 }
 
@@ -44,7 +47,7 @@ export interface WorkerContext {
 
 export type TaskHandler = (task: ClaimedTask, ctx: WorkerContext) => Promise<TaskResult>;
 
-export interface WorkerOptions extends HttpOptions {
+export interface WorkerOptions extends ClientOptions {
   agentId: string;
   handler: TaskHandler;
   /** Tasks run at once by this worker; default 1. */
@@ -74,7 +77,9 @@ export interface RunningWorker {
  * signal and its result is dropped. On a signal it stops gracefully, releasing what it holds.
  */
 export function runWorker(options: WorkerOptions): RunningWorker {
+  const http = resolveOptions(options);
   const concurrency = options.concurrency ?? 1;
+  const waitSeconds = options.waitSeconds ?? 20;
   const leaseSeconds = options.leaseSeconds ?? 60;
   const log = options.log ?? ((level, message, extra) => console[level](`[taskhook worker] ${message}`, extra ?? ''));
   const base = `agent/${seg(options.agentId)}`;
@@ -83,8 +88,19 @@ export function runWorker(options: WorkerOptions): RunningWorker {
   let slotFreed: (() => void) | null = null;
 
   const post = <T>(path: string, body: unknown, signal?: AbortSignal) =>
-    callApi<T>(options, 'POST', path, body, { signal }).then((r) => r.body);
+    callApi<T>(http, 'POST', path, body, { signal, retry: true }).then((r) => r.body);
   const complete = batchedCompleter(post, base);
+
+  /** Sends a report; a TASK_NOT_RUNNING refusal (cancelled meanwhile, or a retry of a committed report) is logged. */
+  async function report(taskId: string, kind: string, body: unknown) {
+    try {
+      await post(`${base}/task/${seg(taskId)}/${kind}`, body);
+    } catch (err) {
+      if (err instanceof TaskhookError && err.code === 'TASK_NOT_RUNNING') {
+        log('info', `${kind} refused: the task is no longer running`, { task: taskId });
+      } else log('warn', `could not report ${kind}`, { task: taskId, error: String(err) });
+    }
+  }
 
   async function runTask(task: ClaimedTask, abort: AbortController) {
     const taskPath = `${base}/task/${seg(task.task_id)}`;
@@ -116,19 +132,36 @@ export function runWorker(options: WorkerOptions): RunningWorker {
         throw new InputRequested(question);
       },
     };
+    const invalid = (message: string) =>
+      report(task.task_id, 'fail', {
+        lease_id: task.lease_id,
+        error: { code: 'INVALID_RESULT', message },
+        retryable: false,
+      });
     try {
       const result = await withRunContext(task.traceparent, () => options.handler(task, ctx));
-      if (!abort.signal.aborted && !finished) {
+      if (abort.signal.aborted || finished) return;
+      if (typeof result !== 'object' || result === null || Array.isArray(result)) {
+        await invalid(`The handler returned ${result === null ? 'null' : typeof result}, not a JSON object`);
+        return;
+      }
+      try {
         await complete(task, result);
+      } catch (err) {
+        if (err instanceof TaskhookError && err.code === 'INVALID_REQUEST') await invalid(err.message);
+        else if (err instanceof TaskhookError && err.code === 'TASK_NOT_RUNNING') {
+          log('info', 'complete refused: the task is no longer running', { task: task.task_id });
+        } else log('warn', 'could not report complete', { task: task.task_id, error: String(err) });
       }
     } catch (err) {
       if (err instanceof InputRequested || abort.signal.aborted || finished) return;
       const failure = err instanceof TaskFailure ? err.options : {};
-      await post(`${taskPath}/fail`, {
+      const message = (err instanceof Error ? err.message || err.name : String(err)) || 'Error';
+      await report(task.task_id, 'fail', {
         lease_id: task.lease_id,
-        error: { ...(failure.code ? { code: failure.code } : {}), message: (err as Error)?.message || String(err) },
+        error: { ...(failure.code ? { code: failure.code } : {}), message },
         retryable: failure.retryable ?? false,
-      }).catch((e) => log('warn', 'could not report failure', { task: task.task_id, error: String(e) }));
+      });
     } finally {
       clearInterval(timer);
     }
@@ -175,27 +208,39 @@ export function runWorker(options: WorkerOptions): RunningWorker {
         continue;
       }
       try {
-        const { tasks } = await post<{ tasks: ClaimedTask[] }>(
+        const { body } = await callApi<{ tasks: ClaimedTask[] }>(
+          http,
+          'POST',
           `${base}/tasks/claim`,
           {
             max_tasks: free,
-            wait_seconds: options.waitSeconds ?? 20,
+            wait_seconds: waitSeconds,
             lease_seconds: leaseSeconds,
             ...(options.workerId ? { worker_id: options.workerId } : {}),
           },
-          stopping.signal,
+          { signal: stopping.signal, timeoutMs: (waitSeconds + 10) * 1000 },
         );
-        for (const task of tasks) start(task);
+        if (stopping.signal.aborted) {
+          for (const task of body.tasks) void release(task.task_id, task.lease_id);
+          break;
+        }
+        for (const task of body.tasks) start(task);
       } catch (err) {
         if (stopping.signal.aborted) break;
         log('warn', 'claim failed; retrying', { error: String(err) });
+        const waitMs = err instanceof RateLimitError && err.retryAfter !== undefined ? err.retryAfter * 1000 : 1000;
         await untilStopping((resolve) => {
-          const timer = setTimeout(resolve, 1000);
+          const timer = setTimeout(resolve, waitMs);
           return () => clearTimeout(timer);
         });
       }
     }
   }
+
+  const release = (taskId: string, lease: string) =>
+    post(`${base}/task/${seg(taskId)}/release`, { lease_id: lease }).catch((err) =>
+      log('warn', 'could not release', { task: taskId, error: String(err) }),
+    );
 
   const done = loop();
   let stopped: Promise<void> | null = null;
@@ -208,6 +253,7 @@ export function runWorker(options: WorkerOptions): RunningWorker {
       let graceTimer: NodeJS.Timeout | undefined;
       const grace = new Promise<'timeout'>((resolve) => {
         graceTimer = setTimeout(() => resolve('timeout'), options.gracePeriodMs ?? 10_000);
+        skipGrace = () => resolve('timeout');
       });
       const outcome = await Promise.race([Promise.all(all.map((r) => r.done)), grace]);
       // Do not keep the process alive for the rest of the grace period once everything finished.
@@ -215,7 +261,7 @@ export function runWorker(options: WorkerOptions): RunningWorker {
       if (outcome === 'timeout') {
         for (const [taskId, r] of running) {
           r.abort.abort(new Error('worker stopping'));
-          await post(`${base}/task/${seg(taskId)}/release`, { lease_id: r.lease }).catch(() => undefined);
+          await release(taskId, r.lease);
         }
       }
       process.off('SIGINT', onSignal);
@@ -224,13 +270,20 @@ export function runWorker(options: WorkerOptions): RunningWorker {
     return stopped;
   }
 
+  let skipGrace: (() => void) | undefined;
   function onSignal() {
+    if (stopped) {
+      // A second signal: release what is still running now.
+      log('info', 'stopping now: releasing running tasks');
+      skipGrace?.();
+      return;
+    }
     log('info', 'stopping: finishing running tasks');
     void stop();
   }
   if (options.handleSignals ?? true) {
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
   }
 
   return { stop, done: done.then(() => stopped ?? undefined) };
@@ -270,7 +323,7 @@ function batchedCompleter(post: Post, base: string) {
         if (r?.status === 'completed') item.resolve();
         else {
           const error = r?.error ?? { code: 'INVALID_AGENT_RESPONSE', message: 'missing from the batch answer' };
-          item.reject(new TaskhookError(400, error.code, error.message, { error }));
+          item.reject(new TaskhookError({ status: 400, code: error.code, message: error.message, body: { error } }));
         }
       }
     } catch (err) {

@@ -1,0 +1,106 @@
+/** A task's state (section 5 of the API). */
+export type TaskStatus = 'queued' | 'running' | 'awaiting_input' | 'completed' | 'failed' | 'cancelled';
+
+/** One turn of a task's conversation. */
+export interface ConversationMessage {
+  role: 'user' | 'agent' | string;
+  content: string;
+  [key: string]: unknown;
+}
+
+/** What a handler returns: a JSON object, usually `{summary, findings}`. */
+export interface TaskResult {
+  summary: string;
+  findings?: Array<{ file: string; line: number; severity: string; message: string }>;
+  [key: string]: unknown;
+}
+
+/** The body of `POST /agent/request/:id`. */
+export interface SubmitInput {
+  message: string;
+  priority?: number;
+  timeout_override?: number;
+  metadata?: Record<string, unknown>;
+  callback_mode?: 'poll' | 'webhook';
+  webhook_url?: string;
+}
+
+/** The answer to a submit. */
+export interface SubmitResult {
+  task_id: string;
+  status: 'queued';
+  poll_url: string;
+  cancel_url: string;
+  [key: string]: unknown;
+}
+
+/** A task as `GET /agent/:id/task/:taskId` returns it. */
+export interface TaskView {
+  task_id: string;
+  status: TaskStatus;
+  created_at: string;
+  agent_uuid: string;
+  message: string;
+  messages: ConversationMessage[];
+  priority: number;
+  metadata: Record<string, unknown>;
+  estimated_start?: string;
+  started_at?: string;
+  progress?: { current_step: string; steps_completed: number; total_steps: number };
+  input_request?: { message: string; requested_at: string };
+  completed_at?: string;
+  result?: TaskResult;
+  failed_at?: string;
+  error?: { code: string; message: string };
+  cancelled_at?: string;
+}
+
+/** One item of a claim answer (section 6). */
+export interface ClaimedTask {
+  task_id: string;
+  lease_id: string;
+  message: string;
+  messages: ConversationMessage[];
+  priority: number;
+  metadata: Record<string, unknown>;
+  attempt: number;
+  lease_expires_at: string;
+  timeout_at: string;
+  /** W3C trace context of this run. */
+  traceparent: string;
+}
+
+/** One item of a task's event stream. */
+export interface TaskEvent {
+  id: number;
+  task: TaskView;
+}
+
+/** A webhook trigger; `webhook_secret` is present only when it was just made or rotated. */
+export interface Trigger {
+  uuid: string;
+  agent_uuid: string;
+  name: string;
+  message_template: string;
+  enabled: boolean;
+  webhook_url: string;
+  created_at: string;
+  updated_at: string;
+  webhook_secret?: string;
+}
+
+/** A page of a list answer. */
+export interface Pagination {
+  page: number;
+  limit: number;
+  total: number;
+  total_pages: number;
+}
+
+/** A verified callback (Standard Webhooks body). */
+export interface WebhookEvent {
+  type: string;
+  timestamp: string;
+  data: Record<string, unknown>;
+  [key: string]: unknown;
+}
