@@ -1,8 +1,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { type RunningWorker, runWorker, type TaskHandler } from '@taskhook/sdk';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningWorker, runWorker, type TaskHandler } from '../../../src/sdk/index.js';
 import { buildTestApp, type TestApp } from '../../helpers/app.js';
 import { DATABASES } from '../../helpers/databases.js';
 import { createAgent, createUser, type TestUser } from '../../helpers/factories.js';

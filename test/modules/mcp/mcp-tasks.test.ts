@@ -8,8 +8,8 @@ import {
   GetTaskResultSchema,
   ListTasksResultSchema,
 } from '@modelcontextprotocol/sdk/types.js';
+import { type RunningWorker, runWorker, type TaskHandler } from '@taskhook/sdk';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningWorker, runWorker, type TaskHandler } from '../../../src/sdk/index.js';
 import { buildTestApp, type TestApp } from '../../helpers/app.js';
 import { DATABASES } from '../../helpers/databases.js';
 import { createAgent, createUser, type TestUser } from '../../helpers/factories.js';
