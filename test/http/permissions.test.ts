@@ -93,6 +93,29 @@ describe.each(DATABASES)('roles decided by method and path on $name', (database)
     }
   });
 
+  it('on /a2a/:agentId the role follows the JSON-RPC method: a viewer may read, not send', async () => {
+    const headers = { 'x-taskhook-workspace': team.uuid };
+    const made = await call(t.app, 'POST', '/agent', {
+      token: team.members.admin.token,
+      headers,
+      body: { name: 'rpc' },
+    });
+    const rpc = (method: string, params: unknown) =>
+      call(t.app, 'POST', `/a2a/${made.json().uuid}`, {
+        token: team.members.viewer.token,
+        headers: { ...headers, 'a2a-version': '1.0' },
+        body: { jsonrpc: '2.0', id: 1, method, params },
+      });
+    const send = await rpc('SendMessage', {
+      message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'hi' }] },
+    });
+    expect(send.statusCode).toBe(403);
+    expect(send.json().error).toMatchObject({ code: 'FORBIDDEN', message: expect.stringContaining('member role') });
+    const read = await rpc('ListTasks', {});
+    expect(read.statusCode).toBe(200);
+    expect(read.json().result).toBeDefined();
+  });
+
   it('a viewer deleting an unknown agent is refused for the role, before any lookup', async () => {
     const res = await call(t.app, 'DELETE', `/agent/${randomUUID()}`, {
       token: team.members.viewer.token,
