@@ -14,11 +14,12 @@ export interface Operation {
   security: string[];
 }
 
-/** The error shapes a path speaks (docs/api.md §2.2, docs/telemetry.md, docs/model-proxy.md). */
-export type Protocol = 'taskhook' | 'openai' | 'otlp';
+/** The error shapes a path speaks (docs/api.md §2.2, docs/telemetry.md, docs/model-proxy.md, docs/mcp.md). */
+export type Protocol = 'taskhook' | 'openai' | 'otlp' | 'mcp';
 
 export function protocolOf(path: string): Protocol {
   if (path.startsWith('/spotlight/v1/')) return 'openai';
+  if (path === '/mcp') return 'mcp';
   if (path.startsWith('/telemetry/ingest_http/')) return 'otlp';
   return 'taskhook';
 }
@@ -492,6 +493,14 @@ export function answerProblem(req: FuzzRequest, res: LightMyRequestResponse): st
   if (req.protocol === 'otlp' && status !== 429) {
     if (isObject(body) && typeof body.code === 'number' && typeof body.message === 'string') return null;
     return `not an OTLP status body: ${res.body.slice(0, 200)}`;
+  }
+  // The MCP transport's refusals (400, 404, 405, 406, 415) are JSON-RPC errors with a null id (docs/mcp.md);
+  // what the request guard refuses before the transport (workspace, role, rate limit, size) keeps the API's
+  // envelope, as on /a2a.
+  if (req.protocol === 'mcp' && envelope !== null) {
+    const rpc = isObject(body) && body.jsonrpc === '2.0' && isObject(body.error) ? body.error : null;
+    if (rpc && typeof rpc.code === 'number' && typeof rpc.message === 'string') return null;
+    return `neither a JSON-RPC error nor the envelope (${status}): ${res.body.slice(0, 200)}`;
   }
   return envelope && `${envelope} (${status}): ${res.body.slice(0, 300)}`;
 }

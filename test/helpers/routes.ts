@@ -582,6 +582,13 @@ export const INGEST_ROUTES = [
 ];
 
 /**
+ * The MCP endpoint speaks JSON-RPC over Streamable HTTP: its refusals and bodies are MCP's, so
+ * test/modules/mcp covers its credential matrix and the catalogue only counts it. (GET and DELETE
+ * are hidden from the OpenAPI document and answer 405 once authenticated.)
+ */
+export const MCP_ROUTES = [{ method: 'POST', path: '/mcp' }];
+
+/**
  * The workspace, member and invitation routes (session only): their example requests change
  * memberships or end workspaces, which the shared context cannot survive, so
  * test/modules/workspaces covers their credential matrix and the catalogue only counts them.

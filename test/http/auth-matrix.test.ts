@@ -13,6 +13,7 @@ import {
   expectStandardHeaders,
   INGEST_ROUTES,
   keyHeaders,
+  MCP_ROUTES,
   probeUrl,
   ROUTES,
   registeredRoutes,
@@ -64,7 +65,9 @@ describe.each(DATABASES)('authentication matrix on $name', (database) => {
         const res = await call(t.app, route.method as 'GET', probeUrl(route.path));
         if (res.statusCode === 401 && res.json().error === MISSING) authenticated.push(routeKey(route));
       }
-      expect(authenticated.sort()).toEqual([...ROUTES, ...INGEST_ROUTES, ...WORKSPACE_ROUTES].map(routeKey).sort());
+      expect(authenticated.sort()).toEqual(
+        [...ROUTES, ...INGEST_ROUTES, ...WORKSPACE_ROUTES, ...MCP_ROUTES].map(routeKey).sort(),
+      );
     });
   });
 
