@@ -37,6 +37,18 @@ export const AUDIT_ACTIONS = [
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
+/** Lone surrogates (a name sent as hostile input) become U+FFFD, as in text columns: jsonb refuses them. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+const fix = (s: string) => s.replace(LONE_SURROGATE, '\uFFFD');
+function wellFormed(value: unknown): unknown {
+  if (typeof value === 'string') return fix(value);
+  if (Array.isArray(value)) return value.map(wellFormed);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [fix(k), wellFormed(v)]));
+  }
+  return value;
+}
+
 /** One management action, as its service describes it. `details` never holds a secret. */
 export interface AuditEntry {
   action: AuditAction;
@@ -64,7 +76,7 @@ export function recordAudit(ex: Executor, acting: Acting, entry: AuditEntry, wor
         action: entry.action,
         target_type: entry.target.type,
         target_uuid: entry.target.uuid,
-        details: toDbJson(entry.details),
+        details: toDbJson(wellFormed(entry.details)),
         ip: acting.ip,
         request_id: acting.requestId,
       })
