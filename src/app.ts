@@ -257,6 +257,7 @@ export async function buildApp(
     tasks,
     acquireConnection: connections.acquire,
     credentials: accounts.credentials,
+    traceSpans: telemetry.tracer.enqueue,
   });
   await app.register(mcp.routes);
 

@@ -5,6 +5,7 @@ import type { ProcessDeps } from '../../process-deps.js';
 import { type AcquireConnection, noConnectionLimits } from '../a2a-server/a2a-server-service.js';
 import type { CredentialCheck } from '../accounts/accounts-module.js';
 import type { TasksModule } from '../tasks/tasks-module.js';
+import type { ServiceSpan } from '../telemetry/service-spans-fns.js';
 import { mcpRepo } from './mcp-repo.js';
 import { mcpRoutes } from './mcp-routes.js';
 import { createMcpService } from './mcp-service.js';
@@ -20,6 +21,7 @@ export function createMcpModule(deps: {
   tasks: Pick<TasksModule, 'service' | 'notifier'>;
   acquireConnection?: AcquireConnection;
   credentials: CredentialCheck;
+  traceSpans?: (workspaceUuid: string, spans: ServiceSpan[]) => void;
 }) {
   const service = createMcpService({
     db: deps.runtime.db,
@@ -27,6 +29,8 @@ export function createMcpModule(deps: {
     tasks: deps.tasks.service,
     notifier: deps.tasks.notifier,
     maxWaitSeconds: deps.config.mcpWaitSeconds,
+    clock: deps.runtime.clock,
+    traceSpans: deps.traceSpans,
   });
   const routes = mcpRoutes({
     service,
@@ -35,6 +39,8 @@ export function createMcpModule(deps: {
     allowedOrigins: [new URL(deps.config.publicUrl).origin, ...deps.config.corsOrigins],
     credentials: deps.credentials,
     timers: deps.runtime.timers,
+    clock: deps.runtime.clock,
+    notifier: deps.tasks.notifier,
     acquire: deps.acquireConnection ?? noConnectionLimits,
   });
   return {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errorResponses } from '../../http/error-schemas.js';
 import { AppError, AuthError } from '../../http/errors.js';
@@ -5,8 +6,9 @@ import { principalOf } from '../../http/guard.js';
 import { startEventStream } from '../../http/stream-watch.js';
 import { jsonTooDeep } from '../../lib/json-depth.js';
 import type { CredentialCheck, Principal } from '../../lib/principal.js';
-import type { Timers } from '../../lib/time.js';
+import type { Clock, Timers } from '../../lib/time.js';
 import type { AcquireConnection } from '../a2a-server/a2a-server-service.js';
+import type { Notifier } from '../tasks/notifier.js';
 import { type McpCall, McpRpcError, type McpService } from './mcp-service.js';
 import {
   declaresElicitation,
@@ -40,6 +42,8 @@ export function mcpRoutes(deps: {
   allowedOrigins: string[];
   credentials: CredentialCheck;
   timers: Timers;
+  clock: Clock;
+  notifier: Pick<Notifier, 'publish' | 'subscribe'>;
   acquire: AcquireConnection;
 }) {
   const open = new Set<() => void>();
@@ -138,7 +142,14 @@ export function mcpRoutes(deps: {
           }
           return reply.code(202).send();
         }
-        if (message.id === undefined) return reply.code(202).send();
+        if (message.id === undefined) {
+          const cancelled = (message.params as { requestId?: unknown } | undefined)?.requestId;
+          if (message.method === 'notifications/cancelled' && isRpcId(cancelled)) {
+            // Whichever instance holds the wait stops it (PostgreSQL carries the hint to the others).
+            deps.notifier.publish('mcp-cancel', cancelKeyOf(request, principal, cancelled));
+          }
+          return reply.code(202).send();
+        }
         return dispatch(request, reply, principal, session, message as Rpc & { method: string; id: RpcId });
       },
     );
@@ -161,10 +172,19 @@ export function mcpRoutes(deps: {
     session: McpSession | null,
     rpc: Rpc & { method: string; id: RpcId },
   ) {
+    // The span of a tools/call starts when the request arrived, not when its body was parsed.
+    const receivedAtMs = deps.clock.now() - reply.elapsedTime;
     let channel: (McpChannel & { end(): void }) | null = null;
     let release: (() => void) | null = null;
+    let cancelled = false;
+    const version = request.headers['mcp-protocol-version'];
+    const traceparent = request.headers.traceparent;
     const call: McpCall = {
       principal,
+      receivedAtMs,
+      requestId: String(rpc.id),
+      protocolVersion: version === undefined ? undefined : String(version),
+      traceparent: typeof traceparent === 'string' ? traceparent : undefined,
       elicitation: session?.elicitation ?? false,
       stream: () => {
         if (channel) return channel;
@@ -184,12 +204,21 @@ export function mcpRoutes(deps: {
           },
           end: stream.end,
         };
+        if (cancelled) stream.end();
         return channel;
       },
     };
     const waits =
       rpc.method === 'tasks/result' ||
       (rpc.method === 'tools/call' && (rpc.params as { task?: unknown } | undefined)?.task === undefined);
+    // notifications/cancelled for this request: the wait stops, the stream ends without a result
+    // (MCP: no response to a cancelled request); the task itself is not cancelled.
+    const stopListening = waits
+      ? deps.notifier.subscribe('mcp-cancel', cancelKeyOf(request, principal, rpc.id), () => {
+          cancelled = true;
+          (channel as (McpChannel & { end(): void }) | null)?.end();
+        })
+      : null;
     try {
       // A waiting request holds one of the workspace's waits, from before anything is done.
       if (waits) release = deps.acquire(principal.workspaceUuid, 'wait');
@@ -218,6 +247,7 @@ export function mcpRoutes(deps: {
       }
       return reply.code(200).header('content-type', 'application/json').send(JSON.stringify(response));
     } finally {
+      stopListening?.();
       release?.();
     }
   }
@@ -286,3 +316,25 @@ function rpcError(reply: FastifyReply, status: number, id: RpcId, code: number, 
 
 /** AppError refusals (429 LIMIT_EXCEEDED) pass through as HTTP errors. */
 export const isHttpRefusal = (err: unknown) => err instanceof AppError;
+
+const isRpcId = (id: unknown): id is string | number => typeof id === 'string' || typeof id === 'number';
+
+/**
+ * Names one waiting request across instances: the caller (user, workspace, credential), the MCP
+ * session it came in (clients number their requests per session) and its JSON-RPC id; hashed, so
+ * the hint stays short whatever the id.
+ */
+function cancelKeyOf(request: FastifyRequest, principal: Principal, id: RpcId): string {
+  const session = request.headers['mcp-session-id'];
+  return createHash('sha256')
+    .update(
+      JSON.stringify([
+        principal.userUuid,
+        principal.workspaceUuid,
+        principal.credentialUuid,
+        typeof session === 'string' ? session : '',
+        id,
+      ]),
+    )
+    .digest('base64url');
+}

@@ -1,13 +1,17 @@
-import type { Db } from '../../db/connect.js';
+import type { Db, Executor } from '../../db/connect.js';
 import { AppError } from '../../http/errors.js';
 import { forbiddenMessage } from '../../http/permissions.js';
+import { newId } from '../../lib/ids.js';
 import { type Principal, type Role, roleAtLeast } from '../../lib/principal.js';
+import type { Clock } from '../../lib/time.js';
 import { agentsRepo } from '../agents/agents-repo.js';
 import type { Notifier } from '../tasks/notifier.js';
 import { taskQueries } from '../tasks/task-queries.js';
 import type { TaskRecord } from '../tasks/tasks-repo.js';
 import type { TaskRef, TasksService } from '../tasks/tasks-service.js';
 import { taskView } from '../tasks/tasks-view.js';
+import { mcpToolCallSpan, type ServiceSpan } from '../telemetry/service-spans-fns.js';
+import { deriveSpanId, deriveTraceId, parseTraceparent } from '../telemetry/trace-context-fns.js';
 import { agentToolArgs, idempotencyKeyOf, platformToolArgs, ToolArgumentError } from './mcp-args-fns.js';
 import type { McpRepo } from './mcp-repo.js';
 import {
@@ -39,6 +43,14 @@ export const invalidParams = (message: string) => new McpRpcError(-32602, messag
 /** What one request knows of its caller. */
 export interface McpCall {
   principal: Principal;
+  /** When the request arrived (epoch ms): the start of its `tools/call` span. */
+  receivedAtMs: number;
+  /** The JSON-RPC id, as a string. */
+  requestId: string;
+  /** The `MCP-Protocol-Version` header, when it came. */
+  protocolVersion?: string | undefined;
+  /** The HTTP `traceparent` header (`params._meta.traceparent` wins when valid). */
+  traceparent?: string | undefined;
   /** The client declared elicitation (its session says so). */
   elicitation: boolean;
   /** Opens the SSE stream of this POST (once) for a waiting answer. */
@@ -55,6 +67,8 @@ export function createMcpService(deps: {
   tasks: Pick<TasksService, 'submit' | 'message' | 'cancel' | 'requireTask'>;
   notifier: Pick<Notifier, 'subscribe' | 'fallbackPollMs'>;
   maxWaitSeconds: number;
+  clock: Clock;
+  traceSpans?: ((workspaceUuid: string, spans: ServiceSpan[]) => void) | undefined;
 }) {
   const { db, repo, tasks } = deps;
   const waitDeps = { db, repo, tasks, notifier: deps.notifier };
@@ -94,19 +108,39 @@ export function createMcpService(deps: {
     const input = agentToolArgs(params.arguments);
     const key = idempotencyKeyOf(params._meta);
     const workspaceUuid = call.principal.workspaceUuid;
-    const { response } = await tasks.submit(workspaceUuid, tool.agentUuid, input, key);
-    await repo.insertTask(db.kysely, {
-      taskUuid: response.task_id,
-      workspaceUuid,
-      agentUuid: tool.agentUuid,
-      createdAt: response.created_at,
-    });
+    const meta = params._meta?.traceparent;
+    const sender = parseTraceparent(typeof meta === 'string' ? meta : undefined) ?? parseTraceparent(call.traceparent);
+    const spanSeed = newId();
+    const span = {
+      traceId: sender?.traceId ?? deriveTraceId('mcp', spanSeed),
+      spanId: deriveSpanId('mcp', spanSeed),
+    };
+    const record = (trx: Executor, createdAt: string, taskUuid: string) =>
+      repo.insertTask(trx, { taskUuid, workspaceUuid, agentUuid: tool.agentUuid, createdAt });
+    const { response, replayed } = await tasks.submit(workspaceUuid, tool.agentUuid, input, key, span, (trx, task) =>
+      record(trx, task.createdAt, task.uuid),
+    );
+    if (replayed) await record(db.kysely, response.created_at, response.task_id);
     const ref = { workspaceUuid, agentUuid: tool.agentUuid, taskUuid: response.task_id };
-    if (params.task !== undefined) {
-      const task = await tasks.requireTask(ref);
-      return { task: mcpTask(taskView(task), task.updatedAt) };
+    const answer =
+      params.task !== undefined
+        ? await tasks.requireTask(ref).then((task) => ({ task: mcpTask(taskView(task), task.updatedAt) }))
+        : await waitAndAnswer(call, ref, deps.maxWaitSeconds, params._meta?.progressToken);
+    if (!replayed) {
+      deps.traceSpans?.(workspaceUuid, [
+        mcpToolCallSpan({
+          ...span,
+          parentSpanId: sender?.spanId ?? null,
+          toolName: tool.name,
+          requestId: call.requestId,
+          protocolVersion: call.protocolVersion,
+          taskUuid: response.task_id,
+          receivedAtMs: call.receivedAtMs,
+          answeredAtMs: deps.clock.now(),
+        }),
+      ]);
     }
-    return waitAndAnswer(call, ref, deps.maxWaitSeconds, params._meta?.progressToken);
+    return answer;
   }
 
   async function callPlatform(call: McpCall, tool: PlatformTool, params: CallParams) {

@@ -1,7 +1,8 @@
 import type { Db } from '../../db/connect.js';
 import type { Log } from '../../lib/log.js';
 
-export type Channel = 'work' | 'task';
+/** `work`: an agent has claimable work; `task`: a task changed; `mcp-cancel`: an MCP client cancelled a waiting request. */
+export type Channel = 'work' | 'task' | 'mcp-cancel';
 type Listener = () => void;
 
 /**

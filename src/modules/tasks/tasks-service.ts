@@ -165,7 +165,8 @@ export function createTasksService(deps: {
 
     /**
      * Queues a task. With an idempotency key, a repeat of the same request within 24 h answers
-     * the first response and creates nothing.
+     * the first response and creates nothing. `alsoWrite` commits with the task's insert (what
+     * else records the task, e.g. the MCP server's list); a replay does not run it.
      * @throws AppError NOT_FOUND, AGENT_UNAVAILABLE, INVALID_REQUEST, IDEMPOTENCY_KEY_REUSED.
      */
     async submit(
@@ -174,6 +175,7 @@ export function createTasksService(deps: {
       input: SubmitInput,
       idempotencyKey?: string,
       parent: TraceParent | null = null,
+      alsoWrite?: (trx: Executor, task: { uuid: string; createdAt: string }) => Promise<unknown>,
     ): Promise<{ response: SubmitResult; replayed: boolean }> {
       await validate(input);
       const agent = await deps.agents.requireOwned(workspaceUuid, agentUuid);
@@ -202,17 +204,18 @@ export function createTasksService(deps: {
         : null;
       // Without an Idempotency-Key the insert is the whole write: it joins the submits of this
       // turn of the event loop in one transaction (see insert-batcher.ts).
-      if (!key) {
+      if (!key && !alsoWrite) {
         await batcher.insert(task);
         return { response, replayed: false };
       }
       try {
         await db.transaction(async (trx) => {
-          await deps.idempotency.claim(trx, key);
+          if (key) await deps.idempotency.claim(trx, key);
           await writer.insert(trx, task);
+          await alsoWrite?.(trx, task);
         });
       } catch (err) {
-        if (!(err instanceof UniqueViolationError)) throw err;
+        if (!(err instanceof UniqueViolationError) || !key) throw err;
         const first = await replayOf(workspaceUuid, key.key, hash, nowMs);
         if (!first) throw new AppError('CONFLICT', 'A request with this Idempotency-Key is in flight; retry');
         return { response: first, replayed: true };

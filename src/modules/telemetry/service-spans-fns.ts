@@ -256,3 +256,38 @@ export function webhookSpan(delivery: {
     },
   };
 }
+
+/**
+ * An MCP `tools/call` that submitted a task: from the request's arrival until its answer (in task
+ * mode, the CreateTaskResult); the parent of the task span.
+ */
+export function mcpToolCallSpan(call: {
+  traceId: string;
+  spanId: string;
+  parentSpanId: string | null;
+  toolName: string;
+  requestId: string;
+  protocolVersion?: string | undefined;
+  taskUuid: string;
+  receivedAtMs: number;
+  answeredAtMs: number;
+}): ServiceSpan {
+  return {
+    traceId: call.traceId,
+    spanId: call.spanId,
+    parentSpanId: call.parentSpanId,
+    name: `tools/call ${call.toolName}`,
+    kind: 'server',
+    startMs: call.receivedAtMs,
+    endMs: call.answeredAtMs,
+    status: 'unset',
+    attributes: {
+      'mcp.method.name': 'tools/call',
+      'gen_ai.tool.name': call.toolName,
+      'gen_ai.operation.name': 'execute_tool',
+      'jsonrpc.request.id': call.requestId,
+      'mcp.protocol.version': call.protocolVersion,
+      'taskhook.task_id': call.taskUuid,
+    },
+  };
+}
