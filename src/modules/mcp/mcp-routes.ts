@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errorResponses } from '../../http/error-schemas.js';
 import { AppError, AuthError } from '../../http/errors.js';
@@ -11,7 +10,9 @@ import type { AcquireConnection } from '../a2a-server/a2a-server-service.js';
 import type { Notifier } from '../tasks/notifier.js';
 import { type McpCall, McpRpcError, type McpService } from './mcp-service.js';
 import {
+  cancelKeyOf,
   declaresElicitation,
+  isRpcId,
   type McpSession,
   PROTOCOL_VERSIONS,
   signSession,
@@ -146,7 +147,7 @@ export function mcpRoutes(deps: {
           const cancelled = (message.params as { requestId?: unknown } | undefined)?.requestId;
           if (message.method === 'notifications/cancelled' && isRpcId(cancelled)) {
             // Whichever instance holds the wait stops it (PostgreSQL carries the hint to the others).
-            deps.notifier.publish('mcp-cancel', cancelKeyOf(request, principal, cancelled));
+            deps.notifier.publish('mcp-cancel', cancelKeyOf(request.headers['mcp-session-id'], principal, cancelled));
           }
           return reply.code(202).send();
         }
@@ -214,7 +215,7 @@ export function mcpRoutes(deps: {
     // notifications/cancelled for this request: the wait stops, the stream ends without a result
     // (MCP: no response to a cancelled request); the task itself is not cancelled.
     const stopListening = waits
-      ? deps.notifier.subscribe('mcp-cancel', cancelKeyOf(request, principal, rpc.id), () => {
+      ? deps.notifier.subscribe('mcp-cancel', cancelKeyOf(request.headers['mcp-session-id'], principal, rpc.id), () => {
           cancelled = true;
           (channel as (McpChannel & { end(): void }) | null)?.end();
         })
@@ -316,25 +317,3 @@ function rpcError(reply: FastifyReply, status: number, id: RpcId, code: number, 
 
 /** AppError refusals (429 LIMIT_EXCEEDED) pass through as HTTP errors. */
 export const isHttpRefusal = (err: unknown) => err instanceof AppError;
-
-const isRpcId = (id: unknown): id is string | number => typeof id === 'string' || typeof id === 'number';
-
-/**
- * Names one waiting request across instances: the caller (user, workspace, credential), the MCP
- * session it came in (clients number their requests per session) and its JSON-RPC id; hashed, so
- * the hint stays short whatever the id.
- */
-function cancelKeyOf(request: FastifyRequest, principal: Principal, id: RpcId): string {
-  const session = request.headers['mcp-session-id'];
-  return createHash('sha256')
-    .update(
-      JSON.stringify([
-        principal.userUuid,
-        principal.workspaceUuid,
-        principal.credentialUuid,
-        typeof session === 'string' ? session : '',
-        id,
-      ]),
-    )
-    .digest('base64url');
-}

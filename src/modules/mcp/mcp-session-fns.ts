@@ -1,4 +1,5 @@
-import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+import type { Principal } from '../../lib/principal.js';
 
 /** The protocol versions served; the first is answered to a client asking for another. */
 export const PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18'] as const;
@@ -55,4 +56,30 @@ export function declaresElicitation(capabilities: unknown): boolean {
 
 function mac(key: Buffer, payload: string): string {
   return createHmac('sha256', key).update(payload).digest('base64url');
+}
+
+export const isRpcId = (id: unknown): id is string | number => typeof id === 'string' || typeof id === 'number';
+
+/**
+ * Names one waiting request across instances: the caller (user, workspace, credential), the MCP
+ * session it came in (clients number their requests per session) and its JSON-RPC id; hashed, so
+ * the hint stays short whatever the id.
+ */
+export function cancelKeyOf(
+  sessionHeader: string | string[] | undefined,
+  principal: Pick<Principal, 'userUuid' | 'workspaceUuid' | 'credentialUuid'>,
+  id: string | number | null,
+): string {
+  const session = sessionHeader;
+  return createHash('sha256')
+    .update(
+      JSON.stringify([
+        principal.userUuid,
+        principal.workspaceUuid,
+        principal.credentialUuid,
+        typeof session === 'string' ? session : '',
+        id,
+      ]),
+    )
+    .digest('base64url');
 }
