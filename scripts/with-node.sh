@@ -44,8 +44,10 @@ echo "using $(node --version) from $bin" >&2
 
 # better-sqlite3 is native code built for one Node.js ABI. Swap in a build for this version (made
 # once with `npm rebuild` and kept in the cache), and put the machine's build back afterwards.
+# TASKHOOK_NODE_NATIVE=keep leaves it alone, for a command that loads no native code of this
+# checkout (a tool run beside a server that keeps running on the machine's Node.js).
 native=node_modules/better-sqlite3/build
-if [ -d "$native" ]; then
+if [ -d "$native" ] && [ "${TASKHOOK_NODE_NATIVE:-swap}" != keep ]; then
   sqlite_version=$(node -p "require('./node_modules/better-sqlite3/package.json').version")
   kept="$prefix/native/better-sqlite3-$sqlite_version"
   # One swap at a time per checkout: a second run waits for the first.
