@@ -4,6 +4,7 @@ import type { Executor } from '../../db/connect.js';
 import { createLoop } from '../../lib/loop.js';
 import { iso } from '../../lib/time.js';
 import type { ProcessDeps } from '../../process-deps.js';
+import { recoveryRepo } from '../accounts/accounts-recovery-repo.js';
 import { auditRepo } from '../audit/audit-repo.js';
 import { spotlightRepo } from '../spotlight/spotlight-repo.js';
 import { idempotencyRepo } from '../tasks/idempotency-repo.js';
@@ -38,6 +39,8 @@ export interface HousekeepingResult {
   spotlightCalls: number;
   /** Audit entries past TASKHOOK_AUDIT_RETENTION_DAYS. */
   auditLog: number;
+  /** Unverified registrations past TASKHOOK_UNVERIFIED_TTL_HOURS (3.1). */
+  unverifiedAccounts: number;
   /** Rows of deleted workspaces (every kind together). */
   deletedWorkspaceRows: number;
   /** Deleted workspaces whose last row went this round. */
@@ -51,7 +54,8 @@ export interface HousekeepingResult {
  * events and callback deliveries) and trigger deliveries older than TASKHOOK_RETENTION_DAYS,
  * idempotency keys and A2A messageIds past their 24 hours, telemetry past
  * TASKHOOK_TELEMETRY_RETENTION_DAYS, model calls past TASKHOOK_SPOTLIGHT_RETENTION_DAYS, audit
- * entries past TASKHOOK_AUDIT_RETENTION_DAYS, and every row of a deleted workspace. Each
+ * entries past TASKHOOK_AUDIT_RETENTION_DAYS, unverified registrations past
+ * TASKHOOK_UNVERIFIED_TTL_HOURS, and every row of a deleted workspace. Each
  * room owns the SQL of its delete; this module only paces them. On PostgreSQL each batch takes an
  * advisory lock, so instances take turns instead of deleting the same rows together.
  */
@@ -133,6 +137,7 @@ export function createHousekeepingModule(deps: {
       telemetryLogs: [telemetryRepo.deleteExpiredLogs, daysAgo(config.telemetryRetentionDays)],
       spotlightCalls: [spotlightRepo.deleteExpiredCalls, daysAgo(config.spotlightRetentionDays)],
       auditLog: [auditRepo.deleteExpired, daysAgo(config.auditRetentionDays)],
+      unverifiedAccounts: [recoveryRepo.deleteExpiredRegistrations, iso(now - config.unverifiedTtlHours * 3_600_000)],
     };
   }
 

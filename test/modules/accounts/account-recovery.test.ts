@@ -60,6 +60,27 @@ describe.each(DATABASES)('account recovery on $name', (database) => {
     expect(again.json().user.uuid).not.toBe(first.json().user.uuid);
   });
 
+  it('housekeeping deletes an unverified registration once it expired, and leaves verified accounts and fresh ones', async () => {
+    const stale = uniqueEmail();
+    await register(stale, 'stale password');
+    clock.advance(3_600_000);
+    // A registration deletes expired ones itself: this one comes while the first is still young.
+    const fresh = uniqueEmail();
+    await register(fresh, 'fresh password');
+    clock.advance(3_600_000 + 1000);
+    const verified = await createUser(t);
+    const result = await t.app.background.housekeep();
+    expect(result.unverifiedAccounts).toBeGreaterThanOrEqual(1);
+    const emails = (
+      await t.runtime.db.kysely
+        .selectFrom('users')
+        .select('email')
+        .where('email', 'in', [stale, fresh, verified.email])
+        .execute()
+    ).map((row) => row.email);
+    expect(emails.sort()).toEqual([fresh, verified.email].sort());
+  });
+
   it('resend_verification answers 202 {} for any e-mail and sends a new link to an unverified account, once a minute', async () => {
     const email = uniqueEmail();
     await register(email, 'a password 1');
