@@ -5,3 +5,8 @@
 export interface Log {
   warn(obj: object, msg: string): void;
 }
+
+/** The part of the logger that records what happened (the mailer's links when there is no SMTP). */
+export interface InfoLog {
+  info(obj: object, msg: string): void;
+}

@@ -1,4 +1,5 @@
 import type { Transporter } from 'nodemailer';
+import type { InfoLog } from '../../lib/log.js';
 
 export interface Mailer {
   sendVerification(to: string, link: string): Promise<void>;
@@ -7,15 +8,11 @@ export interface Mailer {
   sendInvitation(to: string, link: string, workspaceName: string): Promise<void>;
 }
 
-interface Log {
-  info(obj: object, msg: string): void;
-}
-
 /**
  * Sends verification e-mails through SMTP when `smtpUrl` is set; otherwise writes the link
  * to the log so a self-hosted operator can verify accounts without a mail server.
  */
-export function createMailer(opts: { smtpUrl?: string | undefined; from: string; log: Log }): Mailer {
+export function createMailer(opts: { smtpUrl?: string | undefined; from: string; log: InfoLog }): Mailer {
   if (!opts.smtpUrl) {
     return {
       async sendVerification(to, link) {
