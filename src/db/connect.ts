@@ -1,12 +1,13 @@
 import { chmodSync, closeSync, fdatasync, fsyncSync, mkdirSync, openSync } from 'node:fs';
 import path from 'node:path';
-import SqliteDatabase from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
 import { Kysely, type Dialect as KyselyDialect, type LogEvent, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import type { Database } from './database.js';
 import { createGroupCommitter } from './group-commit.js';
 import { createPgListener, type SubscribeHandlers, type Subscription } from './pg-listen.js';
 import { createPgPool, type PgPoolOptions } from './pg-pool.js';
 import { registerDirectReader } from './prepared.js';
+import SqliteDatabase from './sqlite-driver.js';
 import { OTHER_WRITERS_POLL_MS, watchSchema, withStatementCache } from './sqlite-statements.js';
 import { checkedDialect, type Executor, runTransaction } from './transactions.js';
 
@@ -193,7 +194,7 @@ function createWalSync(dbFile: string) {
   };
 }
 
-function watchDataVersion(native: SqliteDatabase.Database, onChange: () => void): Subscription {
+function watchDataVersion(native: BetterSqlite3.Database, onChange: () => void): Subscription {
   const version = () => native.pragma('data_version', { simple: true }) as number;
   let last = version();
   const timer = setInterval(() => {

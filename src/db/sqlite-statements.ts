@@ -1,4 +1,4 @@
-import type SqliteDatabase from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
 
 /*
  * The embedded database's statements: kept per SQL text, rows built in JavaScript, and both
@@ -16,15 +16,15 @@ export interface StatementCache {
   close(): void;
   /** Forgets every statement (the next use of a text prepares it again). */
   clear(): void;
-  prepare(text: string): SqliteDatabase.Statement;
+  prepare(text: string): BetterSqlite3.Statement;
 }
 
 /**
  * Kysely prepares every query anew; preparing costs more than running a small indexed query,
  * so prepared statements are kept per SQL text (bounded, oldest dropped first).
  */
-export function withStatementCache(native: SqliteDatabase.Database): StatementCache {
-  const cache = new Map<string, SqliteDatabase.Statement>();
+export function withStatementCache(native: BetterSqlite3.Database): StatementCache {
+  const cache = new Map<string, BetterSqlite3.Statement>();
   return {
     close: () => native.close(),
     clear: () => cache.clear(),
@@ -47,7 +47,7 @@ export function withStatementCache(native: SqliteDatabase.Database): StatementCa
  * read, docs/benchmarks.md). Rows are the same objects, keys in column order (a repeated name: the
  * last one wins, as before). Other statements are returned as they are.
  */
-function withRowObjects(stmt: SqliteDatabase.Statement): SqliteDatabase.Statement {
+function withRowObjects(stmt: BetterSqlite3.Statement): BetterSqlite3.Statement {
   if (!stmt.reader) return stmt;
   const raw = stmt.raw(true);
   let names: string[] = [];
@@ -90,7 +90,7 @@ function withRowObjects(stmt: SqliteDatabase.Statement): SqliteDatabase.Statemen
     run: (...args: unknown[]) => raw.run(...args),
     columns: () => raw.columns(),
   };
-  return rows as unknown as SqliteDatabase.Statement;
+  return rows as unknown as BetterSqlite3.Statement;
 }
 
 /**
@@ -98,7 +98,7 @@ function withRowObjects(stmt: SqliteDatabase.Statement): SqliteDatabase.Statemen
  * connection migrated it), looked at every OTHER_WRITERS_POLL_MS: statements prepared afterwards
  * name the columns as they now are.
  */
-export function watchSchema(native: SqliteDatabase.Database, caches: Array<{ clear(): void }>): () => void {
+export function watchSchema(native: BetterSqlite3.Database, caches: Array<{ clear(): void }>): () => void {
   const version = () => native.pragma('schema_version', { simple: true }) as number;
   let last = version();
   const timer = setInterval(() => {

@@ -1,10 +1,10 @@
 import path from 'node:path';
-import SqliteDatabase from 'better-sqlite3';
 import { CompiledQuery, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { connectDb, type Db } from '../../src/db/connect.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { prepareQuery, registerNamedStatement, statementName } from '../../src/db/prepared.js';
+import SqliteDatabase from '../../src/db/sqlite-driver.js';
 import { DATABASES, tempDir } from '../helpers/databases.js';
 
 const settingByKey = prepareQuery(1, (ex, key: string) => ex.selectFrom('settings').selectAll().where('key', '=', key));

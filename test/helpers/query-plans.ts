@@ -1,5 +1,5 @@
-import SqliteDatabase from 'better-sqlite3';
 import { CompiledQuery } from 'kysely';
+import SqliteDatabase from '../../src/db/sqlite-driver.js';
 import type { TestApp } from './app.js';
 
 /*

@@ -1,6 +1,6 @@
 import path from 'node:path';
-import SqliteDatabase from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import SqliteDatabase from '../../../src/db/sqlite-driver.js';
 import { createAuthenticator } from '../../../src/modules/accounts/accounts-auth.js';
 import { accountsRepo } from '../../../src/modules/accounts/accounts-repo.js';
 import { createSessionTokens } from '../../../src/modules/accounts/accounts-tokens.js';

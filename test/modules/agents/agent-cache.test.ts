@@ -1,8 +1,8 @@
 import path from 'node:path';
-import SqliteDatabase from 'better-sqlite3';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChangeCache } from '../../../src/db/change-cache.js';
+import SqliteDatabase from '../../../src/db/sqlite-driver.js';
 import { AppError } from '../../../src/http/errors.js';
 import { createSecretBox } from '../../../src/lib/crypto.js';
 import { createEventHub } from '../../../src/lib/event-hub.js';

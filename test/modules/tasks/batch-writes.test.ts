@@ -1,9 +1,9 @@
-import SqliteDatabase from 'better-sqlite3';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Executor } from '../../../src/db/connect.js';
 import { fromDbJson } from '../../../src/db/json.js';
+import SqliteDatabase from '../../../src/db/sqlite-driver.js';
 import { AppError } from '../../../src/http/errors.js';
 import { createEventHub } from '../../../src/lib/event-hub.js';
 import { createNotifier } from '../../../src/modules/tasks/notifier.js';
