@@ -1,15 +1,14 @@
 import { type Expression, type SqlBool, sql } from 'kysely';
 import { insertRows } from '../../db/batches.js';
 import type { Executor } from '../../db/connect.js';
-import type { TelemetryLogsTable } from '../../db/database.js';
 import { withDbErrors } from '../../db/errors.js';
-import { fromDbJson, toDbJson } from '../../db/json.js';
-import type { Attributes, JsonValue } from './otlp-values-fns.js';
 import { SPAN_COLUMNS, type SpanOrigin, spanFromRow, spanValues, UPSERT_SUFFIX } from './span-rows.js';
-import type { LogRow, SpanRow } from './telemetry-fns.js';
+import type { SpanRow } from './telemetry-fns.js';
+import { telemetryLogsRepo } from './telemetry-logs-repo.js';
 import { byStart } from './telemetry-query-fns.js';
 
 export type { SpanOrigin } from './span-rows.js';
+export type { LogFilter, StoredLog } from './telemetry-logs-repo.js';
 
 /** Filters of the trace list; every time bound is a zero-padded nanosecond key. */
 export interface TraceFilter {
@@ -32,21 +31,6 @@ export interface TraceAggregate {
   error_count: number;
 }
 
-export interface LogFilter {
-  cutoff: string;
-  fromKey?: string | undefined;
-  toKey?: string | undefined;
-  service?: string | undefined;
-  traceId?: string | undefined;
-  spanId?: string | undefined;
-  taskId?: string | undefined;
-  severityMin?: number | undefined;
-  after?: { key: string; uuid: string } | undefined;
-  limit: number;
-}
-
-export type StoredLog = LogRow & { uuid: string };
-
 export interface UsageFilter {
   cutoff: string;
   fromKey?: string | undefined;
@@ -63,8 +47,9 @@ interface UsageRow {
   span_count: number | string;
 }
 
-/** The only code that touches the telemetry tables. */
+/** The only code that touches the telemetry tables (spans here, logs in telemetry-logs-repo.ts). */
 export const telemetryRepo = {
+  ...telemetryLogsRepo,
   /**
    * Inserts spans, replacing ingested ones with the same ids; the service's own spans are only
    * ever replaced by the service. Returns the ids actually written.
@@ -81,26 +66,6 @@ export const telemetryRepo = {
         values,
         UPSERT_SUFFIX[origin],
       ),
-    );
-  },
-
-  /** Inserts log records; one whose id is already stored (a retried request) is skipped. */
-  async insertLogs(ex: Executor, workspaceUuid: string, receivedAt: string, logs: StoredLog[]) {
-    if (logs.length === 0) return;
-    const values: TelemetryLogsTable[] = logs.map((l) => ({
-      ...l,
-      workspace_uuid: workspaceUuid,
-      received_at: receivedAt,
-      body: toDbJson(l.body),
-      attributes: toDbJson(l.attributes),
-      resource_attributes: toDbJson(l.resource_attributes),
-    }));
-    await withDbErrors(
-      ex
-        .insertInto('telemetry_logs')
-        .values(values)
-        .onConflict((oc) => oc.column('uuid').doNothing())
-        .execute(),
     );
   },
 
@@ -258,32 +223,6 @@ export const telemetryRepo = {
     }));
   },
 
-  async listLogs(ex: Executor, workspaceUuid: string, f: LogFilter): Promise<StoredLog[]> {
-    let q = ex
-      .selectFrom('telemetry_logs')
-      .selectAll()
-      .where('workspace_uuid', '=', workspaceUuid)
-      .where('time', '>=', f.cutoff);
-    if (f.fromKey) q = q.where('time_key', '>=', f.fromKey);
-    if (f.toKey) q = q.where('time_key', '<', f.toKey);
-    if (f.service !== undefined) q = q.where('service_name', '=', f.service);
-    if (f.traceId !== undefined) q = q.where('trace_id', '=', f.traceId);
-    if (f.spanId !== undefined) q = q.where('span_id', '=', f.spanId);
-    if (f.taskId !== undefined) q = q.where('task_id', '=', f.taskId);
-    if (f.severityMin !== undefined) q = q.where('severity_number', '>=', f.severityMin);
-    if (f.after) {
-      const { key, uuid } = f.after;
-      q = q.where((eb) => eb.or([eb('time_key', '<', key), eb.and([eb('time_key', '=', key), eb('uuid', '<', uuid)])]));
-    }
-    const rows = await withDbErrors(q.orderBy('time_key', 'desc').orderBy('uuid', 'desc').limit(f.limit).execute());
-    return rows.map(({ workspace_uuid: _, received_at: __, ...r }) => ({
-      ...r,
-      body: JSON.parse(r.body) as JsonValue,
-      attributes: fromDbJson<Attributes>(r.attributes),
-      resource_attributes: fromDbJson<Attributes>(r.resource_attributes),
-    }));
-  },
-
   /** Deletes at most `batch` spans that ended before `cutoff`; returns how many. */
   async deleteExpiredSpans(ex: Executor, cutoff: string, batch: number): Promise<number> {
     const doomed = ex
@@ -303,13 +242,6 @@ export const telemetryRepo = {
         )
         .executeTakeFirst(),
     );
-    return Number(res.numDeletedRows);
-  },
-
-  /** Deletes at most `batch` log records older than `cutoff`; returns how many. */
-  async deleteExpiredLogs(ex: Executor, cutoff: string, batch: number): Promise<number> {
-    const doomed = ex.selectFrom('telemetry_logs').select('uuid').where('time', '<', cutoff).limit(batch);
-    const res = await withDbErrors(ex.deleteFrom('telemetry_logs').where('uuid', 'in', doomed).executeTakeFirst());
     return Number(res.numDeletedRows);
   },
 };
