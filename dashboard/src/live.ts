@@ -1,5 +1,6 @@
 import { authHeaders, sessionRefused, toApiError } from './api';
-import { parseEventStream } from './event-stream.js';
+// The SDK's parser is plain web-platform code (fetch streams, TextDecoder): one copy serves both.
+import { parseEventStream } from '../../sdks/typescript/src/sse.js';
 
 export type StreamState = 'connecting' | 'live' | 'reconnecting' | 'ended' | 'unavailable';
 
