@@ -89,6 +89,9 @@ export async function buildApp(
       connectionsCheckingInterval: Math.min(1000, Math.ceil(config.headersTimeoutMs / 4)),
     },
     keepAliveTimeout: 72_000,
+    // A plugin that starts at all starts in well under a second; on a machine loaded to a dozen
+    // runnable processes per core, Fastify's default of 10 s failed starts that were only slow.
+    pluginTimeout: 60_000,
     trustProxy: trustProxyOption(config.trustProxy),
     requestIdHeader: false,
     genReqId: (req) => {
