@@ -2,7 +2,7 @@ import type { RunningWorker } from '@taskhook/sdk';
 import { runWorker } from '@taskhook/sdk';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseEventStream } from '../../dashboard/src/event-stream.js';
+import { parseEventStream } from '../../sdks/typescript/src/sse.js';
 import type { TestApp } from '../helpers/app.js';
 import { DATABASES } from '../helpers/databases.js';
 import { createUser, type TestUser } from '../helpers/factories.js';
