@@ -7,10 +7,14 @@ import type {
   IngestToken,
   Invitation,
   Member,
+  Occurrence,
   Page,
   PlatformKey,
   ProviderCredential,
   Role,
+  Schedule,
+  ScheduleInput,
+  ScheduleRun,
   Span,
   Task,
   TaskStatus,
@@ -160,6 +164,22 @@ export const api = {
       'GET',
       `/v1/agent/${id(agentId)}/triggers/${id(triggerId)}/deliveries?limit=50`,
     ),
+
+  schedules: (agentId: string) =>
+    call<{ schedules: Schedule[]; pagination: Page }>('GET', `/v1/agent/${id(agentId)}/schedules?limit=100`),
+  createSchedule: (agentId: string, input: ScheduleInput) =>
+    call<Schedule>('POST', `/v1/agent/${id(agentId)}/schedules`, input),
+  updateSchedule: (agentId: string, scheduleId: string, input: { enabled?: boolean }) =>
+    call<Schedule>('PATCH', `/v1/agent/${id(agentId)}/schedules/${id(scheduleId)}`, input),
+  deleteSchedule: (agentId: string, scheduleId: string) =>
+    call<void>('DELETE', `/v1/agent/${id(agentId)}/schedules/${id(scheduleId)}`),
+  scheduleRuns: (agentId: string, scheduleId: string) =>
+    call<{ runs: ScheduleRun[]; pagination: Page }>(
+      'GET',
+      `/v1/agent/${id(agentId)}/schedules/${id(scheduleId)}/runs?limit=20`,
+    ),
+  previewSchedule: (agentId: string, input: { cron: string; timezone?: string; count?: number }) =>
+    call<{ occurrences: Occurrence[] }>('POST', `/v1/agent/${id(agentId)}/schedules/preview`, input),
 
   telemetryAvailable: () => call<unknown>('GET', '/telemetry/fetch_traces?limit=1'),
   traces: (filters: Record<string, string | undefined>, cursor?: string) =>

@@ -280,6 +280,44 @@ describe.skipIf(!chromiumAvailable()).each(DATABASES)('dashboard in Chromium ($n
   );
 
   it(
+    'creates a schedule every 5 minutes with a payload, previews its next runs, pauses, resumes and deletes it',
+    async () => {
+      await page.getByRole('link', { name: 'Schedules', exact: true }).first().click();
+      await page.getByText('No schedules yet').waitFor();
+      await page.getByRole('button', { name: 'New schedule' }).click();
+      await page.getByLabel('Name').fill('standup');
+      await page.getByLabel('Repeat').selectOption('interval');
+      await page.getByLabel('Every', { exact: true }).fill('5');
+      await page.getByLabel('Time zone').fill('Europe/Berlin');
+      await page.getByLabel('Message').fill('Post the standup for {{schedule.local_date}}');
+      await page.getByLabel('Payload (JSON)').fill('{"channel": "#team"}');
+      await page.getByRole('button', { name: 'Preview next runs' }).click();
+      await expect.poll(() => page.getByLabel('Next runs').locator('li').count()).toBe(5);
+      await page.getByRole('button', { name: 'Create' }).click();
+      const row = page.locator('tr', { hasText: 'standup' });
+      await row.getByText('*/5 * * * *').waitFor();
+      await row.getByText('active', { exact: true }).waitFor();
+      await audit('schedules');
+      await screenshot(page, `${db.name}-schedules`);
+      const res = await api('GET', `/v1/agent/${agentId}/schedules`);
+      const [created] = ((await res.json()) as { schedules: Array<Record<string, unknown>> }).schedules;
+      expect(created).toMatchObject({ cron: '*/5 * * * *', timezone: 'Europe/Berlin', metadata: { channel: '#team' } });
+      await page.getByRole('button', { name: 'Pause standup' }).click();
+      await row.getByText('paused', { exact: true }).waitFor();
+      await page.getByRole('button', { name: 'Resume standup' }).click();
+      await row.getByText('active', { exact: true }).waitFor();
+      await page.getByRole('link', { name: 'standup' }).click();
+      await page.locator('h1').getByText('standup').waitFor();
+      await expect.poll(() => page.getByLabel('Next runs').locator('li').count()).toBe(5);
+      await page.getByText('No runs yet').waitFor();
+      await audit('schedule');
+      await page.getByRole('button', { name: 'Delete' }).click();
+      await page.getByText('No schedules yet').waitFor();
+    },
+    STEP,
+  );
+
+  it(
     'creates a platform key, shows last_used_at once it is used, and revokes it',
     async () => {
       await page.getByRole('link', { name: 'Keys' }).click();
