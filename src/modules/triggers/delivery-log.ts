@@ -16,7 +16,12 @@ export function createDeliveryLog(deps: { db: Db; repo: TriggersRepo; clock: Clo
   const { db, repo } = deps;
   const now = () => iso(deps.clock.now());
   /** Logs a delivery that created no task: a refusal, or Slack's URL verification (200, no error). */
-  return async function logRefusal(trigger: TriggerRow, deliveryId: string, statusCode: number, error: string | null) {
+  return async function logWithoutTask(
+    trigger: TriggerRow,
+    deliveryId: string,
+    statusCode: number,
+    error: string | null,
+  ) {
     const receivedAt = now();
     const row: DeliveryRow = {
       uuid: newId(),

@@ -104,7 +104,7 @@ export function createWebhookService(deps: {
     }
   }
 
-  const logRefusal = createDeliveryLog(deps);
+  const logWithoutTask = createDeliveryLog(deps);
 
   const batcher = createDeliveryBatcher({
     db,
@@ -151,12 +151,8 @@ export function createWebhookService(deps: {
     return id ? id : undefined;
   }
 
-  /** Parses and checks an authenticated delivery; every refusal is thrown in the documented shape. */
-  async function admit(
-    trigger: TriggerRow,
-    auth: DeliveryAuth,
-    incoming: IncomingDelivery,
-  ): Promise<{ agent: AgentRow; payload: unknown } | SlackChallengeReply> {
+  /** The payload of an authenticated delivery (401, 415, 400 thrown in the documented shape). */
+  function admitPayload(trigger: TriggerRow, auth: DeliveryAuth, incoming: IncomingDelivery) {
     if (auth !== 'ok') throw new AuthError(401, WEBHOOK_MESSAGES[auth]);
     const kind = bodyKind(header(incoming.headers, 'content-type'));
     if (kind === 'unsupported') {
@@ -165,18 +161,19 @@ export function createWebhookService(deps: {
         'Send the payload as application/json (or application/x-www-form-urlencoded with a payload field)',
       );
     }
-    const slack = trigger.verification === 'slack';
-    const parsed = parsePayload(kind, incoming.body, slack);
+    const parsed = parsePayload(kind, incoming.body, trigger.verification === 'slack');
     if (!parsed.ok) throw invalid('body', parsed.reason, `Invalid payload: ${parsed.reason}`);
-    // Slack checks the address before an app may use it, enabled or not; nothing is created.
-    const challenge = slack && kind === 'json' ? slackChallenge(parsed.payload) : null;
-    if (challenge !== null) return { challenge };
+    return { kind, payload: parsed.payload };
+  }
+
+  /** The agent a parsed delivery creates its task on (403 TRIGGER_DISABLED, 503 AGENT_UNAVAILABLE). */
+  async function admitTarget(trigger: TriggerRow): Promise<AgentRow> {
     if (!trigger.enabled) throw new AppError('TRIGGER_DISABLED', 'This trigger is disabled');
     const agent = await deps.agents.requireOwned(trigger.workspaceUuid, trigger.agentUuid);
     if (agent.status !== 'active') {
       throw new AppError('AGENT_UNAVAILABLE', `Agent is ${agent.status} and does not accept tasks`);
     }
-    return { agent, payload: parsed.payload };
+    return agent;
   }
 
   return {
@@ -205,23 +202,26 @@ export function createWebhookService(deps: {
       let deliveryId = sent ?? newId();
       let admitted: { agent: AgentRow; payload: unknown };
       try {
-        const outcome = await admit(trigger, auth ?? authenticate(trigger, incoming), incoming);
-        if ('challenge' in outcome) {
-          await logRefusal(trigger, deliveryId.slice(0, MAX_DELIVERY_ID), 200, null);
-          return outcome;
-        }
-        admitted = outcome;
+        const { kind, payload } = admitPayload(trigger, auth ?? authenticate(trigger, incoming), incoming);
         if (trigger.verification === 'stripe' || trigger.verification === 'slack') {
-          sent = payloadDeliveryId(trigger.verification, admitted.payload) ?? sent;
+          // Their event ids live in the payload; refusals from here on are logged under them too.
+          sent = payloadDeliveryId(trigger.verification, payload) ?? sent;
           deliveryId = sent ?? deliveryId;
+          // Slack checks the address before an app may use it, enabled or not; nothing is created.
+          const challenge = kind === 'json' && trigger.verification === 'slack' ? slackChallenge(payload) : null;
+          if (challenge !== null) {
+            await logWithoutTask(trigger, deliveryId.slice(0, MAX_DELIVERY_ID), 200, null);
+            return { challenge };
+          }
         }
+        admitted = { agent: await admitTarget(trigger), payload };
         // Only after the documented checks: an unauthenticated sender learns nothing but 401.
         if (sent && sent.length > MAX_DELIVERY_ID) {
           throw invalid('delivery id', `must be at most ${MAX_DELIVERY_ID} characters`);
         }
       } catch (err) {
         if (err instanceof AuthError || err instanceof AppError) {
-          await logRefusal(trigger, deliveryId.slice(0, MAX_DELIVERY_ID), err.status, err.message);
+          await logWithoutTask(trigger, deliveryId.slice(0, MAX_DELIVERY_ID), err.status, err.message);
         }
         throw err;
       }

@@ -298,6 +298,20 @@ describe.each(DATABASES)('signature schemes at the webhook address on $name', (d
     expect(logged).toEqual([401, 401, 415, 400, 200, 403, 503]);
   });
 
+  it('logs refusals after parsing under the scheme id (Stripe event id, Slack event_id)', async () => {
+    const stripe = await setup({ type: 'stripe', secret: STRIPE_SECRET });
+    await patchAs(t, stripe.user, triggerUrl(stripe), { enabled: false });
+    const body = '{"id":"evt_disabled_1"}';
+    const refused = await send(stripe, body, { 'stripe-signature': stripeSignature(STRIPE_SECRET, nowS(), body) });
+    expectErrorEnvelope(refused, 403, 'TRIGGER_DISABLED');
+    expect((await deliveries(stripe))[0]).toMatchObject({ delivery_id: 'evt_disabled_1', status_code: 403 });
+    const slack = await setup({ type: 'slack', signing_secret: SLACK_SECRET });
+    await patchAs(t, slack.user, `/agent/${slack.agent}`, { status: 'paused' });
+    const event = '{"type":"event_callback","event_id":"Ev_paused"}';
+    expectErrorEnvelope(await send(slack, event, slackHeaders(SLACK_SECRET, nowS(), event)), 503, 'AGENT_UNAVAILABLE');
+    expect((await deliveries(slack))[0]).toMatchObject({ delivery_id: 'Ev_paused', status_code: 503 });
+  });
+
   it('a PATCHed secret applies at once and the old one stops at once', async () => {
     const s = await setup({ type: 'stripe', secret: STRIPE_SECRET });
     const body = '{"id":"evt_p"}';
