@@ -151,8 +151,10 @@ export const api = {
 
   triggers: (agentId: string) =>
     call<{ triggers: Trigger[]; pagination: Page }>('GET', `/v1/agent/${id(agentId)}/triggers?limit=100`),
-  createTrigger: (agentId: string, input: { name: string; message_template: string }) =>
-    call<Trigger>('POST', `/v1/agent/${id(agentId)}/triggers`, input),
+  createTrigger: (
+    agentId: string,
+    input: { name: string; message_template: string; verification?: Record<string, unknown> },
+  ) => call<Trigger>('POST', `/v1/agent/${id(agentId)}/triggers`, input),
   updateTrigger: (agentId: string, triggerId: string, input: { enabled?: boolean; name?: string }) =>
     call<Trigger>('PATCH', `/v1/agent/${id(agentId)}/triggers/${id(triggerId)}`, input),
   deleteTrigger: (agentId: string, triggerId: string) =>

@@ -57,12 +57,17 @@ export interface Task {
   cancelled_at?: string;
 }
 
+/** How a trigger's deliveries prove they come from the sender (never with its secret). */
+export type VerificationType = 'secret' | 'github' | 'standard_webhooks' | 'stripe' | 'slack';
+
 export interface Trigger {
   uuid: string;
   agent_uuid: string;
   name: string;
   message_template: string;
   enabled: boolean;
+  /** Absent from servers older than signature schemes. */
+  verification?: { type: VerificationType; tolerance_seconds?: number };
   webhook_url: string;
   webhook_secret?: string;
   created_at: string;

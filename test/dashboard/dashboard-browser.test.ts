@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import type { RunningWorker } from '@taskhook/sdk';
 import { runWorker } from '@taskhook/sdk';
 import type { Browser, Page } from 'playwright-core';
@@ -275,6 +276,38 @@ describe.skipIf(!chromiumAvailable()).each(DATABASES)('dashboard in Chromium ($n
       await screenshot(page, `${db.name}-trigger`);
       await page.getByRole('button', { name: 'Disable' }).click();
       await page.getByRole('button', { name: 'Enable' }).waitFor();
+    },
+    STEP,
+  );
+
+  it(
+    'creates a Stripe trigger with its signing secret, never shows the secret, and lists a signed delivery',
+    async () => {
+      const stripeSecret = 'whsec_dashboard_test_secret';
+      await page.getByRole('link', { name: 'Triggers', exact: true }).first().click();
+      await page.getByRole('button', { name: 'New trigger' }).click();
+      await page.getByLabel('Name').fill('stripe events');
+      await page.getByLabel('Template').fill('Handle {{payload.type}}');
+      await page.getByLabel('Verification').selectOption('stripe');
+      await page.getByLabel('Signing secret').fill(stripeSecret);
+      await page.getByRole('button', { name: 'Create' }).click();
+      await page.getByRole('link', { name: 'stripe events' }).click();
+      await page.getByText('Stripe (timestamps within 300 s)').waitFor();
+      expect(await page.getByLabel('Secret', { exact: true }).count()).toBe(0);
+      expect(await page.content()).not.toContain(stripeSecret);
+      const url = (await page.locator('dd.mono').first().textContent())?.trim() ?? '';
+      const body = JSON.stringify({ id: 'evt_dashboard_1', type: 'charge.succeeded' });
+      const ts = Math.floor(Date.now() / 1000);
+      const v1 = createHmac('sha256', stripeSecret).update(`${ts}.${body}`).digest('hex');
+      const fired = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'stripe-signature': `t=${ts},v1=${v1}` },
+        body,
+      });
+      expect(fired.status).toBe(202);
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      await page.getByText('evt_dashboard_1').waitFor();
+      await audit('trigger-stripe');
     },
     STEP,
   );
