@@ -163,7 +163,7 @@ export function createWebhookService(deps: {
     }
     const parsed = parsePayload(kind, incoming.body, trigger.verification === 'slack');
     if (!parsed.ok) throw invalid('body', parsed.reason, `Invalid payload: ${parsed.reason}`);
-    return { kind, payload: parsed.payload };
+    return parsed.payload;
   }
 
   /** The agent a parsed delivery creates its task on (403 TRIGGER_DISABLED, 503 AGENT_UNAVAILABLE). */
@@ -200,21 +200,23 @@ export function createWebhookService(deps: {
       const receivedAtMs = deps.clock.now();
       let sent = sentDeliveryId(trigger, incoming);
       let deliveryId = sent ?? newId();
-      let admitted: { agent: AgentRow; payload: unknown };
+      let payload: unknown;
+      let agent: AgentRow;
       try {
-        const { kind, payload } = admitPayload(trigger, auth ?? authenticate(trigger, incoming), incoming);
+        payload = admitPayload(trigger, auth ?? authenticate(trigger, incoming), incoming);
         if (trigger.verification === 'stripe' || trigger.verification === 'slack') {
           // Their event ids live in the payload; refusals from here on are logged under them too.
           sent = payloadDeliveryId(trigger.verification, payload) ?? sent;
           deliveryId = sent ?? deliveryId;
           // Slack checks the address before an app may use it, enabled or not; nothing is created.
-          const challenge = kind === 'json' && trigger.verification === 'slack' ? slackChallenge(payload) : null;
+          const json = bodyKind(header(incoming.headers, 'content-type')) === 'json';
+          const challenge = json && trigger.verification === 'slack' ? slackChallenge(payload) : null;
           if (challenge !== null) {
             await logWithoutTask(trigger, deliveryId.slice(0, MAX_DELIVERY_ID), 200, null);
             return { challenge };
           }
         }
-        admitted = { agent: await admitTarget(trigger), payload };
+        agent = await admitTarget(trigger);
         // Only after the documented checks: an unauthenticated sender learns nothing but 401.
         if (sent && sent.length > MAX_DELIVERY_ID) {
           throw invalid('delivery id', `must be at most ${MAX_DELIVERY_ID} characters`);
@@ -228,7 +230,7 @@ export function createWebhookService(deps: {
 
       const nowMs = deps.clock.now();
       const parts = checkTemplate(trigger.messageTemplate);
-      const rendered = renderTemplate(parts, admitted.payload, MAX_MESSAGE_CHARS);
+      const rendered = renderTemplate(parts, payload, MAX_MESSAGE_CHARS);
       const metadata: Record<string, unknown> = {
         trigger_uuid: trigger.uuid,
         delivery_id: deliveryId,
@@ -243,7 +245,7 @@ export function createWebhookService(deps: {
         spanId: deriveSpanId('delivery', recordUuid),
       };
       const { task, response } = await deps.tasks.prepare(
-        admitted.agent,
+        agent,
         trigger.workspaceUuid,
         { message: rendered.text, metadata },
         nowMs,

@@ -44,7 +44,11 @@ const BAD: Array<[string, unknown, string]> = [
     { type: 'standard_webhooks', secret: `whsec_${randomBytes(65).toString('base64')}` },
     'verification.secret',
   ],
-  ['a Standard Webhooks secret without whsec_', { type: 'standard_webhooks', secret: 'abc' }, 'verification.secret'],
+  [
+    'a Standard Webhooks secret without whsec_',
+    { type: 'standard_webhooks', secret: 'not-a-whsec-secret' },
+    'verification.secret',
+  ],
   [
     'a tolerance of 0',
     { type: 'stripe', secret: STRIPE_SECRET, tolerance_seconds: 0 },
