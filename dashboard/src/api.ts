@@ -7,10 +7,14 @@ import type {
   IngestToken,
   Invitation,
   Member,
+  Occurrence,
   Page,
   PlatformKey,
   ProviderCredential,
   Role,
+  Schedule,
+  ScheduleInput,
+  ScheduleRun,
   Span,
   Task,
   TaskStatus,
@@ -147,8 +151,10 @@ export const api = {
 
   triggers: (agentId: string) =>
     call<{ triggers: Trigger[]; pagination: Page }>('GET', `/v1/agent/${id(agentId)}/triggers?limit=100`),
-  createTrigger: (agentId: string, input: { name: string; message_template: string }) =>
-    call<Trigger>('POST', `/v1/agent/${id(agentId)}/triggers`, input),
+  createTrigger: (
+    agentId: string,
+    input: { name: string; message_template: string; verification?: Record<string, unknown> },
+  ) => call<Trigger>('POST', `/v1/agent/${id(agentId)}/triggers`, input),
   updateTrigger: (agentId: string, triggerId: string, input: { enabled?: boolean; name?: string }) =>
     call<Trigger>('PATCH', `/v1/agent/${id(agentId)}/triggers/${id(triggerId)}`, input),
   deleteTrigger: (agentId: string, triggerId: string) =>
@@ -160,6 +166,22 @@ export const api = {
       'GET',
       `/v1/agent/${id(agentId)}/triggers/${id(triggerId)}/deliveries?limit=50`,
     ),
+
+  schedules: (agentId: string) =>
+    call<{ schedules: Schedule[]; pagination: Page }>('GET', `/v1/agent/${id(agentId)}/schedules?limit=100`),
+  createSchedule: (agentId: string, input: ScheduleInput) =>
+    call<Schedule>('POST', `/v1/agent/${id(agentId)}/schedules`, input),
+  updateSchedule: (agentId: string, scheduleId: string, input: { enabled?: boolean }) =>
+    call<Schedule>('PATCH', `/v1/agent/${id(agentId)}/schedules/${id(scheduleId)}`, input),
+  deleteSchedule: (agentId: string, scheduleId: string) =>
+    call<void>('DELETE', `/v1/agent/${id(agentId)}/schedules/${id(scheduleId)}`),
+  scheduleRuns: (agentId: string, scheduleId: string) =>
+    call<{ runs: ScheduleRun[]; pagination: Page }>(
+      'GET',
+      `/v1/agent/${id(agentId)}/schedules/${id(scheduleId)}/runs?limit=20`,
+    ),
+  previewSchedule: (agentId: string, input: { cron: string; timezone?: string; count?: number }) =>
+    call<{ occurrences: Occurrence[] }>('POST', `/v1/agent/${id(agentId)}/schedules/preview`, input),
 
   telemetryAvailable: () => call<unknown>('GET', '/telemetry/fetch_traces?limit=1'),
   traces: (filters: Record<string, string | undefined>, cursor?: string) =>

@@ -12,6 +12,8 @@ import { MembersPage } from './pages/members';
 import { OAuthFinishPage } from './pages/oauth';
 import { ProvidersPage } from './pages/providers';
 import { ResetPasswordPage } from './pages/reset-password';
+import { SchedulePage } from './pages/schedule';
+import { SchedulesPage } from './pages/schedules';
 import { TaskPage } from './pages/task';
 import { TelemetryPage } from './pages/telemetry';
 import { TracePage } from './pages/trace';
@@ -52,6 +54,12 @@ const ROUTES: [string, (p: Params) => preact.JSX.Element][] = [
     '/agents/:id/triggers/:triggerId',
     (p) => <TriggerPage agentId={p.id as string} triggerId={p.triggerId as string} />,
   ],
+  ['/schedules', () => <SchedulesPage />],
+  ['/agents/:id/schedules', (p) => <SchedulesPage agentId={p.id as string} />],
+  [
+    '/agents/:id/schedules/:scheduleId',
+    (p) => <SchedulePage agentId={p.id as string} scheduleId={p.scheduleId as string} />,
+  ],
   ['/keys', () => <KeysPage />],
   ['/telemetry', () => <TelemetryPage />],
   ['/telemetry/traces/:traceId', (p) => <TracePage traceId={p.traceId as string} />],
@@ -82,6 +90,7 @@ type Needs = keyof Capabilities | 'workspaces' | 'admin' | 'workspace admin' | n
 const NAV: [string, string, Needs][] = [
   ['/', 'Agents', null],
   ['/triggers', 'Triggers', null],
+  ['/schedules', 'Schedules', null],
   ['/keys', 'Keys', 'admin'],
   ['/telemetry', 'Telemetry', 'telemetry'],
   ['/providers', 'Providers', 'providers'],
@@ -97,6 +106,7 @@ function section(path: string): string {
   if (path.startsWith('/telemetry')) return '/telemetry';
   if (path.startsWith('/providers')) return '/providers';
   if (path.startsWith('/triggers') || /^\/agents\/[^/]+\/triggers/.test(path)) return '/triggers';
+  if (path.startsWith('/schedules') || /^\/agents\/[^/]+\/schedules/.test(path)) return '/schedules';
   return '/';
 }
 

@@ -57,16 +57,62 @@ export interface Task {
   cancelled_at?: string;
 }
 
+/** How a trigger's deliveries prove they come from the sender (never with its secret). */
+export type VerificationType = 'secret' | 'github' | 'standard_webhooks' | 'stripe' | 'slack';
+
 export interface Trigger {
   uuid: string;
   agent_uuid: string;
   name: string;
   message_template: string;
   enabled: boolean;
+  /** Absent from servers older than signature schemes. */
+  verification?: { type: VerificationType; tolerance_seconds?: number };
   webhook_url: string;
   webhook_secret?: string;
   created_at: string;
   updated_at: string;
+}
+
+/** A schedule: one task on its agent at each occurrence of a cron pattern in a time zone. */
+export interface Schedule {
+  uuid: string;
+  agent_uuid: string;
+  name: string;
+  cron: string;
+  timezone: string;
+  message: string;
+  metadata: Record<string, unknown>;
+  priority: number;
+  enabled: boolean;
+  overlap: string;
+  catch_up_seconds: number;
+  next_run_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ScheduleInput {
+  name: string;
+  cron: string;
+  timezone?: string;
+  message: string;
+  metadata?: Record<string, unknown>;
+}
+
+/** One occurrence of a schedule: the task it created, or why it was skipped. */
+export interface ScheduleRun {
+  run_id: string;
+  scheduled_for: string;
+  fired_at: string;
+  manual: boolean;
+  task_id: string | null;
+  skipped_reason: 'overlap' | 'agent_unavailable' | 'missed' | null;
+}
+
+export interface Occurrence {
+  scheduled_for: string;
+  local: string;
 }
 
 export interface TriggerDelivery {

@@ -195,6 +195,12 @@ export interface TriggersTable {
   secret_sealed: string;
   previous_secret_sealed: string | null;
   previous_secret_expires_at: string | null;
+  /** The signature scheme deliveries are verified with: secret, github, standard_webhooks, stripe, slack. */
+  verification_type: Generated<string>;
+  /** Timestamp tolerance of the timestamped schemes; null for secret and github. */
+  tolerance_seconds: number | null;
+  /** The owner supplied the secret (it is replaced by PATCH, never rotated). */
+  secret_supplied: Generated<DbBool>;
   created_at: string;
   updated_at: string;
 }

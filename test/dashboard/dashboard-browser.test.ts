@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import type { RunningWorker } from '@taskhook/sdk';
 import { runWorker } from '@taskhook/sdk';
 import type { Browser, Page } from 'playwright-core';
@@ -275,6 +276,76 @@ describe.skipIf(!chromiumAvailable()).each(DATABASES)('dashboard in Chromium ($n
       await screenshot(page, `${db.name}-trigger`);
       await page.getByRole('button', { name: 'Disable' }).click();
       await page.getByRole('button', { name: 'Enable' }).waitFor();
+    },
+    STEP,
+  );
+
+  it(
+    'creates a Stripe trigger with its signing secret, never shows the secret, and lists a signed delivery',
+    async () => {
+      const stripeSecret = 'whsec_dashboard_test_secret';
+      await page.getByRole('link', { name: 'Triggers', exact: true }).first().click();
+      await page.getByRole('button', { name: 'New trigger' }).click();
+      await page.getByLabel('Name').fill('stripe events');
+      await page.getByLabel('Template').fill('Handle {{payload.type}}');
+      await page.getByLabel('Verification').selectOption('stripe');
+      await page.getByLabel('Signing secret').fill(stripeSecret);
+      await page.getByRole('button', { name: 'Create' }).click();
+      await page.getByRole('link', { name: 'stripe events' }).click();
+      await page.getByText('Stripe (timestamps within 300 s)').waitFor();
+      expect(await page.getByLabel('Secret', { exact: true }).count()).toBe(0);
+      expect(await page.content()).not.toContain(stripeSecret);
+      const url = (await page.locator('dd.mono').first().textContent())?.trim() ?? '';
+      const body = JSON.stringify({ id: 'evt_dashboard_1', type: 'charge.succeeded' });
+      const ts = Math.floor(Date.now() / 1000);
+      const v1 = createHmac('sha256', stripeSecret).update(`${ts}.${body}`).digest('hex');
+      const fired = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'stripe-signature': `t=${ts},v1=${v1}` },
+        body,
+      });
+      expect(fired.status).toBe(202);
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      await page.getByText('evt_dashboard_1').waitFor();
+      await audit('trigger-stripe');
+    },
+    STEP,
+  );
+
+  it(
+    'creates a schedule every 5 minutes with a payload, previews its next runs, pauses, resumes and deletes it',
+    async () => {
+      await page.getByRole('link', { name: 'Schedules', exact: true }).first().click();
+      await page.getByText('No schedules yet').waitFor();
+      await page.getByRole('button', { name: 'New schedule' }).click();
+      await page.getByLabel('Name').fill('standup');
+      await page.getByLabel('Repeat').selectOption('interval');
+      await page.getByLabel('Every', { exact: true }).fill('5');
+      await page.getByLabel('Time zone').fill('Europe/Berlin');
+      await page.getByLabel('Message').fill('Post the standup for {{schedule.local_date}}');
+      await page.getByLabel('Payload (JSON)').fill('{"channel": "#team"}');
+      await page.getByRole('button', { name: 'Preview next runs' }).click();
+      await expect.poll(() => page.getByLabel('Next runs').locator('li').count()).toBe(5);
+      await page.getByRole('button', { name: 'Create' }).click();
+      const row = page.locator('tr', { hasText: 'standup' });
+      await row.getByText('*/5 * * * *').waitFor();
+      await row.getByText('active', { exact: true }).waitFor();
+      await audit('schedules');
+      await screenshot(page, `${db.name}-schedules`);
+      const res = await api('GET', `/v1/agent/${agentId}/schedules`);
+      const [created] = ((await res.json()) as { schedules: Array<Record<string, unknown>> }).schedules;
+      expect(created).toMatchObject({ cron: '*/5 * * * *', timezone: 'Europe/Berlin', metadata: { channel: '#team' } });
+      await page.getByRole('button', { name: 'Pause standup' }).click();
+      await row.getByText('paused', { exact: true }).waitFor();
+      await page.getByRole('button', { name: 'Resume standup' }).click();
+      await row.getByText('active', { exact: true }).waitFor();
+      await page.getByRole('link', { name: 'standup' }).click();
+      await page.locator('h1').getByText('standup').waitFor();
+      await expect.poll(() => page.getByLabel('Next runs').locator('li').count()).toBe(5);
+      await page.getByText('No runs yet').waitFor();
+      await audit('schedule');
+      await page.getByRole('button', { name: 'Delete' }).click();
+      await page.getByText('No schedules yet').waitFor();
     },
     STEP,
   );

@@ -222,6 +222,9 @@ describe.skipIf(!chromiumAvailable()).each(DATABASES)('workspaces in the dashboa
       await page.getByRole('link', { name: 'Triggers' }).last().click();
       await page.getByText('No triggers yet').waitFor();
       expect(await page.getByRole('button', { name: 'New trigger' }).count()).toBe(0);
+      await page.getByRole('link', { name: 'Schedules' }).last().click();
+      await page.getByText('No schedules yet').waitFor();
+      expect(await page.getByRole('button', { name: 'New schedule' }).count()).toBe(0);
       await nav(page).getByRole('link', { name: 'Members' }).click();
       await page.locator('main h1').getByText('Members of Acme').waitFor();
       await page.getByRole('combobox', { name: owner.email }).waitFor();

@@ -10,7 +10,7 @@ import { useCan } from '../workspace';
 const POLL_MS = 2000;
 
 /** An agent's name, status and the tabs between its tasks and triggers. */
-export function AgentHeader({ agent, tab }: { agent: Agent | undefined; tab: 'tasks' | 'triggers' }) {
+export function AgentHeader({ agent, tab }: { agent: Agent | undefined; tab: 'tasks' | 'triggers' | 'schedules' }) {
   if (!agent) return null;
   return (
     <div class="agent-head">
@@ -33,6 +33,13 @@ export function AgentHeader({ agent, tab }: { agent: Agent | undefined; tab: 'ta
           aria-current={tab === 'triggers' ? 'page' : undefined}
         >
           Triggers
+        </Link>
+        <Link
+          href={`/agents/${agent.uuid}/schedules`}
+          class="nav-link"
+          aria-current={tab === 'schedules' ? 'page' : undefined}
+        >
+          Schedules
         </Link>
       </nav>
     </div>

@@ -4,7 +4,7 @@ import { navigate } from '../router';
 import type { Trigger } from '../types';
 import { Empty, ErrorBox, Link, PageTitle, Time, useAction, useLoad } from '../ui';
 import { useCan } from '../workspace';
-import { FreshSecret } from './triggers';
+import { FreshSecret, SCHEMES } from './triggers';
 
 function Deliveries({ agentId, triggerId }: { agentId: string; triggerId: string }) {
   const deliveries = useLoad(() => api.triggerDeliveries(agentId, triggerId), [agentId, triggerId]);
@@ -130,6 +130,16 @@ export function TriggerPage({ agentId, triggerId }: { agentId: string; triggerId
           <dl class="facts wide">
             <dt>Webhook URL</dt>
             <dd class="mono break">{trigger.webhook_url}</dd>
+            {trigger.verification && (
+              <>
+                <dt>Verification</dt>
+                <dd>
+                  {SCHEMES[trigger.verification.type]}
+                  {trigger.verification.tolerance_seconds !== undefined &&
+                    ` (timestamps within ${trigger.verification.tolerance_seconds} s)`}
+                </dd>
+              </>
+            )}
             <dt>Template</dt>
             <dd>
               <pre class="template">{trigger.message_template}</pre>

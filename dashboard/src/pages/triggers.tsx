@@ -1,19 +1,40 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api';
 import { navigate } from '../router';
-import type { Trigger } from '../types';
+import type { Trigger, VerificationType } from '../types';
 import { Empty, ErrorBox, Link, PageTitle, SecretBox, Time, useAction, useLoad } from '../ui';
 import { useCan } from '../workspace';
 import { AgentHeader } from './agent';
 
+/** The signature schemes a trigger may expect, as the create form offers them. */
+export const SCHEMES: Record<VerificationType, string> = {
+  secret: 'Secret header or GitHub signature (default)',
+  github: 'GitHub signature only',
+  standard_webhooks: 'Standard Webhooks',
+  stripe: 'Stripe',
+  slack: 'Slack',
+};
+
+/** The `verification` a create sends: stripe and slack need the sender's secret; github and Standard Webhooks may take one. */
+function verificationOf(type: VerificationType, secret: string): Record<string, unknown> | undefined {
+  if (type === 'secret') return undefined;
+  if (type === 'slack') return { type, signing_secret: secret };
+  return secret === '' ? { type } : { type, secret };
+}
+
 function TriggerForm({ agentId, onCreated }: { agentId: string; onCreated(t: Trigger): void }) {
   const [name, setName] = useState('');
   const [template, setTemplate] = useState('Review {{payload.pull_request.html_url}}');
+  const [scheme, setScheme] = useState<VerificationType>('secret');
+  const [secret, setSecret] = useState('');
   const action = useAction();
   const submit = (e: Event) => {
     e.preventDefault();
-    void action.run(async () => onCreated(await api.createTrigger(agentId, { name, message_template: template })));
+    const verification = verificationOf(scheme, secret);
+    const input = { name, message_template: template, ...(verification ? { verification } : {}) };
+    void action.run(async () => onCreated(await api.createTrigger(agentId, input)));
   };
+  const secretNeeded = scheme === 'stripe' || scheme === 'slack';
   return (
     <form class="card form" onSubmit={submit} aria-label="New trigger">
       <h2>New trigger</h2>
@@ -25,6 +46,29 @@ function TriggerForm({ agentId, onCreated }: { agentId: string; onCreated(t: Tri
         Template
         <textarea required rows={3} value={template} onInput={(e) => setTemplate(e.currentTarget.value)} />
       </label>
+      <label>
+        Verification
+        <select value={scheme} onChange={(e) => setScheme(e.currentTarget.value as VerificationType)}>
+          {Object.entries(SCHEMES).map(([value, label]) => (
+            <option key={value} value={value}>
+              {label}
+            </option>
+          ))}
+        </select>
+      </label>
+      {scheme !== 'secret' && (
+        <label>
+          {secretNeeded ? 'Signing secret' : 'Signing secret (optional: generated when empty)'}
+          <input
+            type="password"
+            autocomplete="off"
+            required={secretNeeded}
+            maxLength={255}
+            value={secret}
+            onInput={(e) => setSecret(e.currentTarget.value)}
+          />
+        </label>
+      )}
       <p class="muted small">
         <code>{'{{payload.a.b}}'}</code> inserts a field of the JSON the sender posts; <code>{'{{payload}}'}</code> the
         whole payload.
@@ -44,7 +88,11 @@ export function FreshSecret({ trigger }: { trigger: Trigger }) {
     <section class="card fresh" aria-label="Shown once">
       <SecretBox
         value={trigger.webhook_secret}
-        note="Copy this webhook secret now: it is shown only once. Senders put it in X-Webhook-Secret, or sign the body with it (X-Hub-Signature-256)."
+        note={
+          trigger.verification && trigger.verification.type !== 'secret'
+            ? 'Copy this signing secret now: it is shown only once. Give it to the sender, which signs every delivery with it.'
+            : 'Copy this webhook secret now: it is shown only once. Senders put it in X-Webhook-Secret, or sign the body with it (X-Hub-Signature-256).'
+        }
       />
       <p class="small">
         Webhook URL: <code class="break">{trigger.webhook_url}</code>

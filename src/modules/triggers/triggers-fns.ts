@@ -59,15 +59,34 @@ export function bodyKind(contentType: string | undefined): BodyKind {
   return 'unsupported';
 }
 
-/** The JSON payload of a delivery body, or an error reason. */
+/** A form without a `payload` field as the payload (Slack's slash commands): its fields, the last value of a repeated name. */
+function formPayload(form: URLSearchParams): { ok: true; payload: unknown } | { ok: false; reason: string } {
+  const payload: Record<string, string> = {};
+  for (const [name, value] of form) {
+    if (name.includes('\u0000') || value.includes('\u0000')) {
+      return { ok: false, reason: 'body contains a NUL character (U+0000), which cannot be stored' };
+    }
+    // Defined, not assigned: a field named __proto__ is a field like any other.
+    Object.defineProperty(payload, name, { value, enumerable: true, writable: true, configurable: true });
+  }
+  return { ok: true, payload };
+}
+
+/**
+ * The JSON payload of a delivery body, or an error reason. A form body carries it in its
+ * `payload` field; with `formFields` (slack triggers) a form without one is the object of its fields.
+ */
 export function parsePayload(
   kind: 'json' | 'form',
   body: Buffer,
+  formFields = false,
 ): { ok: true; payload: unknown } | { ok: false; reason: string } {
   let text = body.toString('utf8');
   if (kind === 'form') {
-    const payload = new URLSearchParams(text).get('payload');
-    if (payload === null) return { ok: false, reason: 'form body has no payload field' };
+    const form = new URLSearchParams(text);
+    const payload = form.get('payload');
+    if (payload === null)
+      return formFields ? formPayload(form) : { ok: false, reason: 'form body has no payload field' };
     text = payload;
   }
   if (jsonTooDeep(text)) return { ok: false, reason: `body nests deeper than ${MAX_JSON_DEPTH} levels` };

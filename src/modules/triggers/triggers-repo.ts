@@ -7,6 +7,7 @@ import { fromDbJson, toDbJson } from '../../db/json.js';
 import { prepareQuery } from '../../db/prepared.js';
 import { lockRows } from '../../db/transactions.js';
 import type { DedupHolder } from './delivery-batch-fns.js';
+import type { VerificationType } from './signature-schemes-fns.js';
 
 export interface TriggerRow {
   uuid: string;
@@ -18,6 +19,12 @@ export interface TriggerRow {
   secretSealed: string;
   previousSecretSealed: string | null;
   previousSecretExpiresAt: string | null;
+  /** How deliveries prove knowledge of the secret (docs/api.md, "Signature schemes"). */
+  verification: VerificationType;
+  /** For the timestamped schemes (standard_webhooks, stripe, slack); null for the others. */
+  toleranceSeconds: number | null;
+  /** The owner supplied the secret: never shown, never rotated, replaced by PATCH. */
+  secretSupplied: boolean;
   createdAt: string;
   updatedAt: string;
 }
@@ -45,6 +52,9 @@ function toTrigger(r: Selectable<TriggersTable>): TriggerRow {
     secretSealed: r.secret_sealed,
     previousSecretSealed: r.previous_secret_sealed,
     previousSecretExpiresAt: r.previous_secret_expires_at,
+    verification: r.verification_type as VerificationType,
+    toleranceSeconds: r.tolerance_seconds,
+    secretSupplied: Boolean(r.secret_supplied),
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };
@@ -115,6 +125,9 @@ export const triggersRepo = {
           secret_sealed: t.secretSealed,
           previous_secret_sealed: t.previousSecretSealed,
           previous_secret_expires_at: t.previousSecretExpiresAt,
+          verification_type: t.verification,
+          tolerance_seconds: t.toleranceSeconds,
+          secret_supplied: t.secretSupplied ? 1 : 0,
           created_at: t.createdAt,
           updated_at: t.updatedAt,
         })
@@ -134,6 +147,8 @@ export const triggersRepo = {
           secret_sealed: t.secretSealed,
           previous_secret_sealed: t.previousSecretSealed,
           previous_secret_expires_at: t.previousSecretExpiresAt,
+          tolerance_seconds: t.toleranceSeconds,
+          secret_supplied: t.secretSupplied ? 1 : 0,
           updated_at: t.updatedAt,
         })
         .where('uuid', '=', t.uuid)

@@ -5,6 +5,7 @@ import { errorResponses } from '../../http/error-schemas.js';
 import { actingOf, principalOf } from '../../http/guard.js';
 import {
   AgentParams,
+  CreatedTriggerSchema,
   CreateTriggerBody,
   DeliveryListReply,
   PatchTriggerBody,
@@ -34,10 +35,10 @@ export function triggersRoutes(service: TriggersService) {
           tags,
           summary: 'Create a trigger',
           description:
-            'Creates a webhook address for the agent. The response holds webhook_secret, shown only here. An invalid template is a 400 whose details name the position; an agent has at most 1,000 triggers.',
+            'Creates a webhook address for the agent. `verification` picks the signature scheme deliveries must satisfy (default `{"type": "secret"}`; also github, standard_webhooks, stripe, slack). When the service generates the secret, the response holds it as webhook_secret, shown only here; a secret you supply is stored encrypted and never returned. An invalid template or verification is a 400 whose details name the field; an agent has at most 1,000 triggers.',
           params: AgentParams,
           body: CreateTriggerBody,
-          response: { 201: TriggerWithSecretSchema, ...notFound },
+          response: { 201: CreatedTriggerSchema, ...notFound },
         },
       },
       async (request, reply) =>
@@ -86,7 +87,7 @@ export function triggersRoutes(service: TriggersService) {
           tags,
           summary: 'Change a trigger',
           description:
-            'Any of name, message_template, enabled. A disabled trigger answers its deliveries 403 and creates nothing.',
+            'Any of name, message_template, enabled, verification. A disabled trigger answers its deliveries 403 and creates nothing. verification keeps its type (another type is a 400 on verification.type); it may change tolerance_seconds or replace the secret, which applies at once (the old one stops at once); audited as a change of verification.',
           params: TriggerParams,
           body: PatchTriggerBody,
           response: { 200: TriggerSchema, ...notFound },
@@ -121,7 +122,7 @@ export function triggersRoutes(service: TriggersService) {
           tags,
           summary: 'Rotate the webhook secret',
           description:
-            'Returns the trigger with a new webhook_secret (shown only here). The previous secret keeps working for 24 hours, so senders can be switched without losing deliveries.',
+            'Returns the trigger with a new webhook_secret (shown only here; whsec_… for standard_webhooks). The previous secret keeps working for 24 hours, so senders can be switched without losing deliveries. Only generated secrets rotate: a trigger whose secret was supplied (stripe, slack, or github / standard_webhooks created with a secret) answers 400 on verification; PATCH a new secret instead.',
           params: TriggerParams,
           body: NoBody,
           response: { 200: TriggerWithSecretSchema, ...notFound },

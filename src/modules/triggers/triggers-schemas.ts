@@ -3,9 +3,11 @@ import {
   PageQuerySchema,
   PaginationSchema,
   StrictObject,
+  StringEnum,
   TimestampSchema,
   UuidSchema,
 } from '../../http/common-schemas.js';
+import { VERIFICATION_TYPES, VerificationInputSchema, VerificationPatchSchema } from './verification-schemas.js';
 
 export const MAX_TEMPLATE_CHARS = 10_000;
 export const MAX_TRIGGERS_PER_AGENT = 1000;
@@ -25,6 +27,17 @@ export const TriggerSchema = Type.Object(
     name: Type.String(),
     message_template: Type.String(),
     enabled: Type.Boolean(),
+    verification: Type.Object(
+      {
+        type: StringEnum(VERIFICATION_TYPES, { description: 'The signature scheme deliveries must satisfy.' }),
+        tolerance_seconds: Type.Optional(
+          Type.Integer({
+            description: 'standard_webhooks, stripe and slack only: accepted clock skew of the signed timestamp.',
+          }),
+        ),
+      },
+      { description: 'How deliveries are verified, without any secret.' },
+    ),
     webhook_url: Type.String({ description: '{base_url}/v1/webhooks/triggers/<uuid>: where external systems POST.' }),
     created_at: TimestampSchema,
     updated_at: TimestampSchema,
@@ -39,17 +52,33 @@ export const TriggerWithSecretSchema = Type.Composite(
     Type.Object({
       webhook_secret: Type.String({
         description:
-          'whs_… Send it as X-Webhook-Secret, or sign the body with it (X-Hub-Signature-256). Shown only here.',
+          'The new secret: whs_… (whsec_… for standard_webhooks). Send it as X-Webhook-Secret, or sign the body with it (X-Hub-Signature-256, or the Standard Webhooks headers). Shown only here.',
       }),
     }),
   ],
   { title: 'TriggerWithSecret' },
 );
 
+export const CreatedTriggerSchema = Type.Composite(
+  [
+    TriggerSchema,
+    Type.Object({
+      webhook_secret: Type.Optional(
+        Type.String({
+          description:
+            'Present only when the service generated the secret (verification secret, or github / standard_webhooks without a secret): whs_… (whsec_… for standard_webhooks). Shown only here; a supplied secret is never returned.',
+        }),
+      ),
+    }),
+  ],
+  { title: 'CreatedTrigger' },
+);
+
 export const CreateTriggerBody = StrictObject({
   name: Name,
   message_template: Template,
   enabled: Type.Optional(Type.Boolean({ description: 'Default true.' })),
+  verification: Type.Optional(VerificationInputSchema),
 });
 export type CreateTriggerInput = Static<typeof CreateTriggerBody>;
 
@@ -57,6 +86,7 @@ export const PatchTriggerBody = StrictObject({
   name: Type.Optional(Name),
   message_template: Type.Optional(Template),
   enabled: Type.Optional(Type.Boolean()),
+  verification: Type.Optional(VerificationPatchSchema),
 });
 export type PatchTriggerInput = Static<typeof PatchTriggerBody>;
 
@@ -84,3 +114,9 @@ export const WebhookAccepted = Type.Object({
   poll_url: Type.String(),
 });
 export type WebhookAccepted = Static<typeof WebhookAccepted>;
+
+export const SlackChallengeReply = Type.Object(
+  { challenge: Type.String({ description: 'The challenge Slack sent, echoed.' }) },
+  { description: "A slack trigger's answer to Slack's URL verification (no task is created)." },
+);
+export type SlackChallengeReply = Static<typeof SlackChallengeReply>;

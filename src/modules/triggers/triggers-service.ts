@@ -8,7 +8,6 @@ import { type Clock, iso } from '../../lib/time.js';
 import type { AgentsRepo } from '../agents/agents-repo.js';
 import type { AgentsService } from '../agents/agents-service.js';
 import { type AuditAction, recordAudit } from '../audit/audit-repo.js';
-import { generateWebhookSecret } from './triggers-fns.js';
 import type { TriggerRow, TriggersRepo } from './triggers-repo.js';
 import {
   type CreateTriggerInput,
@@ -17,6 +16,15 @@ import {
   type TriggerView,
 } from './triggers-schemas.js';
 import { checkTemplate } from './triggers-template-fns.js';
+import {
+  generateSecretFor,
+  requireGeneratedSecret,
+  requireSameType,
+  suppliedSecret,
+  toleranceOf,
+  verificationView,
+} from './verification-fns.js';
+import type { VerificationInput } from './verification-schemas.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** The row field behind each field a PATCH may change. */
@@ -48,6 +56,7 @@ export function createTriggersService(deps: {
     name: t.name,
     message_template: t.messageTemplate,
     enabled: t.enabled,
+    verification: verificationView(t),
     webhook_url: `${deps.publicUrl}/v1/webhooks/triggers/${t.uuid}`,
     created_at: t.createdAt,
     updated_at: t.updatedAt,
@@ -60,6 +69,29 @@ export function createTriggersService(deps: {
     const trigger = await repo.findOwned(ex, workspaceUuid, agentUuid, uuid);
     if (!trigger) throw notFound('Trigger');
     return trigger;
+  }
+
+  /**
+   * What a PATCH of `verification` changes on `current`: the tolerance, and a supplied secret,
+   * which applies at once (the previous one, and any rotated-out one, stop at once).
+   * @throws AppError 400 for another type (`verification.type`) or a secret of the wrong form.
+   */
+  function withScheme(current: TriggerRow, v: VerificationInput) {
+    requireSameType(current.verification, v);
+    const supplied = suppliedSecret(v);
+    const toleranceSeconds = toleranceOf(v, current.toleranceSeconds);
+    const secretChanged =
+      supplied !== undefined && (!current.secretSupplied || deps.box.open(current.secretSealed) !== supplied);
+    const row: Partial<TriggerRow> = { toleranceSeconds };
+    if (secretChanged) {
+      Object.assign(row, {
+        secretSealed: deps.box.seal(supplied),
+        previousSecretSealed: null,
+        previousSecretExpiresAt: null,
+        secretSupplied: true,
+      });
+    }
+    return { row, changed: secretChanged || toleranceSeconds !== current.toleranceSeconds };
   }
 
   /** The audit entry of a change to trigger `t`; never its secret. */
@@ -75,7 +107,9 @@ export function createTriggersService(deps: {
       const { workspaceUuid } = acting;
       await deps.agents.requireOwned(workspaceUuid, agentUuid);
       checkTemplate(input.message_template);
-      const secret = generateWebhookSecret();
+      const scheme: VerificationInput = input.verification ?? { type: 'secret' };
+      const supplied = suppliedSecret(scheme);
+      const secret = supplied ?? generateSecretFor(scheme.type);
       const at = now();
       const trigger: TriggerRow = {
         uuid: newId(),
@@ -87,6 +121,9 @@ export function createTriggersService(deps: {
         secretSealed: deps.box.seal(secret),
         previousSecretSealed: null,
         previousSecretExpiresAt: null,
+        verification: scheme.type,
+        toleranceSeconds: toleranceOf(scheme),
+        secretSupplied: supplied !== undefined,
         createdAt: at,
         updatedAt: at,
       };
@@ -100,7 +137,8 @@ export function createTriggersService(deps: {
         await repo.insert(trx, trigger);
         await audit(trx, acting, 'trigger.create', trigger);
       });
-      return { ...view(trigger), webhook_secret: secret };
+      // A supplied secret is never answered: the owner has it already.
+      return supplied === undefined ? { ...view(trigger), webhook_secret: secret } : view(trigger);
     },
 
     async list(workspaceUuid: string, agentUuid: string, page: number, limit: number) {
@@ -118,18 +156,21 @@ export function createTriggersService(deps: {
       if (input.message_template !== undefined) checkTemplate(input.message_template);
       return db.transaction(async (trx) => {
         const current = await requireTrigger(trx, workspaceUuid, agentUuid, uuid);
+        const scheme = input.verification && withScheme(current, input.verification);
         const next: TriggerRow = {
           ...current,
           name: input.name ?? current.name,
           messageTemplate: input.message_template ?? current.messageTemplate,
           enabled: input.enabled ?? current.enabled,
+          ...scheme?.row,
           updatedAt: now(),
         };
         await repo.update(trx, next);
         cache.invalidateAtCommit(trx, uuid);
-        const fields = (['name', 'message_template', 'enabled'] as const).filter(
+        const fields: string[] = (['name', 'message_template', 'enabled'] as const).filter(
           (f) => input[f] !== undefined && current[PATCHED[f]] !== next[PATCHED[f]],
         );
+        if (scheme?.changed) fields.push('verification');
         if (fields.length > 0) await audit(trx, acting, 'trigger.update', next, fields);
         return view(next);
       });
@@ -146,9 +187,11 @@ export function createTriggersService(deps: {
 
     /** A new secret, shown once; the previous one keeps working for 24 hours. */
     async rotateSecret(acting: Acting, agentUuid: string, uuid: string) {
-      const secret = generateWebhookSecret();
+      let secret = '';
       const trigger = await db.transaction(async (trx) => {
         const current = await requireTrigger(trx, acting.workspaceUuid, agentUuid, uuid);
+        requireGeneratedSecret(current);
+        secret = generateSecretFor(current.verification);
         const next: TriggerRow = {
           ...current,
           secretSealed: deps.box.seal(secret),

@@ -5,7 +5,7 @@ import { notFound } from '../../http/errors.js';
 import { workspaceScope } from '../../http/rate-limit.js';
 import { isUuid } from '../../lib/ids.js';
 import type { TriggerRow } from './triggers-repo.js';
-import { WebhookAccepted } from './triggers-schemas.js';
+import { SlackChallengeReply, WebhookAccepted } from './triggers-schemas.js';
 import type { DeliveryAuth, WebhookService } from './webhook-service.js';
 
 interface Addressed {
@@ -56,20 +56,28 @@ export function webhookRoutes(service: WebhookService) {
         schema: {
           tags: ['triggers'],
           summary: 'Fire a trigger (receive a webhook)',
-          description: `Authenticate with the trigger's secret: \`X-Webhook-Secret: <webhook_secret>\`, or \`X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the raw body>\` (GitHub's signature). Body: any JSON (\`application/json\` or \`application/*+json\`), or GitHub's \`application/x-www-form-urlencoded\` with a \`payload\` field.
+          description: `Authenticate as the trigger's \`verification\` scheme says, always over the raw body bytes:
+- \`secret\` (default): \`X-Webhook-Secret: <webhook_secret>\`, or \`X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the raw body>\` (GitHub's signature).
+- \`github\`: \`X-Hub-Signature-256\` only.
+- \`standard_webhooks\`: \`webhook-id\`, \`webhook-timestamp\`, \`webhook-signature\` (\`v1,<base64 HMAC-SHA256 of {id}.{timestamp}.{body}>\`, key = base64 after \`whsec_\`).
+- \`stripe\`: \`Stripe-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of {t}.{body}>\`.
+- \`slack\`: \`X-Slack-Request-Timestamp\` and \`X-Slack-Signature: v0=<hex HMAC-SHA256 of v0:{timestamp}:{body}>\`.
+Signed timestamps must be within the trigger's \`tolerance_seconds\` of the service's clock.
 
-Checked in this order: unknown trigger 404; no secret or signature 401; a wrong one 401; another content type 415; a body that does not parse 400; trigger disabled 403 TRIGGER_DISABLED; agent unavailable 503.
+Body: any JSON (\`application/json\` or \`application/*+json\`), or \`application/x-www-form-urlencoded\` with a \`payload\` field (on a slack trigger a form without one, such as a slash command, is the object of its fields).
 
-On success a task is queued on the trigger's agent with the rendered template as its message and \`{trigger_uuid, delivery_id, template_missing}\` as its metadata. A delivery id in \`X-GitHub-Delivery\`, \`webhook-id\` or \`Idempotency-Key\` (the first present) makes repeats within 24 h answer the first 202 and create nothing.`,
+Checked in this order: unknown trigger 404; a header the scheme needs absent 401; a malformed header, a stale timestamp or a wrong secret or signature 401; another content type 415; a body that does not parse 400; Slack URL verification (a slack trigger answers \`{"type": "url_verification", "challenge"}\` with 200 \`{challenge}\`, enabled or not, creating nothing); trigger disabled 403 TRIGGER_DISABLED; agent unavailable 503.
+
+On success a task is queued on the trigger's agent with the rendered template as its message and \`{trigger_uuid, delivery_id, template_missing}\` as its metadata. The delivery id (\`X-GitHub-Delivery\`, \`webhook-id\` or \`Idempotency-Key\`, the first present; \`webhook-id\` for standard_webhooks; the payload's \`id\` for stripe and \`event_id\` for slack when they are non-empty strings) makes repeats within 24 h answer the first 202 and create nothing.`,
           params: Type.Object({ trigger_uuid: Type.String({ description: 'The trigger UUID.' }) }),
-          response: { 202: WebhookAccepted, ...errorResponses([401, 403, 404]) },
+          response: { 200: SlackChallengeReply, 202: WebhookAccepted, ...errorResponses([401, 403, 404]) },
         },
       },
       async (request, reply) => {
         const { trigger, auth } = await addressed(service, request);
         if (!trigger) throw notFound('Trigger');
-        const accepted = await service.receive(trigger, { headers: request.headers, body: bodyOf(request) }, auth);
-        return reply.code(202).send(accepted);
+        const answer = await service.receive(trigger, { headers: request.headers, body: bodyOf(request) }, auth);
+        return reply.code('challenge' in answer ? 200 : 202).send(answer);
       },
     );
   };

@@ -5,22 +5,28 @@ import { AppError, AuthError, invalid } from '../../http/errors.js';
 import type { SecretBox } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';
 import { type Clock, iso } from '../../lib/time.js';
+import type { AgentRow } from '../agents/agents-repo.js';
 import type { AgentsService } from '../agents/agents-service.js';
 import { MAX_MESSAGE_CHARS } from '../tasks/tasks-schemas.js';
 import type { TasksService } from '../tasks/tasks-service.js';
 import { type ServiceSpan, webhookSpan } from '../telemetry/service-spans-fns.js';
 import { deriveSpanId, deriveTraceId, parseTraceparent } from '../telemetry/trace-context-fns.js';
 import { type AcceptedDelivery, createDeliveryBatcher, type DeliveryWritten } from './delivery-batcher.js';
+import { createDeliveryLog } from './delivery-log.js';
+import {
+  authenticateScheme,
+  DEFAULT_TOLERANCE_SECONDS,
+  payloadDeliveryId,
+  type SchemeAuth,
+  slackChallenge,
+} from './signature-schemes-fns.js';
 import { authenticateDelivery, bodyKind, incomingDeliveryId, parsePayload } from './triggers-fns.js';
 import type { DeliveryRow, TriggerRow, TriggersRepo } from './triggers-repo.js';
-import type { WebhookAccepted } from './triggers-schemas.js';
+import type { SlackChallengeReply, WebhookAccepted } from './triggers-schemas.js';
 import { checkTemplate, renderTemplate } from './triggers-template-fns.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
-const HOUR_MS = 60 * 60 * 1000;
 const MAX_DELIVERY_ID = 255;
-/** Deliveries refused for their secret or signature that the log keeps per trigger per hour. */
-export const MAX_LOGGED_REFUSALS_PER_HOUR = 100;
 
 export const WEBHOOK_MESSAGES = {
   missing: 'Webhook secret or signature is required',
@@ -34,7 +40,7 @@ export interface IncomingDelivery {
 }
 
 /** Whether a delivery proved knowledge of the trigger's secret: `ok`, or why not. */
-export type DeliveryAuth = 'ok' | 'missing' | 'invalid';
+export type DeliveryAuth = SchemeAuth;
 
 const header = (headers: IncomingDelivery['headers'], name: string) => {
   const value = headers[name];
@@ -44,7 +50,7 @@ const header = (headers: IncomingDelivery['headers'], name: string) => {
 /**
  * Receiving deliveries at a trigger's address (docs/api.md §7.3–7.5): authentication, the
  * documented checks, one task per delivery id, and the delivery log, which keeps at most
- * MAX_LOGGED_REFUSALS_PER_HOUR refusals for a bad secret or signature per trigger per hour.
+ * MAX_LOGGED_REFUSALS_PER_HOUR (delivery-log.ts) refusals for a bad secret or signature per trigger per hour.
  */
 export function createWebhookService(deps: {
   db: Db;
@@ -98,6 +104,8 @@ export function createWebhookService(deps: {
     }
   }
 
+  const logWithoutTask = createDeliveryLog(deps);
+
   const batcher = createDeliveryBatcher({
     db,
     repo,
@@ -121,49 +129,30 @@ export function createWebhookService(deps: {
   }
 
   function authenticate(trigger: TriggerRow, incoming: IncomingDelivery): DeliveryAuth {
+    if (trigger.verification !== 'secret') {
+      const keys = {
+        secrets: activeSecrets(trigger),
+        nowMs: deps.clock.now(),
+        toleranceSeconds: trigger.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS,
+      };
+      return authenticateScheme(trigger.verification, incoming.headers, incoming.body, keys);
+    }
+    // The default scheme (section 7), the benchmarked path: nothing more than before schemes existed.
     const secret = header(incoming.headers, 'x-webhook-secret');
     const signature = header(incoming.headers, 'x-hub-signature-256');
     if (secret === undefined && signature === undefined) return 'missing';
     return authenticateDelivery({ secret, signature }, incoming.body, activeSecrets(trigger)) ? 'ok' : 'invalid';
   }
 
-  async function logRefusal(trigger: TriggerRow, deliveryId: string, statusCode: number, error: string) {
-    const receivedAt = now();
-    const row: DeliveryRow = {
-      uuid: newId(),
-      triggerUuid: trigger.uuid,
-      deliveryId,
-      dedupKey: null,
-      receivedAt,
-      statusCode,
-      taskUuid: null,
-      error,
-      response: null,
-    };
-    if (statusCode !== 401) {
-      await db.transaction((trx) => repo.insertDelivery(trx, row));
-      return;
-    }
-    // A stranger who knows the address must not grow the log without bound.
-    const since = iso(deps.clock.now() - HOUR_MS);
-    const cap = MAX_LOGGED_REFUSALS_PER_HOUR;
-    const full = async (ex: Parameters<TriggersRepo['countRefusedSince']>[0]) =>
-      (await repo.countRefusedSince(ex, trigger.uuid, since, cap)) >= cap;
-    // Once the hour's log is full, refusals cost one indexed read and no write or lock.
-    let logged = !(await full(db.kysely));
-    if (logged) {
-      logged = await db.transaction(async (trx) => {
-        await repo.lockTrigger(trx, trigger.uuid);
-        if (await full(trx)) return false;
-        await repo.insertDelivery(trx, row);
-        return true;
-      });
-    }
-    if (!logged) deps.onUnloggedRefusal?.();
+  /** The delivery id sent in headers: `webhook-id` for standard_webhooks, else section 7's headers. */
+  function sentDeliveryId(trigger: TriggerRow, incoming: IncomingDelivery): string | undefined {
+    if (trigger.verification !== 'standard_webhooks') return incomingDeliveryId(incoming.headers);
+    const id = header(incoming.headers, 'webhook-id')?.trim();
+    return id ? id : undefined;
   }
 
-  /** Parses and checks an authenticated delivery; every refusal is thrown in the documented shape. */
-  async function admit(trigger: TriggerRow, auth: DeliveryAuth, incoming: IncomingDelivery) {
+  /** The payload of an authenticated delivery (401, 415, 400 thrown in the documented shape). */
+  function admitPayload(trigger: TriggerRow, auth: DeliveryAuth, incoming: IncomingDelivery) {
     if (auth !== 'ok') throw new AuthError(401, WEBHOOK_MESSAGES[auth]);
     const kind = bodyKind(header(incoming.headers, 'content-type'));
     if (kind === 'unsupported') {
@@ -172,14 +161,19 @@ export function createWebhookService(deps: {
         'Send the payload as application/json (or application/x-www-form-urlencoded with a payload field)',
       );
     }
-    const parsed = parsePayload(kind, incoming.body);
+    const parsed = parsePayload(kind, incoming.body, trigger.verification === 'slack');
     if (!parsed.ok) throw invalid('body', parsed.reason, `Invalid payload: ${parsed.reason}`);
+    return parsed.payload;
+  }
+
+  /** The agent a parsed delivery creates its task on (403 TRIGGER_DISABLED, 503 AGENT_UNAVAILABLE). */
+  async function admitTarget(trigger: TriggerRow): Promise<AgentRow> {
     if (!trigger.enabled) throw new AppError('TRIGGER_DISABLED', 'This trigger is disabled');
     const agent = await deps.agents.requireOwned(trigger.workspaceUuid, trigger.agentUuid);
     if (agent.status !== 'active') {
       throw new AppError('AGENT_UNAVAILABLE', `Agent is ${agent.status} and does not accept tasks`);
     }
-    return { agent, payload: parsed.payload };
+    return agent;
   }
 
   return {
@@ -194,30 +188,49 @@ export function createWebhookService(deps: {
      * delivery id (24 h), in one transaction with the delivery record (shared with the other
      * deliveries of the same event-loop turn). Refusals are logged too.
      * `auth` is `authenticate(trigger, incoming)` when the caller already asked.
+     * A slack trigger answers Slack's URL verification with its challenge (logged, no task).
      * @throws AuthError 401, AppError (415, 400, 403 TRIGGER_DISABLED, 503 AGENT_UNAVAILABLE; then 400 for a
      * delivery id over 255 characters).
      */
-    async receive(trigger: TriggerRow, incoming: IncomingDelivery, auth?: DeliveryAuth): Promise<WebhookAccepted> {
+    async receive(
+      trigger: TriggerRow,
+      incoming: IncomingDelivery,
+      auth?: DeliveryAuth,
+    ): Promise<WebhookAccepted | SlackChallengeReply> {
       const receivedAtMs = deps.clock.now();
-      const sent = incomingDeliveryId(incoming.headers);
-      const deliveryId = sent ?? newId();
-      let admitted: Awaited<ReturnType<typeof admit>>;
+      let sent = sentDeliveryId(trigger, incoming);
+      let deliveryId = sent ?? newId();
+      let payload: unknown;
+      let agent: AgentRow;
       try {
-        admitted = await admit(trigger, auth ?? authenticate(trigger, incoming), incoming);
+        payload = admitPayload(trigger, auth ?? authenticate(trigger, incoming), incoming);
+        if (trigger.verification === 'stripe' || trigger.verification === 'slack') {
+          // Their event ids live in the payload; refusals from here on are logged under them too.
+          sent = payloadDeliveryId(trigger.verification, payload) ?? sent;
+          deliveryId = sent ?? deliveryId;
+          // Slack checks the address before an app may use it, enabled or not; nothing is created.
+          const json = bodyKind(header(incoming.headers, 'content-type')) === 'json';
+          const challenge = json && trigger.verification === 'slack' ? slackChallenge(payload) : null;
+          if (challenge !== null) {
+            await logWithoutTask(trigger, deliveryId.slice(0, MAX_DELIVERY_ID), 200, null);
+            return { challenge };
+          }
+        }
+        agent = await admitTarget(trigger);
         // Only after the documented checks: an unauthenticated sender learns nothing but 401.
         if (sent && sent.length > MAX_DELIVERY_ID) {
           throw invalid('delivery id', `must be at most ${MAX_DELIVERY_ID} characters`);
         }
       } catch (err) {
         if (err instanceof AuthError || err instanceof AppError) {
-          await logRefusal(trigger, deliveryId.slice(0, MAX_DELIVERY_ID), err.status, err.message);
+          await logWithoutTask(trigger, deliveryId.slice(0, MAX_DELIVERY_ID), err.status, err.message);
         }
         throw err;
       }
 
       const nowMs = deps.clock.now();
       const parts = checkTemplate(trigger.messageTemplate);
-      const rendered = renderTemplate(parts, admitted.payload, MAX_MESSAGE_CHARS);
+      const rendered = renderTemplate(parts, payload, MAX_MESSAGE_CHARS);
       const metadata: Record<string, unknown> = {
         trigger_uuid: trigger.uuid,
         delivery_id: deliveryId,
@@ -232,7 +245,7 @@ export function createWebhookService(deps: {
         spanId: deriveSpanId('delivery', recordUuid),
       };
       const { task, response } = await deps.tasks.prepare(
-        admitted.agent,
+        agent,
         trigger.workspaceUuid,
         { message: rendered.text, metadata },
         nowMs,

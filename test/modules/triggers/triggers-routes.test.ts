@@ -21,6 +21,7 @@ const VIEW_KEYS = [
   'name',
   'updated_at',
   'uuid',
+  'verification',
   'webhook_url',
 ];
 
