@@ -27,7 +27,8 @@ export function fromStoredEvent(
   conversation: { message: string; messages: readonly ConversationMessage[] },
 ): TaskView {
   // Events stored before tasks had concurrency keys lack the field: those tasks had none.
-  if ('messages' in stored) return 'concurrency_key' in stored ? stored : { ...(stored as TaskView), concurrency_key: null };
+  if ('messages' in stored)
+    return 'concurrency_key' in stored ? stored : { ...(stored as TaskView), concurrency_key: null };
   const { messages_count: count, ...rest } = stored;
   const fields: Record<string, unknown> = {
     ...rest,
