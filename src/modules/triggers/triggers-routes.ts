@@ -86,7 +86,7 @@ export function triggersRoutes(service: TriggersService) {
           tags,
           summary: 'Change a trigger',
           description:
-            'Any of name, message_template, enabled. A disabled trigger answers its deliveries 403 and creates nothing.',
+            'Any of name, message_template, concurrency_key (null: none), enabled. A disabled trigger answers its deliveries 403 and creates nothing.',
           params: TriggerParams,
           body: PatchTriggerBody,
           response: { 200: TriggerSchema, ...notFound },

@@ -14,7 +14,7 @@ import { type AcceptedDelivery, createDeliveryBatcher, type DeliveryWritten } fr
 import { authenticateDelivery, bodyKind, incomingDeliveryId, parsePayload } from './triggers-fns.js';
 import type { DeliveryRow, TriggerRow, TriggersRepo } from './triggers-repo.js';
 import type { WebhookAccepted } from './triggers-schemas.js';
-import { checkTemplate, renderTemplate } from './triggers-template-fns.js';
+import { checkTemplate, renderConcurrencyKey, renderTemplate } from './triggers-template-fns.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const HOUR_MS = 60 * 60 * 1000;
@@ -234,7 +234,11 @@ export function createWebhookService(deps: {
       const { task, response } = await deps.tasks.prepare(
         admitted.agent,
         trigger.workspaceUuid,
-        { message: rendered.text, metadata },
+        {
+          message: rendered.text,
+          metadata,
+          concurrency_key: renderConcurrencyKey(trigger.concurrencyKey, admitted.payload),
+        },
         nowMs,
         deliverySpan,
       );
