@@ -51,7 +51,12 @@ export const SubmitBody = StrictObject({
       description: 'Absolute http(s) URL; required with callback_mode webhook.',
     }),
   ),
-  concurrency_key: Type.Optional(Type.Union([ConcurrencyKeyInput, Type.Null()])),
+  concurrency_key: Type.Optional(
+    Type.Union([ConcurrencyKeyInput, Type.Null()], {
+      description:
+        "1 to 255 characters, or null (no key). Tasks of one key are held at most the agent's concurrency_per_key at once and take turns with other keys; part of the body an Idempotency-Key compares.",
+    }),
+  ),
 });
 export type SubmitInput = Static<typeof SubmitBody>;
 
