@@ -1,4 +1,4 @@
-import { type Selectable, sql } from 'kysely';
+import type { Selectable } from 'kysely';
 import { changeChannel } from '../../db/change-cache.js';
 import type { Executor } from '../../db/connect.js';
 import type { AgentsTable } from '../../db/database.js';
@@ -44,41 +44,6 @@ const ownedAgent = prepareQuery(2, (ex, uuid: string, workspaceUuid: string) =>
     .where('deleted_at', 'is', null),
 );
 
-// On the path of every claim (and so of every dispatch), built once. Claims of one agent take
-// turns on its row; its submits' foreign key checks do not wait (FOR NO KEY UPDATE).
-const agentForClaim = prepareQuery(1, (ex, uuid: string) =>
-  lockRows(
-    ex,
-    ex
-      .selectFrom('agents')
-      .select(['status', 'concurrency', 'runtime', 'concurrency_per_key'])
-      .select((eb) =>
-        eb
-          .or([
-            eb.exists(
-              eb
-                .selectFrom('concurrency_groups as g')
-                .select(sql<number>`1`.as('one'))
-                .whereRef('g.agent_uuid', '=', 'agents.uuid'),
-            ),
-            eb.exists(
-              eb
-                .selectFrom('tasks as t')
-                .select(sql<number>`1`.as('one'))
-                .whereRef('t.agent_uuid', '=', 'agents.uuid')
-                // Literals, so both planners use the partial index tasks_keyed_ready_idx.
-                .where(sql<boolean>`t.ready = true`)
-                .where('t.concurrency_key', 'is not', null),
-            ),
-          ])
-          .as('keyed'),
-      )
-      .where('uuid', '=', uuid)
-      .where('deleted_at', 'is', null),
-    { noKeyUpdate: true },
-  ),
-);
-
 /** The only code that touches the agents table. Deleted agents are invisible to every read. */
 export const agentsRepo = {
   insert(ex: Executor, agent: AgentRow) {
@@ -122,24 +87,6 @@ export const agentsRepo = {
     // Claims of one agent take turns on its row; its submits' foreign key checks do not wait.
     const row = await withDbErrors(lockRows(trx, query, { noKeyUpdate: true }).executeTakeFirst());
     return row && { status: row.status, concurrency: row.concurrency, runtime: fromDbJson<Runtime>(row.runtime) };
-  },
-
-  /**
-   * `findForClaim` for a claim: also the per-key cap, and whether fair claiming applies (the agent
-   * has a claimable task with a concurrency key, or remembers when groups were served). Both looks
-   * are probes of tiny indexes inside the same statement: a keyless agent's claim pays no round trip.
-   */
-  async lockForClaim(trx: Executor, uuid: string) {
-    const [row] = await withDbErrors(agentForClaim(trx, uuid));
-    return (
-      row && {
-        status: row.status,
-        concurrency: row.concurrency,
-        runtime: fromDbJson<Runtime>(row.runtime),
-        concurrencyPerKey: row.concurrency_per_key,
-        keyed: Boolean(row.keyed),
-      }
-    );
   },
 
   async listOwned(ex: Executor, workspaceUuid: string, offset: number, limit: number) {

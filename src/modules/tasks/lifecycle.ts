@@ -2,7 +2,6 @@ import type { Executor } from '../../db/connect.js';
 import { AppError } from '../../http/errors.js';
 import { newId } from '../../lib/ids.js';
 import { type Clock, iso } from '../../lib/time.js';
-import type { AgentsRepo } from '../agents/agents-repo.js';
 import type { Runtime } from '../agents/agents-schemas.js';
 import { lockFairly } from './fair-claim.js';
 import type { fairQueueRepo } from './fair-queue-repo.js';
@@ -47,9 +46,11 @@ export interface Claimed {
  * the caller's transaction `trx` and adds no round trip beyond those steps.
  */
 export function createLifecycle(deps: {
-  repo: Pick<TasksRepo, 'lockTask' | 'lockByUuid' | 'lockTasks' | 'lockOpenOfAgent' | 'lockClaimable' | 'countHeld'> &
+  repo: Pick<
+    TasksRepo,
+    'lockTask' | 'lockByUuid' | 'lockTasks' | 'lockOpenOfAgent' | 'lockClaimable' | 'countHeld' | 'lockAgentForClaim'
+  > &
     typeof fairQueueRepo;
-  agentsRepo: Pick<AgentsRepo, 'lockForClaim'>;
   writer: Pick<TaskWriter, 'save' | 'saveMany'>;
   clock: Clock;
 }) {
@@ -160,7 +161,7 @@ export function createLifecycle(deps: {
      * An agent with keyed work hands out in the fair order of concurrency keys (`lockFairly`).
      */
     async claim(trx: Executor, agentUuid: string, max: number, opts: ClaimOptions): Promise<Claimed> {
-      const agent = await deps.agentsRepo.lockForClaim(trx, agentUuid);
+      const agent = await repo.lockAgentForClaim(trx, agentUuid);
       if (agent?.status !== 'active' || (opts.accepts && !opts.accepts(agent.runtime))) {
         return { runtime: null, tasks: [] };
       }
