@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, call, type TestApp } from '../../helpers/app.js';
 import { DATABASES } from '../../helpers/databases.js';
 import { createAgent, createUser, type TestUser } from '../../helpers/factories.js';
+import { sqlitePlans } from '../../helpers/query-plans.js';
 import {
   claimTasks,
   getTask,
@@ -226,5 +227,14 @@ describe.each(DATABASES)('concurrency keys on $name', (database) => {
     await reportComplete(t, user, agent, second as string, next?.lease_id as string);
     const [again] = await claimTasks(t, user, agent);
     expect(again).toMatchObject({ task_id: first, concurrency_key: 'A' });
+  });
+
+  it.runIf(database.name === 'sqlite')('a claim learns whether keys apply from two index probes', async () => {
+    const agent = await newAgent();
+    await submitAll(agent, [[null]]);
+    const plans = await sqlitePlans(t, /from "agents"/i, () => claimTasks(t, user, agent));
+    const steps = plans.flatMap((p) => p.steps).join('\n');
+    expect(steps).toMatch(/SEARCH g USING (COVERING )?INDEX sqlite_autoindex_concurrency_groups_1 \(agent_uuid=\?\)/);
+    expect(steps).toMatch(/SEARCH t USING COVERING INDEX tasks_keyed_ready_idx \(agent_uuid=\?/);
   });
 });
