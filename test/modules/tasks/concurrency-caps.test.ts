@@ -22,7 +22,7 @@ describe.each(DATABASES)('concurrency_per_key of an http agent on $name', (share
     await h.t.app.background.dispatch();
     const pushedKeyed = () => keyed.filter((id) => runsOf(h.receiver.requests, id).length > 0);
     expect(pushedKeyed()).toEqual([keyed[0]]);
-    const data = pushBodyOf(first as NonNullable<typeof first>).data as { concurrency_key?: unknown; lease_id: string };
+    const { data } = pushBodyOf(first as NonNullable<typeof first>);
     expect(data.concurrency_key).toBe('A');
     await reportComplete(h.t, h.user, agent, keyed[0] as string, data.lease_id);
     await h.runs(keyed[1] as string, 1);
