@@ -210,5 +210,6 @@ export function agentCard(agent: { uuid: string; name: string; description: stri
 /** A task's concurrency key from an A2A message's `metadata.concurrency_key`: a string of 1–255 characters, else none. */
 export function concurrencyKeyOf(metadata: Record<string, unknown> | undefined): string | null {
   const key = metadata?.concurrency_key;
-  return typeof key === 'string' && key.length >= 1 && key.length <= 255 ? key : null;
+  // Counted in characters (code points), as request validation counts a submitted key.
+  return typeof key === 'string' && key.length >= 1 && [...key].length <= 255 ? key : null;
 }
