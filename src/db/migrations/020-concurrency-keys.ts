@@ -10,11 +10,10 @@ export const migration020: DialectMigration = {
     await db.schema.alterTable('tasks').addColumn('concurrency_key', 'text').execute();
     await db.schema.alterTable('agents').addColumn('concurrency_per_key', 'integer').execute();
     await db.schema.alterTable('triggers').addColumn('concurrency_key', 'text').execute();
-    // Tiny (keyed tasks waiting for a worker only): a claim's probe whether fair claiming applies,
-    // and the look whether a group still has work.
-    await sql`create index tasks_keyed_ready_idx on tasks (agent_uuid, concurrency_key) where ready = true and concurrency_key is not null`.execute(
-      db,
-    );
+    // Keyed tasks waiting for a worker only: a claim's probe whether fair claiming applies, the
+    // walk over an agent's keys, and each key's first tasks in claim order.
+    await sql`create index tasks_keyed_ready_idx on tasks (agent_uuid, concurrency_key, priority desc, created_at, uuid)
+      where ready = true and concurrency_key is not null`.execute(db);
     // One row per agent and group while the group has work; group_key '' is the keyless group
     // (a real key is never empty). served_seq orders the groups' last hand-outs; null: never served.
     await db.schema

@@ -1,9 +1,30 @@
 import { sql } from 'kysely';
+import { chunks } from '../../db/batches.js';
 import type { Executor } from '../../db/connect.js';
 import { withDbErrors } from '../../db/errors.js';
 import { lockRows } from '../../db/transactions.js';
 import { type Candidate, KEYLESS } from './fair-claim-fns.js';
 import { type TaskRecord, toRecord } from './tasks-record.js';
+
+/** Groups whose first tasks one statement reads (a branch of a UNION ALL each). */
+const KEYS_PER_STATEMENT = 100;
+
+interface CandidateRow {
+  uuid: string;
+  concurrency_key: string | null;
+  priority: number;
+  created_at: string;
+}
+
+/** The first `limit` claimable tasks of one group (`key` null: the keyless one), in claim order. */
+function firstOfGroup(agentUuid: string, key: string | null, limit: number, readyBy?: string) {
+  const group = key === null ? sql`concurrency_key is null` : sql`concurrency_key = ${key}`;
+  const backoff = readyBy === undefined ? sql`` : sql`and (attempt = 1 or estimated_start <= ${readyBy})`;
+  // Wrapped, so each branch keeps its own order and limit (SQLite allows neither on a bare branch).
+  return sql`select * from (select uuid, concurrency_key, priority, created_at from tasks
+    where agent_uuid = ${agentUuid} and ready = true and ${group} ${backoff}
+    order by priority desc, created_at, uuid limit ${limit}) as g`;
+}
 
 /**
  * The statements of fair claiming (concurrency keys), used only by a claim of an agent that has
@@ -67,24 +88,34 @@ export const fairQueueRepo = {
 
   /**
    * The first `perGroup` claimable tasks of each group (by claim order), unlocked; with `readyBy`,
-   * retries whose backoff has not run out are left out (as in `lockClaimable`).
+   * retries whose backoff has not run out are left out (as in `lockClaimable`). Reads index ranges
+   * only: the agent's keys by a skip scan of `tasks_keyed_ready_idx`, then each key's first tasks
+   * and the keyless ones' (`tasks_claim_idx`), so the cost follows the keys, not the backlog.
    */
   async candidates(trx: Executor, agentUuid: string, perGroup: number, readyBy?: string): Promise<Candidate[]> {
-    const backoff = readyBy === undefined ? sql`` : sql`and (attempt = 1 or estimated_start <= ${readyBy})`;
-    const rows = await withDbErrors(
-      sql<{ uuid: string; concurrency_key: string | null; priority: number; created_at: string }>`
-        select uuid, concurrency_key, priority, created_at from (
-          select uuid, concurrency_key, priority, created_at, row_number() over (
-            partition by concurrency_key order by priority desc, created_at, uuid) as rn
-          from tasks where agent_uuid = ${agentUuid} and ready = true ${backoff}
-        ) ranked where rn <= ${perGroup}`.execute(trx),
+    const keys = await withDbErrors(
+      sql<{ k: string }>`with recursive walk(k) as (
+          select (select min(concurrency_key) from tasks where agent_uuid = ${agentUuid} and ready = true
+            and concurrency_key is not null)
+          union all
+          select (select min(concurrency_key) from tasks where agent_uuid = ${agentUuid} and ready = true
+            and concurrency_key is not null and concurrency_key > walk.k) from walk where walk.k is not null
+        ) select k from walk where k is not null`.execute(trx),
     );
-    return rows.rows.map((r) => ({
-      uuid: r.uuid,
-      key: r.concurrency_key,
-      priority: Number(r.priority),
-      createdAt: r.created_at,
-    }));
+    const groups: Array<string | null> = [null, ...keys.rows.map((r) => r.k)];
+    const out: Candidate[] = [];
+    for (const part of chunks(groups, KEYS_PER_STATEMENT)) {
+      const rows = await withDbErrors(
+        sql<CandidateRow>`${sql.join(
+          part.map((key) => firstOfGroup(agentUuid, key, perGroup, readyBy)),
+          sql` union all `,
+        )}`.execute(trx),
+      );
+      for (const r of rows.rows) {
+        out.push({ uuid: r.uuid, key: r.concurrency_key, priority: Number(r.priority), createdAt: r.created_at });
+      }
+    }
+    return out;
   },
 
   /** The tasks of `uuids` still claimable, row-locked; rows a concurrent transaction holds are skipped. */
