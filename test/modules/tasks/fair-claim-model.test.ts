@@ -3,22 +3,24 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../../helpers/app.js';
 import { DATABASES } from '../../helpers/databases.js';
 import { createAgent, createUser, type TestUser } from '../../helpers/factories.js';
-import { claimTasks, reportComplete, submitTask } from '../../helpers/tasks.js';
+import { claimTasks, reportComplete, reportInputRequest, sendMessage, submitTask } from '../../helpers/tasks.js';
 
 /**
  * A small reference model of the hand-out order (docs/api.md, "Concurrency keys"), written
  * straight from the rules and independent of src/: each hand-out takes the highest priority among
  * eligible tasks, then the group served least recently (never or forgotten first; ties: oldest
  * task), then that group's oldest task. Groups are forgotten as the service forgets them: a key
- * with no queued or held task at a claim, and the keyless group once no key is remembered (it then
- * counts as served long ago when one of its tasks was ever handed out).
+ * with no queued or held task at a claim (a task awaiting input is neither), and the keyless group
+ * once no key is remembered (it then counts as served long ago when one of its tasks was ever
+ * handed out).
  */
 interface ModelTask {
   id: string;
   key: string | null;
   priority: number;
   createdAt: string;
-  state: 'queued' | 'held' | 'done';
+  /** `waiting`: awaiting input (neither claimable nor held). */
+  state: 'queued' | 'held' | 'waiting' | 'done';
   leaseId?: string;
 }
 
@@ -36,7 +38,9 @@ class Model {
   private forget(): void {
     for (const group of [...this.served.keys()]) {
       if (group === '') continue;
-      if (!this.tasks.some((t) => t.key === group && t.state !== 'done')) this.served.delete(group);
+      if (!this.tasks.some((t) => t.key === group && (t.state === 'queued' || t.state === 'held'))) {
+        this.served.delete(group);
+      }
     }
     if (![...this.served.keys()].some((g) => g !== '')) this.served.delete('');
     if (this.served.size === 0 && this.keylessEverServed) this.served.set('', 0);
@@ -78,7 +82,9 @@ class Model {
 type Op =
   | { op: 'submit'; key: string | null; priority: number }
   | { op: 'claim'; max: number }
-  | { op: 'done'; pick: number };
+  | { op: 'done'; pick: number }
+  | { op: 'ask'; pick: number }
+  | { op: 'answer'; pick: number };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   {
@@ -91,6 +97,8 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('claim' as const), max: fc.integer({ min: 1, max: 4 }) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('done' as const), pick: fc.nat() }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('ask' as const), pick: fc.nat() }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('answer' as const), pick: fc.nat() }) },
 );
 
 describe.each(DATABASES)('hand-out order against a reference model on $name', (database) => {
@@ -107,7 +115,7 @@ describe.each(DATABASES)('hand-out order against a reference model on $name', (d
     await fc.assert(
       fc.asyncProperty(
         fc.constantFrom(null, 1, 2),
-        fc.array(opArb, { minLength: 1, maxLength: 40 }),
+        fc.array(opArb, { minLength: 10, maxLength: 40, size: 'max' }),
         async (cap, ops) => {
           const agent = (await createAgent(t, user, { concurrency: 1000, concurrency_per_key: cap })).uuid;
           const model = new Model(cap);
@@ -125,16 +133,26 @@ describe.each(DATABASES)('hand-out order against a reference model on $name', (d
             } else if (op.op === 'claim') {
               const got = await claimTasks(t, user, agent, { max_tasks: op.max });
               const expected = model.claim(op.max);
-              console.log('CLAIM', got.length, expected.length, got.map((x) => x.concurrency_key).join());
               expect(got.map((x) => x.task_id)).toEqual(expected.map((x) => x.id));
               for (const [i, x] of got.entries()) (expected[i] as ModelTask).leaseId = x.lease_id;
+            } else if (op.op === 'answer') {
+              // The user answers: the task is claimable again (and counts as queued for its group).
+              const waiting = model.tasks.filter((x) => x.state === 'waiting');
+              const task = waiting[op.pick % Math.max(1, waiting.length)];
+              if (!task) continue;
+              expect((await sendMessage(t, user, agent, task.id, 'answer')).statusCode).toBe(200);
+              task.state = 'queued';
             } else {
               const held = model.tasks.filter((x) => x.state === 'held');
               const task = held[op.pick % Math.max(1, held.length)];
               if (!task) continue;
-              const res = await reportComplete(t, user, agent, task.id, task.leaseId as string);
+              const lease = task.leaseId as string;
+              const res =
+                op.op === 'done'
+                  ? await reportComplete(t, user, agent, task.id, lease)
+                  : await reportInputRequest(t, user, agent, task.id, lease, 'which one?');
               expect(res.statusCode).toBe(200);
-              task.state = 'done';
+              task.state = op.op === 'done' ? 'done' : 'waiting';
             }
           }
         },
