@@ -85,6 +85,8 @@ export interface AgentsTable {
   created_at: string;
   updated_at: string;
   deleted_at: string | null;
+  /** At most this many tasks of one concurrency key held at once; null: no per-key cap. */
+  concurrency_per_key: number | null;
 }
 
 export interface SettingsTable {
@@ -133,6 +135,15 @@ export interface TasksTable {
   trace_id: string | null;
   trace_parent_span_id: string | null;
   claimed_at: string | null;
+  concurrency_key: string | null;
+}
+
+/** When each group of an agent's tasks (by concurrency key; '' keyless) was last handed a task. */
+export interface ConcurrencyGroupsTable {
+  agent_uuid: string;
+  group_key: string;
+  /** Orders the groups' last hand-outs (higher: more recent); null: never served. */
+  served_seq: number | null;
 }
 
 export interface TaskEventsTable {
@@ -191,6 +202,8 @@ export interface TriggersTable {
   workspace_uuid: string;
   name: string;
   message_template: string;
+  /** Template of the concurrency key of the tasks it creates; null: none. */
+  concurrency_key: string | null;
   enabled: DbBool;
   secret_sealed: string;
   previous_secret_sealed: string | null;
@@ -393,4 +406,5 @@ export interface Database {
   audit_log: AuditLogTable;
   schedules: SchedulesTable;
   schedule_runs: ScheduleRunsTable;
+  concurrency_groups: ConcurrencyGroupsTable;
 }

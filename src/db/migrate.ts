@@ -18,6 +18,7 @@ import { migration016 } from './migrations/016-workspaces.js';
 import { migration017 } from './migrations/017-schedules.js';
 import { migration018 } from './migrations/018-mcp.js';
 import { migration019 } from './migrations/019-trigger-verification.js';
+import { migration020 } from './migrations/020-concurrency-keys.js';
 import type { DialectMigration } from './migrations/types.js';
 
 /** Every migration, in order. Forward only: a released migration is never edited. */
@@ -39,6 +40,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '017-schedules': migration017,
   '018-mcp': migration018,
   '019-trigger-verification': migration019,
+  '020-concurrency-keys': migration020,
 };
 
 export class MigrationError extends Error {}

@@ -42,6 +42,7 @@ export function taskOf(conversation: Array<['user' | 'agent', string]>, attempt 
     failedAt: null,
     cancelledAt: null,
     seq: 1,
+    concurrencyKey: null,
   };
 }
 

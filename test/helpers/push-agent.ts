@@ -16,6 +16,7 @@ export interface PushBody {
     messages: Array<{ role: 'user' | 'agent'; content: string; created_at: string }>;
     priority: number;
     metadata: Record<string, unknown>;
+    concurrency_key: string | null;
     attempt: number;
     lease_expires_at: string;
     timeout_at: string;

@@ -23,6 +23,8 @@ export interface SubmitInput {
   metadata?: Record<string, unknown>;
   callback_mode?: 'poll' | 'webhook';
   webhook_url?: string;
+  /** Tasks of one key share the agent's concurrency_per_key and take turns with other keys (1–255 characters). */
+  concurrency_key?: string | null;
 }
 
 /** The answer to a submit. */
@@ -44,6 +46,8 @@ export interface TaskView {
   messages: ConversationMessage[];
   priority: number;
   metadata: Record<string, unknown>;
+  /** The task's concurrency key; null: none (absent from servers without concurrency keys). */
+  concurrency_key?: string | null;
   estimated_start?: string;
   started_at?: string;
   progress?: { current_step: string; steps_completed: number; total_steps: number };
@@ -63,6 +67,8 @@ export interface ClaimedTask {
   messages: ConversationMessage[];
   priority: number;
   metadata: Record<string, unknown>;
+  /** The task's concurrency key; null: none (absent from servers without concurrency keys). */
+  concurrency_key?: string | null;
   attempt: number;
   lease_expires_at: string;
   timeout_at: string;

@@ -12,7 +12,7 @@ import type { TaskRef, TasksService } from '../tasks/tasks-service.js';
 import { taskView } from '../tasks/tasks-view.js';
 import { invalidParams, type ListParams, pageToken, RPC_ERRORS, RpcError, type SendParams } from './a2a-rpc-fns.js';
 import type { A2aServerRepo } from './a2a-server-repo.js';
-import { type A2aTask, agentCard, stateTimestamp, statusOfState, toA2aTask } from './a2a-task-fns.js';
+import { type A2aTask, agentCard, concurrencyKeyOf, stateTimestamp, statusOfState, toA2aTask } from './a2a-task-fns.js';
 
 const DAY_MS = 86_400_000;
 const SETTLED = new Set(['completed', 'failed', 'cancelled', 'awaiting_input']);
@@ -65,7 +65,11 @@ export function createA2aServerService(deps: {
       throw new RpcError(RPC_ERRORS.unsupportedOperation, `Agent is ${agent.status} and does not accept tasks`);
     }
     const { message } = p;
-    const input = { message: message.text, ...(message.metadata ? { metadata: message.metadata } : {}) };
+    const input = {
+      message: message.text,
+      ...(message.metadata ? { metadata: message.metadata } : {}),
+      concurrency_key: concurrencyKeyOf(message.metadata),
+    };
     const { task } = await tasks.prepare(agent, workspaceUuid, input, nowMs);
     await db.transaction(async (trx) => {
       await tasks.insert(trx, task);

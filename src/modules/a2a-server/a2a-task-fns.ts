@@ -206,3 +206,10 @@ export function agentCard(agent: { uuid: string; name: string; description: stri
     skills: [{ id: 'task', name: agent.name, description: agent.description || agent.name, tags: ['taskhook'] }],
   };
 }
+
+/** A task's concurrency key from an A2A message's `metadata.concurrency_key`: a string of 1–255 characters, else none. */
+export function concurrencyKeyOf(metadata: Record<string, unknown> | undefined): string | null {
+  const key = metadata?.concurrency_key;
+  // Counted in characters (code points), as request validation counts a submitted key.
+  return typeof key === 'string' && key.length >= 1 && [...key].length <= 255 ? key : null;
+}

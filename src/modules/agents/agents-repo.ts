@@ -21,6 +21,7 @@ function toAgent(row: Selectable<AgentsTable>): AgentRow {
     status: row.status as AgentStatus,
     runtime: fromDbJson<Runtime>(row.runtime),
     concurrency: row.concurrency,
+    concurrency_per_key: row.concurrency_per_key,
     default_timeout_seconds: row.default_timeout_seconds,
     created_at: row.created_at,
     updated_at: row.updated_at,
@@ -57,6 +58,7 @@ export const agentsRepo = {
           status: agent.status,
           runtime: toDbJson(agent.runtime),
           concurrency: agent.concurrency,
+          concurrency_per_key: agent.concurrency_per_key,
           default_timeout_seconds: agent.default_timeout_seconds,
           created_at: agent.created_at,
           updated_at: agent.updated_at,
@@ -109,6 +111,7 @@ export const agentsRepo = {
           status: agent.status,
           runtime: toDbJson(agent.runtime),
           concurrency: agent.concurrency,
+          concurrency_per_key: agent.concurrency_per_key,
           default_timeout_seconds: agent.default_timeout_seconds,
           updated_at: agent.updated_at,
         })

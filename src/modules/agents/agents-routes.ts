@@ -74,7 +74,7 @@ export function agentsRoutes(service: AgentsService) {
           tags,
           summary: 'Change an agent',
           description:
-            'Any of name, description, status (active, paused, stopped), runtime, concurrency, default_timeout_seconds. Paused and stopped agents refuse new tasks with 503. The runtime is replaced whole; a runtime header whose value is "********" keeps the value stored under that name.',
+            'Any of name, description, status (active, paused, stopped), runtime, concurrency, concurrency_per_key (null removes the per-key cap), default_timeout_seconds. Paused and stopped agents refuse new tasks with 503. The runtime is replaced whole; a runtime header whose value is "********" keeps the value stored under that name.',
           params: AgentParams,
           body: PatchAgentBody,
           response: { 200: AgentSchema, ...notFound },

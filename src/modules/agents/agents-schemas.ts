@@ -120,6 +120,18 @@ export type Runtime = Static<typeof RuntimeSchema>;
 const Name = Type.String({ minLength: 1, maxLength: 255 });
 const Description = Type.Union([Type.String({ maxLength: 4000 }), Type.Null()]);
 const Concurrency = Type.Integer({ minimum: 1, maximum: 1000, description: 'Tasks it runs at once; default 10.' });
+const ConcurrencyPerKey = Type.Union(
+  [
+    Type.Integer({
+      minimum: 1,
+      maximum: 1000,
+      description:
+        'At most this many tasks with the same concurrency_key are held at once (claimed with a live lease, or run by a push runtime); tasks without a key are not capped per key. A lower cap takes no task away; it applies to the next hand-out.',
+    }),
+    Type.Null(),
+  ],
+  { description: 'Per-key cap on held tasks; null (the default): none.' },
+);
 const DefaultTimeout = Type.Integer({
   minimum: 1,
   maximum: 86400,
@@ -136,6 +148,9 @@ export const AgentSchema = Type.Object(
     }),
     runtime: RuntimeSchema,
     concurrency: Type.Integer(),
+    concurrency_per_key: Type.Union([Type.Integer(), Type.Null()], {
+      description: 'At most this many tasks of one concurrency_key held at once; null: no per-key cap.',
+    }),
     default_timeout_seconds: Type.Integer(),
     created_at: TimestampSchema,
     updated_at: TimestampSchema,
@@ -149,6 +164,7 @@ export const CreateAgentBody = StrictObject({
   description: Type.Optional(Description),
   runtime: Type.Optional(RuntimeInputSchema),
   concurrency: Type.Optional(Concurrency),
+  concurrency_per_key: Type.Optional(ConcurrencyPerKey),
   default_timeout_seconds: Type.Optional(DefaultTimeout),
 });
 export type CreateAgentInput = Static<typeof CreateAgentBody>;
@@ -159,6 +175,7 @@ export const PatchAgentBody = StrictObject({
   status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('paused'), Type.Literal('stopped')])),
   runtime: Type.Optional(RuntimeInputSchema),
   concurrency: Type.Optional(Concurrency),
+  concurrency_per_key: Type.Optional(ConcurrencyPerKey),
   default_timeout_seconds: Type.Optional(DefaultTimeout),
 });
 export type PatchAgentInput = Static<typeof PatchAgentBody>;

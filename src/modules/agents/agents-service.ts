@@ -118,6 +118,7 @@ export function createAgentsService(deps: {
         status: 'active',
         runtime: input.runtime ? sealRuntimeHeaders(input.runtime, null, deps.box) : { type: 'worker' },
         concurrency: input.concurrency ?? DEFAULT_CONCURRENCY,
+        concurrency_per_key: input.concurrency_per_key ?? null,
         default_timeout_seconds: input.default_timeout_seconds ?? DEFAULT_TIMEOUT_SECONDS,
         created_at: at,
         updated_at: at,

@@ -56,7 +56,12 @@ export function createDecisions(deps: DecideDeps) {
       if (!agent) return { run, task: null } satisfies Pending;
       const message = renderMessage(s.message, messageValues(s, scheduledForMs), MAX_MESSAGE_CHARS);
       const metadata = { ...s.metadata, schedule_uuid: s.uuid, scheduled_for: run.scheduledFor, run_id: run.runId };
-      const task = await deps.tasks.prepare(agent, s.workspaceUuid, { message, metadata, priority: s.priority }, nowMs);
+      const task = await deps.tasks.prepare(
+        agent,
+        s.workspaceUuid,
+        { message, metadata, priority: s.priority, concurrency_key: s.concurrencyKey },
+        nowMs,
+      );
       return { run, task } satisfies Pending;
     },
 

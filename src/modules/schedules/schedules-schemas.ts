@@ -30,7 +30,8 @@ const Metadata = Type.Record(Type.String(), Type.Unknown(), {
 });
 const Priority = Type.Integer({ minimum: 1, maximum: 10, description: 'Of the tasks it creates; default 5.' });
 const ConcurrencyKey = Type.Union([Type.String({ minLength: 1, maxLength: 255 }), Type.Null()], {
-  description: 'The concurrency_key of the tasks it creates (stored; applied once tasks carry keys).',
+  description:
+    "The concurrency_key of the tasks it creates (null: none). Tasks of one key share the agent's concurrency_per_key and take turns with other keys.",
 });
 const Overlap = StringEnum(['allow', 'skip'] as const, {
   description: 'skip: no occurrence fires while the latest task of the schedule is not final.',

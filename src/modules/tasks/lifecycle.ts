@@ -2,8 +2,9 @@ import type { Executor } from '../../db/connect.js';
 import { AppError } from '../../http/errors.js';
 import { newId } from '../../lib/ids.js';
 import { type Clock, iso } from '../../lib/time.js';
-import type { AgentsRepo } from '../agents/agents-repo.js';
 import type { Runtime } from '../agents/agents-schemas.js';
+import { lockFairly } from './fair-claim.js';
+import type { fairQueueRepo } from './fair-queue-repo.js';
 import type { TaskRecord, TasksRepo } from './tasks-repo.js';
 import { taskView } from './tasks-view.js';
 import type { SavedTask, TaskWriter } from './tasks-writer.js';
@@ -45,8 +46,11 @@ export interface Claimed {
  * the caller's transaction `trx` and adds no round trip beyond those steps.
  */
 export function createLifecycle(deps: {
-  repo: Pick<TasksRepo, 'lockTask' | 'lockByUuid' | 'lockTasks' | 'lockOpenOfAgent' | 'lockClaimable' | 'countHeld'>;
-  agentsRepo: Pick<AgentsRepo, 'findForClaim'>;
+  repo: Pick<
+    TasksRepo,
+    'lockTask' | 'lockByUuid' | 'lockTasks' | 'lockOpenOfAgent' | 'lockClaimable' | 'countHeld' | 'lockAgentForClaim'
+  > &
+    typeof fairQueueRepo;
   writer: Pick<TaskWriter, 'save' | 'saveMany'>;
   clock: Clock;
 }) {
@@ -154,9 +158,10 @@ export function createLifecycle(deps: {
      * `FOR NO KEY UPDATE`, which a submit's foreign key check does not wait for), counts what is
      * held, locks claimable rows skipping those another claim holds, applies `claim` to each
      * and saves them together. Nothing is claimed for a deleted, paused or not-`accepts`ed agent.
+     * An agent with keyed work hands out in the fair order of concurrency keys (`lockFairly`).
      */
     async claim(trx: Executor, agentUuid: string, max: number, opts: ClaimOptions): Promise<Claimed> {
-      const agent = await deps.agentsRepo.findForClaim(trx, agentUuid);
+      const agent = await repo.lockAgentForClaim(trx, agentUuid);
       if (agent?.status !== 'active' || (opts.accepts && !opts.accepts(agent.runtime))) {
         return { runtime: null, tasks: [] };
       }
@@ -166,7 +171,10 @@ export function createLifecycle(deps: {
       const readyBy = opts.respectBackoff ? iso(nowMs) : undefined;
       const lease = opts.lease(agent.runtime);
       const accepted: Array<{ before: TaskRecord; change: Change }> = [];
-      for (const task of await repo.lockClaimable(trx, agentUuid, limit, readyBy)) {
+      const claimable = agent.keyed
+        ? await lockFairly(repo, trx, { uuid: agentUuid, concurrencyPerKey: agent.concurrencyPerKey }, limit, readyBy)
+        : await repo.lockClaimable(trx, agentUuid, limit, readyBy);
+      for (const task of claimable) {
         const decided = transition(task, { op: 'claim', leaseId: newId(), ...lease }, nowMs);
         if (decided instanceof AppError) throw decided;
         if (decided) accepted.push({ before: task, change: decided });

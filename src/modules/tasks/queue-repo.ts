@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import { withDbErrors } from '../../db/errors.js';
 import { fromDbJson } from '../../db/json.js';
+import { prepareQuery } from '../../db/prepared.js';
 import { lockRows } from '../../db/transactions.js';
 import type { Runtime } from '../agents/agents-schemas.js';
 import { OPEN_STATUSES } from './tasks-fns.js';
@@ -14,12 +15,76 @@ export interface WaitingAgent {
   runtime: Runtime;
 }
 
+// On the path of every claim (and so of every dispatch), built once. Claims of one agent take
+// turns on its row; its submits' foreign key checks do not wait (FOR NO KEY UPDATE).
+const agentForClaim = prepareQuery(1, (ex, uuid: string) =>
+  lockRows(
+    ex,
+    ex
+      .selectFrom('agents')
+      .select(['status', 'concurrency', 'runtime', 'concurrency_per_key'])
+      .select((eb) =>
+        eb
+          .or([
+            eb.exists(
+              eb
+                .selectFrom('concurrency_groups as g')
+                .select(sql<number>`1`.as('one'))
+                .whereRef('g.agent_uuid', '=', 'agents.uuid'),
+            ),
+            eb.exists(
+              eb
+                .selectFrom('tasks as t')
+                .select(sql<number>`1`.as('one'))
+                .whereRef('t.agent_uuid', '=', 'agents.uuid')
+                // Literals, so both planners use the partial index tasks_keyed_ready_idx.
+                .where(sql<boolean>`t.ready = true`)
+                .where('t.concurrency_key', 'is not', null),
+            ),
+          ])
+          .as('keyed'),
+      )
+      .where('uuid', '=', uuid)
+      .where('deleted_at', 'is', null),
+    { noKeyUpdate: true },
+  ),
+);
+
+/** A live agent as a claim needs it, its row locked for the claim's transaction. */
+export interface AgentForClaim {
+  status: string;
+  concurrency: number;
+  runtime: Runtime;
+  /** Per-key cap of held tasks; null: none. */
+  concurrencyPerKey: number | null;
+  /** Fair claiming applies: the agent has a claimable keyed task, or remembers when groups were served. */
+  keyed: boolean;
+}
+
 /**
- * The hot statements of the queue: claiming (the lifecycle's `claim`), what a claim and an
+ * The hot statements of the queue: the agent row a claim locks, claiming (the lifecycle's `claim`), what a claim and an
  * estimate count, the push dispatcher's look for work, and what the sweeper and agent deletion
  * lock. Part of `tasksRepo`; kept apart as graphile-worker keeps one file per hot statement.
  */
 export const queueRepo = {
+  /**
+   * The claim's first statement: locks the agent row (claims of one agent take turns) and, in the
+   * same statement, probes two tiny indexes for whether fair claiming applies, so a claim of an
+   * agent without keyed work costs no extra round trip. Undefined for a deleted or unknown agent.
+   */
+  async lockAgentForClaim(trx: Executor, uuid: string): Promise<AgentForClaim | undefined> {
+    const [row] = await withDbErrors(agentForClaim(trx, uuid));
+    return (
+      row && {
+        status: row.status,
+        concurrency: row.concurrency,
+        runtime: fromDbJson<Runtime>(row.runtime),
+        concurrencyPerKey: row.concurrency_per_key,
+        keyed: Boolean(row.keyed),
+      }
+    );
+  },
+
   /**
    * Claimable tasks of an agent in claim order (priority, then age), row-locked; rows a
    * concurrent claim holds are skipped. With `readyBy`, retries whose backoff has not run out by

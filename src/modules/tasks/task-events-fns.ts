@@ -26,10 +26,13 @@ export function fromStoredEvent(
   stored: StoredTaskEvent | TaskView,
   conversation: { message: string; messages: readonly ConversationMessage[] },
 ): TaskView {
-  if ('messages' in stored) return stored;
+  // Events stored before tasks had concurrency keys lack the field: those tasks had none.
+  if ('messages' in stored)
+    return 'concurrency_key' in stored ? stored : { ...(stored as TaskView), concurrency_key: null };
   const { messages_count: count, ...rest } = stored;
   const fields: Record<string, unknown> = {
     ...rest,
+    concurrency_key: rest.concurrency_key ?? null,
     message: conversation.message,
     messages: conversation.messages.slice(0, count),
   };

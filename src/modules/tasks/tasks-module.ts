@@ -7,7 +7,6 @@ import { checkOutboundUrl, OutboundUrlError } from '../../lib/outbound.js';
 import type { ProcessDeps } from '../../process-deps.js';
 import type { CredentialCheck } from '../accounts/accounts-module.js';
 import type { AgentsModule } from '../agents/agents-module.js';
-import { agentsRepo } from '../agents/agents-repo.js';
 import { createEstimator } from './estimator.js';
 import { eventsRoutes } from './events-routes.js';
 import { idempotencyRepo } from './idempotency-repo.js';
@@ -42,7 +41,7 @@ export function createTasksModule(deps: {
   const db = runtime.db;
   const notifier = createNotifier({ db, log: runtime.logger });
   const writer = createTaskWriter({ repo: tasksRepo, notifier, events: deps.events });
-  const lifecycle = createLifecycle({ repo: tasksRepo, agentsRepo, writer, clock: runtime.clock });
+  const lifecycle = createLifecycle({ repo: tasksRepo, writer, clock: runtime.clock });
   const policy = { allowPrivate: config.allowPrivateUrls, lookup: runtime.lookup };
   const service = createTasksService({
     db,

@@ -49,6 +49,8 @@ export interface TaskRecord {
   traceParentSpanId?: string | null;
   /** When the current (or last) run was claimed: the start of its run span. */
   claimedAt?: string | null;
+  /** Tasks of one key share the agent's per-key cap and are served in turn with other keys; never changes. */
+  concurrencyKey: string | null;
 }
 
 const JSON_FIELDS = new Set(['messages', 'metadata', 'progress', 'inputRequest', 'result', 'error']);
@@ -86,6 +88,7 @@ export const COLUMNS: Record<keyof TaskRecord, keyof TasksTable> = {
   traceId: 'trace_id',
   traceParentSpanId: 'trace_parent_span_id',
   claimedAt: 'claimed_at',
+  concurrencyKey: 'concurrency_key',
 };
 
 /**
@@ -156,6 +159,7 @@ export function toRecord(row: Selectable<TasksTable>): TaskRecord {
     traceId: row.trace_id,
     traceParentSpanId: row.trace_parent_span_id,
     claimedAt: row.claimed_at,
+    concurrencyKey: row.concurrency_key,
   };
 }
 
@@ -175,6 +179,7 @@ export type NewTaskFields = Pick<
   | 'estimatedStart'
   | 'traceId'
   | 'traceParentSpanId'
+  | 'concurrencyKey'
 >;
 
 /** A new queued task created at `now` (nothing written): its message opens the conversation. */
@@ -215,5 +220,6 @@ export function queuedTask(fields: NewTaskFields, now: string): TaskRecord {
     traceId: fields.traceId,
     traceParentSpanId: fields.traceParentSpanId,
     claimedAt: null,
+    concurrencyKey: fields.concurrencyKey,
   };
 }

@@ -5,6 +5,7 @@ import { withDbErrors } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
 import { prepareQuery } from '../../db/prepared.js';
 import { lockRows } from '../../db/transactions.js';
+import { fairQueueRepo } from './fair-queue-repo.js';
 import { queueRepo } from './queue-repo.js';
 import type { StoredTaskEvent } from './task-events-fns.js';
 import type { TaskStatus } from './tasks-fns.js';
@@ -208,6 +209,7 @@ export const tasksRepo = {
   },
 
   ...queueRepo,
+  ...fairQueueRepo,
 };
 
 export type TasksRepo = typeof tasksRepo;

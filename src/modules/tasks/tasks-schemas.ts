@@ -18,6 +18,17 @@ const Status = StringEnum(TASK_STATUSES, {
 const MessageText = Type.String({ minLength: 1, maxLength: MAX_MESSAGE_CHARS });
 const Metadata = Type.Record(Type.String(), Type.Unknown(), { description: 'Free-form JSON object, at most 16 KiB.' });
 
+/** A task's concurrency key as given on submit (and by schedules). */
+export const ConcurrencyKeyInput = Type.String({
+  minLength: 1,
+  maxLength: 255,
+  description:
+    "Groups tasks: at most the agent's concurrency_per_key tasks of one key are held at once, and keys take turns when work is handed out (null or absent: no key). Never changes.",
+});
+const ConcurrencyKeyOut = Type.Union([Type.String(), Type.Null()], {
+  description: 'The concurrency key the task was created with; null: none.',
+});
+
 export const TaskParams = Type.Object({ id: UuidSchema, taskId: UuidSchema });
 export const AgentIdParams = Type.Object({ id: UuidSchema });
 
@@ -38,6 +49,12 @@ export const SubmitBody = StrictObject({
       minLength: 1,
       maxLength: 2048,
       description: 'Absolute http(s) URL; required with callback_mode webhook.',
+    }),
+  ),
+  concurrency_key: Type.Optional(
+    Type.Union([ConcurrencyKeyInput, Type.Null()], {
+      description:
+        "1 to 255 characters, or null (no key). Tasks of one key are held at most the agent's concurrency_per_key at once and take turns with other keys; part of the body an Idempotency-Key compares.",
     }),
   ),
 });
@@ -100,6 +117,7 @@ export const TaskBody = Type.Object(
     messages: Type.Array(ConversationMessage, { description: 'The conversation, the original message first.' }),
     priority: Type.Integer(),
     metadata: Metadata,
+    concurrency_key: ConcurrencyKeyOut,
     estimated_start: Type.Optional(TimestampSchema),
     started_at: Type.Optional(TimestampSchema),
     progress: Type.Optional(ProgressSchema),
@@ -148,6 +166,7 @@ export const ClaimedTask = Type.Object({
   messages: Type.Array(ConversationMessage),
   priority: Type.Integer(),
   metadata: Metadata,
+  concurrency_key: ConcurrencyKeyOut,
   attempt: Type.Integer({ description: 'Starts at 1; a lease expiry or retryable failure adds one.' }),
   lease_expires_at: TimestampSchema,
   timeout_at: TimestampSchema,

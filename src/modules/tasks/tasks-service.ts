@@ -138,6 +138,7 @@ export function createTasksService(deps: {
         estimatedStart,
         traceId: parent?.traceId ?? null,
         traceParentSpanId: parent?.spanId ?? null,
+        concurrencyKey: input.concurrency_key ?? null,
       },
       now,
     );

@@ -16,6 +16,7 @@ export function taskView(task: TaskRecord): TaskView {
     messages: task.messages,
     priority: task.priority,
     metadata: task.metadata,
+    concurrency_key: task.concurrencyKey,
   };
   if (task.startedAt) view.started_at = task.startedAt;
   switch (task.status) {
@@ -57,6 +58,7 @@ export function claimItemOf(task: TaskRecord): ClaimedTask {
     messages: task.messages,
     priority: task.priority,
     metadata: task.metadata,
+    concurrency_key: task.concurrencyKey,
     attempt: task.attempt,
     lease_expires_at: task.leaseExpiresAt as string,
     timeout_at: task.timeoutAt as string,

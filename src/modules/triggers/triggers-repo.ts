@@ -15,6 +15,8 @@ export interface TriggerRow {
   workspaceUuid: string;
   name: string;
   messageTemplate: string;
+  /** Template of the concurrency key of the tasks it creates; null: none. */
+  concurrencyKey: string | null;
   enabled: boolean;
   secretSealed: string;
   previousSecretSealed: string | null;
@@ -48,6 +50,7 @@ function toTrigger(r: Selectable<TriggersTable>): TriggerRow {
     workspaceUuid: r.workspace_uuid,
     name: r.name,
     messageTemplate: r.message_template,
+    concurrencyKey: r.concurrency_key,
     enabled: Boolean(r.enabled),
     secretSealed: r.secret_sealed,
     previousSecretSealed: r.previous_secret_sealed,
@@ -121,6 +124,7 @@ export const triggersRepo = {
           workspace_uuid: t.workspaceUuid,
           name: t.name,
           message_template: t.messageTemplate,
+          concurrency_key: t.concurrencyKey,
           enabled: t.enabled ? 1 : 0,
           secret_sealed: t.secretSealed,
           previous_secret_sealed: t.previousSecretSealed,
@@ -143,6 +147,7 @@ export const triggersRepo = {
         .set({
           name: t.name,
           message_template: t.messageTemplate,
+          concurrency_key: t.concurrencyKey,
           enabled: t.enabled ? 1 : 0,
           secret_sealed: t.secretSealed,
           previous_secret_sealed: t.previousSecretSealed,

@@ -87,7 +87,7 @@ export function triggersRoutes(service: TriggersService) {
           tags,
           summary: 'Change a trigger',
           description:
-            'Any of name, message_template, enabled, verification. A disabled trigger answers its deliveries 403 and creates nothing. verification keeps its type (another type is a 400 on verification.type); it may change tolerance_seconds or replace the secret, which applies at once (the old one stops at once); audited as a change of verification.',
+            'Any of name, message_template, concurrency_key (null: none), enabled, verification. A disabled trigger answers its deliveries 403 and creates nothing. verification keeps its type (another type is a 400 on verification.type); it may change tolerance_seconds or replace the secret, which applies at once (the old one stops at once); audited as a change of verification.',
           params: TriggerParams,
           body: PatchTriggerBody,
           response: { 200: TriggerSchema, ...notFound },

@@ -20,12 +20,28 @@ const Template = Type.String({
     'The task message; {{payload.a.b}} is replaced by the value at that path of the delivered JSON ({{payload}} for all of it, numeric segments index arrays). Strings as they are, numbers and booleans as JSON text, objects and arrays as compact JSON; a missing path or null renders empty and is listed in the task metadata.template_missing.',
 });
 
+export const MAX_KEY_TEMPLATE_CHARS = 1000;
+const KeyTemplate = Type.Union(
+  [
+    Type.String({
+      maxLength: MAX_KEY_TEMPLATE_CHARS,
+      description:
+        "Template of the concurrency_key of each task it creates, with the message template's {{payload.a.b}} placeholders; rendered per delivery, cut to 255 characters; an empty result gives no key. Missing paths are not listed in template_missing.",
+    }),
+    Type.Null(),
+  ],
+  { description: 'Concurrency key template; null (the default): the tasks have no key.' },
+);
+
 export const TriggerSchema = Type.Object(
   {
     uuid: UuidSchema,
     agent_uuid: UuidSchema,
     name: Type.String(),
     message_template: Type.String(),
+    concurrency_key: Type.Union([Type.String(), Type.Null()], {
+      description: 'Template of the concurrency_key of the tasks it creates; null: none.',
+    }),
     enabled: Type.Boolean(),
     verification: Type.Object(
       {
@@ -77,6 +93,7 @@ export const CreatedTriggerSchema = Type.Composite(
 export const CreateTriggerBody = StrictObject({
   name: Name,
   message_template: Template,
+  concurrency_key: Type.Optional(KeyTemplate),
   enabled: Type.Optional(Type.Boolean({ description: 'Default true.' })),
   verification: Type.Optional(VerificationInputSchema),
 });
@@ -85,6 +102,7 @@ export type CreateTriggerInput = Static<typeof CreateTriggerBody>;
 export const PatchTriggerBody = StrictObject({
   name: Type.Optional(Name),
   message_template: Type.Optional(Template),
+  concurrency_key: Type.Optional(KeyTemplate),
   enabled: Type.Optional(Type.Boolean()),
   verification: Type.Optional(VerificationPatchSchema),
 });

@@ -28,7 +28,12 @@ import type { VerificationInput } from './verification-schemas.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** The row field behind each field a PATCH may change. */
-const PATCHED = { name: 'name', message_template: 'messageTemplate', enabled: 'enabled' } as const;
+const PATCHED = {
+  name: 'name',
+  message_template: 'messageTemplate',
+  concurrency_key: 'concurrencyKey',
+  enabled: 'enabled',
+} as const;
 
 /**
  * Webhook triggers: management and their delivery logs (docs/api.md §7; receiving:
@@ -55,6 +60,7 @@ export function createTriggersService(deps: {
     agent_uuid: t.agentUuid,
     name: t.name,
     message_template: t.messageTemplate,
+    concurrency_key: t.concurrencyKey,
     enabled: t.enabled,
     verification: verificationView(t),
     webhook_url: `${deps.publicUrl}/v1/webhooks/triggers/${t.uuid}`,
@@ -107,6 +113,7 @@ export function createTriggersService(deps: {
       const { workspaceUuid } = acting;
       await deps.agents.requireOwned(workspaceUuid, agentUuid);
       checkTemplate(input.message_template);
+      if (input.concurrency_key) checkTemplate(input.concurrency_key, 'concurrency_key');
       const scheme: VerificationInput = input.verification ?? { type: 'secret' };
       const supplied = suppliedSecret(scheme);
       const secret = supplied ?? generateSecretFor(scheme.type);
@@ -117,6 +124,7 @@ export function createTriggersService(deps: {
         workspaceUuid,
         name: input.name,
         messageTemplate: input.message_template,
+        concurrencyKey: input.concurrency_key ?? null,
         enabled: input.enabled ?? true,
         secretSealed: deps.box.seal(secret),
         previousSecretSealed: null,
@@ -154,6 +162,7 @@ export function createTriggersService(deps: {
     async patch(acting: Acting, agentUuid: string, uuid: string, input: PatchTriggerInput) {
       const { workspaceUuid } = acting;
       if (input.message_template !== undefined) checkTemplate(input.message_template);
+      if (input.concurrency_key) checkTemplate(input.concurrency_key, 'concurrency_key');
       return db.transaction(async (trx) => {
         const current = await requireTrigger(trx, workspaceUuid, agentUuid, uuid);
         const scheme = input.verification && withScheme(current, input.verification);
@@ -161,13 +170,14 @@ export function createTriggersService(deps: {
           ...current,
           name: input.name ?? current.name,
           messageTemplate: input.message_template ?? current.messageTemplate,
+          concurrencyKey: input.concurrency_key === undefined ? current.concurrencyKey : input.concurrency_key,
           enabled: input.enabled ?? current.enabled,
           ...scheme?.row,
           updatedAt: now(),
         };
         await repo.update(trx, next);
         cache.invalidateAtCommit(trx, uuid);
-        const fields: string[] = (['name', 'message_template', 'enabled'] as const).filter(
+        const fields: string[] = (['name', 'message_template', 'concurrency_key', 'enabled'] as const).filter(
           (f) => input[f] !== undefined && current[PATCHED[f]] !== next[PATCHED[f]],
         );
         if (scheme?.changed) fields.push('verification');

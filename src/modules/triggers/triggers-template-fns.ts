@@ -145,16 +145,28 @@ function cutAt(text: string, length: number): string {
 
 /**
  * The parts of a valid template.
- * @throws AppError INVALID_REQUEST naming `message_template`, with the problem and where it is.
+ * @param field the request field it came from (`message_template`, `concurrency_key`).
+ * @throws AppError INVALID_REQUEST naming `field`, with the problem and where it is.
  */
-export function checkTemplate(template: string): TemplatePart[] {
+export function checkTemplate(template: string, field = 'message_template'): TemplatePart[] {
   const parsed = parseTemplate(template);
   if (!parsed.ok) {
     const reason = `${parsed.error.reason} (at character ${parsed.error.position})`;
-    throw new AppError('INVALID_REQUEST', `Invalid message_template: ${reason}`, {
-      field: 'message_template',
-      reason,
-    });
+    throw new AppError('INVALID_REQUEST', `Invalid ${field}: ${reason}`, { field, reason });
   }
   return parsed.parts;
+}
+
+/** Longest concurrency key a task may have; a rendered key template is cut to it. */
+export const MAX_CONCURRENCY_KEY_CHARS = 255;
+
+/**
+ * A task's concurrency key from a trigger's key template (a valid one) and a delivery's payload:
+ * rendered as a message is, cut to 255 characters; an empty result (or no template) is no key.
+ * Missing paths are not reported: only the message's go to `template_missing`.
+ */
+export function renderConcurrencyKey(template: string | null, payload: unknown): string | null {
+  if (template === null) return null;
+  const { text } = renderTemplate(checkTemplate(template, 'concurrency_key'), payload, MAX_CONCURRENCY_KEY_CHARS);
+  return text === '' ? null : text;
 }

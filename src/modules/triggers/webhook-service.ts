@@ -23,7 +23,7 @@ import {
 import { authenticateDelivery, bodyKind, incomingDeliveryId, parsePayload } from './triggers-fns.js';
 import type { DeliveryRow, TriggerRow, TriggersRepo } from './triggers-repo.js';
 import type { SlackChallengeReply, WebhookAccepted } from './triggers-schemas.js';
-import { checkTemplate, renderTemplate } from './triggers-template-fns.js';
+import { checkTemplate, renderConcurrencyKey, renderTemplate } from './triggers-template-fns.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const MAX_DELIVERY_ID = 255;
@@ -247,7 +247,11 @@ export function createWebhookService(deps: {
       const { task, response } = await deps.tasks.prepare(
         agent,
         trigger.workspaceUuid,
-        { message: rendered.text, metadata },
+        {
+          message: rendered.text,
+          metadata,
+          concurrency_key: renderConcurrencyKey(trigger.concurrencyKey, payload),
+        },
         nowMs,
         deliverySpan,
       );

@@ -27,6 +27,7 @@ function view(status: TaskStatus, extra: Partial<TaskView> = {}): TaskView {
     messages: [{ role: 'user', content: 'hello', created_at: T0 }],
     priority: 5,
     metadata: { k: 'v' },
+    concurrency_key: null,
     ...extra,
   };
 }

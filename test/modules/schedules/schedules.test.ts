@@ -187,6 +187,20 @@ describe.each(DATABASES)('schedules on $name', (shared) => {
     expect(again.next_run_at).toBeNull();
   });
 
+  it('gives the tasks it creates its concurrency_key', async () => {
+    const agent = await createAgent(t, user);
+    const keyed = await createSchedule(agent.uuid, { enabled: false, concurrency_key: 'repo-7' });
+    const keyless = await createSchedule(agent.uuid, { enabled: false });
+    for (const [s, key] of [
+      [keyed, 'repo-7'],
+      [keyless, null],
+    ] as const) {
+      const res = await call(t.app, 'POST', `${base(agent.uuid)}/${s.uuid}/run`, { token: user.token });
+      expect(res.statusCode, res.body).toBe(202);
+      expect((await task(agent.uuid, res.json().task_id)).concurrency_key).toBe(key);
+    }
+  });
+
   it('fires each occurrence once when due, skips overlaps, drops missed ones', async () => {
     const agent = await createAgent(t, user);
     await setClock('2026-06-02T00:00:30.000Z');

@@ -2,7 +2,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Executor } from '../../../src/db/connect.js';
 import { createEventHub } from '../../../src/lib/event-hub.js';
 import { newId } from '../../../src/lib/ids.js';
-import { agentsRepo } from '../../../src/modules/agents/agents-repo.js';
 import { createLifecycle } from '../../../src/modules/tasks/lifecycle.js';
 import { createNotifier } from '../../../src/modules/tasks/notifier.js';
 import { type TaskRecord, tasksRepo } from '../../../src/modules/tasks/tasks-repo.js';
@@ -85,7 +84,7 @@ describe.each(DATABASES)('agent deletion with many open tasks on $name', (databa
       notifier: createNotifier({ log: { warn: () => undefined } }),
       events,
     });
-    const lifecycle = createLifecycle({ repo: tasksRepo, agentsRepo, writer, clock: t.runtime.clock });
+    const lifecycle = createLifecycle({ repo: tasksRepo, writer, clock: t.runtime.clock });
     const batches: Array<{ trx: Executor; cancelled: number }> = [];
     events.on('task:statusChanged', ({ trx }) => {
       const last = batches.at(-1);
@@ -108,7 +107,6 @@ describe.each(DATABASES)('agent deletion with many open tasks on $name', (databa
     const { agent } = await openAgent(user, 3);
     const lifecycle = createLifecycle({
       repo: tasksRepo,
-      agentsRepo,
       writer: { save: never, saveMany: async () => [] },
       clock: t.runtime.clock,
     });

@@ -2,7 +2,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/http/errors.js';
 import { createEventHub } from '../../../src/lib/event-hub.js';
 import { iso } from '../../../src/lib/time.js';
-import { agentsRepo } from '../../../src/modules/agents/agents-repo.js';
 import { createLifecycle } from '../../../src/modules/tasks/lifecycle.js';
 import { createNotifier } from '../../../src/modules/tasks/notifier.js';
 import { tasksRepo } from '../../../src/modules/tasks/tasks-repo.js';
@@ -26,7 +25,7 @@ describe.each(DATABASES)('the lifecycle door on $name', (database) => {
       notifier: createNotifier({ log: { warn: () => undefined } }),
       events: createEventHub(),
     });
-    lifecycle = createLifecycle({ repo: tasksRepo, agentsRepo, writer, clock: t.runtime.clock });
+    lifecycle = createLifecycle({ repo: tasksRepo, writer, clock: t.runtime.clock });
   });
   afterAll(() => t.close());
 

@@ -64,7 +64,17 @@ const EXPECTED: Record<State, Record<Operation, Expectation>> = {
   cancelled: { message: NO_MESSAGES, cancel: ok('cancelled'), ...WORKER_REFUSED, progress: ok('cancelled') },
 };
 
-const COMMON_FIELDS = ['task_id', 'status', 'created_at', 'agent_uuid', 'message', 'messages', 'priority', 'metadata'];
+const COMMON_FIELDS = [
+  'task_id',
+  'status',
+  'created_at',
+  'agent_uuid',
+  'message',
+  'messages',
+  'priority',
+  'metadata',
+  'concurrency_key',
+];
 const STATE_FIELDS: Record<State, string[]> = {
   queued: ['estimated_start'],
   running: ['started_at', 'progress'],

@@ -20,6 +20,7 @@ const view: TaskView = {
   messages: conversation.messages.slice(0, 2),
   priority: 5,
   metadata: { a: 1 },
+  concurrency_key: null,
   started_at: at,
   progress: { current_step: '', steps_completed: 0, total_steps: 0 },
   input_request: { message: 'which branch?', requested_at: at },

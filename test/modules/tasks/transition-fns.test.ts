@@ -53,6 +53,7 @@ function stored(status: TaskStatus, opts: { held?: boolean; attempt?: number } =
     failedAt: null,
     cancelledAt: status === 'cancelled' ? iso(T0 + 20_000) : null,
     seq: 3,
+    concurrencyKey: null,
   };
 }
 

@@ -15,6 +15,7 @@ const TIMESTAMP_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const DAY = 24 * 60 * 60 * 1000;
 const VIEW_KEYS = [
   'agent_uuid',
+  'concurrency_key',
   'created_at',
   'enabled',
   'message_template',

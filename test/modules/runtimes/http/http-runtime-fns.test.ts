@@ -89,6 +89,7 @@ describe('the webhooks an http agent receives', () => {
     messages: [{ role: 'user' as const, content: 'm', created_at: '2026-01-01T00:00:00.000Z' }],
     priority: 5,
     metadata: {},
+    concurrency_key: null,
     attempt: 1,
     lease_expires_at: '2026-01-01T00:01:00.000Z',
     timeout_at: '2026-01-01T01:00:00.000Z',

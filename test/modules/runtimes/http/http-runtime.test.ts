@@ -46,6 +46,7 @@ describe.each(DATABASES)('agents that are an HTTP endpoint (http runtime) on $na
       messages: [{ role: 'user', content: 'review PR 7' }],
       priority: 5,
       metadata: { pr: 7 },
+      concurrency_key: null,
       attempt: 1,
       urls: {
         task: base,
@@ -63,6 +64,7 @@ describe.each(DATABASES)('agents that are an HTTP endpoint (http runtime) on $na
       'messages',
       'priority',
       'metadata',
+      'concurrency_key',
       'attempt',
       'lease_expires_at',
       'timeout_at',

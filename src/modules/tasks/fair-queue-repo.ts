@@ -1,0 +1,141 @@
+import { sql } from 'kysely';
+import { chunks } from '../../db/batches.js';
+import type { Executor } from '../../db/connect.js';
+import { withDbErrors } from '../../db/errors.js';
+import { lockRows } from '../../db/transactions.js';
+import { type Candidate, KEYLESS } from './fair-claim-fns.js';
+import { type TaskRecord, toRecord } from './tasks-record.js';
+
+/** Groups whose first tasks one statement reads (a branch of a UNION ALL each). */
+const KEYS_PER_STATEMENT = 100;
+
+interface CandidateRow {
+  uuid: string;
+  concurrency_key: string | null;
+  priority: number;
+  created_at: string;
+}
+
+/** The first `limit` claimable tasks of one group (`key` null: the keyless one), in claim order. */
+function firstOfGroup(agentUuid: string, key: string | null, limit: number, readyBy?: string) {
+  const group = key === null ? sql`concurrency_key is null` : sql`concurrency_key = ${key}`;
+  const backoff = readyBy === undefined ? sql`` : sql`and (attempt = 1 or estimated_start <= ${readyBy})`;
+  // Wrapped, so each branch keeps its own order and limit (SQLite allows neither on a bare branch).
+  return sql`select * from (select uuid, concurrency_key, priority, created_at from tasks
+    where agent_uuid = ${agentUuid} and ready = true and ${group} ${backoff}
+    order by priority desc, created_at, uuid limit ${limit}) as g`;
+}
+
+/**
+ * The statements of fair claiming (concurrency keys), used only by a claim of an agent that has
+ * keyed work or remembered groups; an agent without either claims through `lockClaimable` alone.
+ * Part of `tasksRepo`. Every method runs under the claim's lock of the agent row.
+ */
+export const fairQueueRepo = {
+  /**
+   * Forgets the groups that have neither claimable nor held tasks, then the keyless group when it
+   * is the only one left (its serving time matters only against keyed groups).
+   * @returns what is remembered now, by group (`KEYLESS` for the keyless group).
+   */
+  async groupsAfterSweep(trx: Executor, agentUuid: string): Promise<Map<string, number | null>> {
+    await withDbErrors(
+      sql`delete from concurrency_groups where agent_uuid = ${agentUuid} and group_key <> ${KEYLESS}
+        and not exists (select 1 from tasks t where t.agent_uuid = ${agentUuid} and t.ready = true
+          and t.concurrency_key is not null and t.concurrency_key = concurrency_groups.group_key)
+        and not exists (select 1 from tasks t where t.agent_uuid = ${agentUuid} and t.lease_expires_at is not null
+          and t.concurrency_key = concurrency_groups.group_key)`.execute(trx),
+    );
+    await withDbErrors(
+      sql`delete from concurrency_groups where agent_uuid = ${agentUuid} and group_key = ${KEYLESS}
+        and not exists (select 1 from concurrency_groups g where g.agent_uuid = ${agentUuid} and g.group_key <> ${KEYLESS})`.execute(
+        trx,
+      ),
+    );
+    const rows = await withDbErrors(
+      trx
+        .selectFrom('concurrency_groups')
+        .select(['group_key', 'served_seq'])
+        .where('agent_uuid', '=', agentUuid)
+        .execute(),
+    );
+    return new Map(rows.map((r) => [r.group_key, r.served_seq === null ? null : Number(r.served_seq)]));
+  },
+
+  /** Whether a keyless task of the agent was ever handed out (and is still stored). */
+  async keylessServed(trx: Executor, agentUuid: string): Promise<boolean> {
+    const row = await withDbErrors(
+      trx
+        .selectFrom('tasks')
+        .select(sql<number>`1`.as('one'))
+        .where('agent_uuid', '=', agentUuid)
+        .where('concurrency_key', 'is', null)
+        .where('claimed_at', 'is not', null)
+        .limit(1)
+        .executeTakeFirst(),
+    );
+    return row !== undefined;
+  },
+
+  /** How many tasks of each key of the agent are held now. */
+  async heldPerKey(trx: Executor, agentUuid: string): Promise<Map<string, number>> {
+    const rows = await withDbErrors(
+      sql<{ k: string; n: number | string }>`select concurrency_key as k, count(*) as n from tasks
+        where agent_uuid = ${agentUuid} and lease_expires_at is not null and concurrency_key is not null
+        group by concurrency_key`.execute(trx),
+    );
+    return new Map(rows.rows.map((r) => [r.k, Number(r.n)]));
+  },
+
+  /**
+   * The first `perGroup` claimable tasks of each group (by claim order), unlocked; with `readyBy`,
+   * retries whose backoff has not run out are left out (as in `lockClaimable`). Reads index ranges
+   * only: the agent's keys by a skip scan of `tasks_keyed_ready_idx`, then each key's first tasks
+   * and the keyless ones' (`tasks_claim_idx`), so the cost follows the keys, not the backlog.
+   */
+  async candidates(trx: Executor, agentUuid: string, perGroup: number, readyBy?: string): Promise<Candidate[]> {
+    const keys = await withDbErrors(
+      sql<{ k: string }>`with recursive walk(k) as (
+          select (select min(concurrency_key) from tasks where agent_uuid = ${agentUuid} and ready = true
+            and concurrency_key is not null)
+          union all
+          select (select min(concurrency_key) from tasks where agent_uuid = ${agentUuid} and ready = true
+            and concurrency_key is not null and concurrency_key > walk.k) from walk where walk.k is not null
+        ) select k from walk where k is not null`.execute(trx),
+    );
+    const groups: Array<string | null> = [null, ...keys.rows.map((r) => r.k)];
+    const out: Candidate[] = [];
+    for (const part of chunks(groups, KEYS_PER_STATEMENT)) {
+      const rows = await withDbErrors(
+        sql<CandidateRow>`${sql.join(
+          part.map((key) => firstOfGroup(agentUuid, key, perGroup, readyBy)),
+          sql` union all `,
+        )}`.execute(trx),
+      );
+      for (const r of rows.rows) {
+        out.push({ uuid: r.uuid, key: r.concurrency_key, priority: Number(r.priority), createdAt: r.created_at });
+      }
+    }
+    return out;
+  },
+
+  /** The tasks of `uuids` still claimable, row-locked; rows a concurrent transaction holds are skipped. */
+  async lockChosen(trx: Executor, uuids: string[]): Promise<TaskRecord[]> {
+    if (uuids.length === 0) return [];
+    const query = trx.selectFrom('tasks').selectAll().where('uuid', 'in', uuids).where(sql<boolean>`ready = true`);
+    return (await withDbErrors(lockRows(trx, query, { skipLocked: true }).execute())).map(toRecord);
+  },
+
+  /** Records the groups' serving numbers (one statement). */
+  async saveServed(trx: Executor, agentUuid: string, served: Array<[string, number | null]>): Promise<void> {
+    if (served.length === 0) return;
+    await withDbErrors(
+      trx
+        .insertInto('concurrency_groups')
+        .values(served.map(([group, seq]) => ({ agent_uuid: agentUuid, group_key: group, served_seq: seq })))
+        .onConflict((oc) =>
+          oc.columns(['agent_uuid', 'group_key']).doUpdateSet((eb) => ({ served_seq: eb.ref('excluded.served_seq') })),
+        )
+        .execute(),
+    );
+  },
+};
