@@ -184,6 +184,27 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(NotFoundError):
             self.client.get_trigger(self.agent, trigger_id)
 
+    def test_trigger_scheme_and_concurrency_key(self) -> None:
+        stripe = {"type": "stripe", "secret": "whsec_" + "a" * 32}
+        created = self.client.create_trigger(
+            self.agent, "stripe", "Charge {{payload.id}}", verification=stripe, concurrency_key="{{payload.customer}}"
+        )
+        self.assertNotIn("webhook_secret", created)
+        self.assertEqual(created["verification"], {"type": "stripe", "tolerance_seconds": 300})
+        self.assertEqual(created["concurrency_key"], "{{payload.customer}}")
+        trigger_id = created["uuid"]
+        kept = self.client.update_trigger(self.agent, trigger_id, verification={"type": "stripe", "tolerance_seconds": 60})
+        self.assertEqual((kept["verification"]["tolerance_seconds"], kept["concurrency_key"]), (60, "{{payload.customer}}"))
+        cleared = self.client.update_trigger(self.agent, trigger_id, concurrency_key=None)
+        self.assertIsNone(cleared["concurrency_key"])
+        with self.assertRaises(BadRequestError):
+            self.client.update_trigger(self.agent, trigger_id, verification={"type": "slack", "signing_secret": "x"})
+
+    def test_submit_with_a_concurrency_key(self) -> None:
+        submitted = self.client.submit(self.agent, "per customer", concurrency_key="customer-42")
+        self.assertEqual(self.client.get(self.agent, submitted["task_id"])["concurrency_key"], "customer-42")
+        self.client.cancel(self.agent, submitted["task_id"])
+
 
 if __name__ == "__main__":
     unittest.main()

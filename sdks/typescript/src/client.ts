@@ -1,7 +1,16 @@
 import { errorOf, TaskhookConnectionError, TaskhookError } from './errors.js';
 import { baseHeaders, type ClientOptions, callApi, type Resolved, resolveOptions, seg, sleep } from './http.js';
 import { parseEventStream } from './sse.js';
-import type { Pagination, SubmitInput, SubmitResult, TaskEvent, TaskStatus, TaskView, Trigger } from './types.js';
+import type {
+  Pagination,
+  SubmitInput,
+  SubmitResult,
+  TaskEvent,
+  TaskStatus,
+  TaskView,
+  Trigger,
+  TriggerVerificationInput,
+} from './types.js';
 
 const FINAL: ReadonlySet<TaskStatus> = new Set(['completed', 'failed', 'cancelled']);
 /** Reconnects in a row without an item before an event stream gives up. */
@@ -158,7 +167,13 @@ export class TaskhookClient {
 
   async createTrigger(
     agentId: string,
-    input: { name: string; message_template: string; enabled?: boolean },
+    input: {
+      name: string;
+      message_template: string;
+      concurrency_key?: string | null;
+      enabled?: boolean;
+      verification?: TriggerVerificationInput;
+    },
   ): Promise<Trigger> {
     return this.call('POST', `v1/agent/${seg(agentId)}/triggers`, input);
   }
@@ -177,7 +192,14 @@ export class TaskhookClient {
   async updateTrigger(
     agentId: string,
     triggerId: string,
-    patch: { name?: string; message_template?: string; enabled?: boolean },
+    patch: {
+      name?: string;
+      message_template?: string;
+      concurrency_key?: string | null;
+      enabled?: boolean;
+      /** Same `type`; a new secret or tolerance. */
+      verification?: TriggerVerificationInput;
+    },
   ): Promise<Trigger> {
     return this.call('PATCH', `v1/agent/${seg(agentId)}/triggers/${seg(triggerId)}`, patch);
   }

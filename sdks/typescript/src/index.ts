@@ -22,6 +22,8 @@ export type {
   TaskStatus,
   TaskView,
   Trigger,
+  TriggerVerification,
+  TriggerVerificationInput,
   WebhookEvent,
 } from './types.js';
 export { verifyWebhook, WebhookVerificationError } from './verify.js';

@@ -82,13 +82,32 @@ export interface TaskEvent {
   task: TaskView;
 }
 
-/** A webhook trigger; `webhook_secret` is present only when it was just made or rotated. */
+/**
+ * How a trigger checks its deliveries (section 7 and its signature schemes). A supplied secret is
+ * never answered back; `tolerance_seconds` (1–86400, default 300) bounds a signed timestamp's age.
+ */
+export type TriggerVerificationInput =
+  | { type: 'secret' }
+  | { type: 'github'; secret?: string }
+  | { type: 'standard_webhooks'; secret?: string; tolerance_seconds?: number }
+  | { type: 'stripe'; secret: string; tolerance_seconds?: number }
+  | { type: 'slack'; signing_secret: string; tolerance_seconds?: number };
+
+/** A trigger's scheme as the server shows it: no secret. */
+export type TriggerVerification =
+  | { type: 'secret' | 'github' }
+  | { type: 'standard_webhooks' | 'stripe' | 'slack'; tolerance_seconds: number };
+
+/** A webhook trigger; `webhook_secret` is present only when the server made it, just now. */
 export interface Trigger {
   uuid: string;
   agent_uuid: string;
   name: string;
   message_template: string;
+  /** Template of the tasks' concurrency key (rendered per delivery); null: none. */
+  concurrency_key?: string | null;
   enabled: boolean;
+  verification?: TriggerVerification;
   webhook_url: string;
   created_at: string;
   updated_at: string;

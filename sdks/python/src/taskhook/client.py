@@ -14,6 +14,16 @@ from ._http import Transport
 from .errors import TaskhookConnectionError, TaskhookError, error_of
 from .types import CancelResult, MessageResult, SubmitResult, Task, TaskList, Trigger, TriggerList
 
+
+class _Unset:
+    """The type of ``UNSET``: a field left out of a change, as opposed to one set to None."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET = _Unset()
+
 FINAL_STATES = frozenset({"completed", "failed", "cancelled"})
 _MAX_EMPTY_RECONNECTS = 5
 
@@ -65,6 +75,7 @@ class TaskhookClient:
         webhook_url: Optional[str] = None,
         idempotency_key: Optional[str] = None,
         traceparent: Optional[str] = None,
+        concurrency_key: Optional[str] = None,
     ) -> SubmitResult:
         """Queues a task. Always sends an Idempotency-Key, so a retried submit never makes a second task."""
         body: Dict[str, Any] = {"message": message}
@@ -74,6 +85,7 @@ class TaskhookClient:
             ("metadata", metadata),
             ("callback_mode", callback_mode),
             ("webhook_url", webhook_url),
+            ("concurrency_key", concurrency_key),
         ):
             if value is not None:
                 body[name] = value
@@ -177,11 +189,21 @@ class TaskhookClient:
             time.sleep(min(0.25 * empty_in_a_row, 2.0))
 
     def create_trigger(
-        self, agent_id: str, name: str, message_template: str, *, enabled: Optional[bool] = None
+        self,
+        agent_id: str,
+        name: str,
+        message_template: str,
+        *,
+        enabled: Optional[bool] = None,
+        concurrency_key: Optional[str] = None,
+        verification: Optional[Mapping[str, Any]] = None,
     ) -> Trigger:
+        """Creates a trigger. ``verification`` picks a signature scheme, e.g.
+        ``{"type": "stripe", "secret": "whsec_..."}``; ``concurrency_key`` is a template."""
         body: Dict[str, Any] = {"name": name, "message_template": message_template}
-        if enabled is not None:
-            body["enabled"] = enabled
+        for key, value in (("enabled", enabled), ("concurrency_key", concurrency_key), ("verification", verification)):
+            if value is not None:
+                body[key] = dict(value) if isinstance(value, Mapping) else value
         return cast(Trigger, self._http.request("POST", f"/v1/agent/{_seg(agent_id)}/triggers", body))
 
     def list_triggers(self, agent_id: str, *, page: Optional[int] = None, limit: Optional[int] = None) -> TriggerList:
@@ -200,10 +222,17 @@ class TaskhookClient:
         name: Optional[str] = None,
         message_template: Optional[str] = None,
         enabled: Optional[bool] = None,
+        concurrency_key: Union[str, None, _Unset] = UNSET,
+        verification: Optional[Mapping[str, Any]] = None,
     ) -> Trigger:
-        body = {
-            k: v for k, v in (("name", name), ("message_template", message_template), ("enabled", enabled)) if v is not None
-        }
+        """Changes the fields given. ``concurrency_key=None`` removes the key template (left out: kept);
+        ``verification`` keeps its ``type`` and may carry a new secret or tolerance."""
+        fields = (("name", name), ("message_template", message_template), ("enabled", enabled))
+        body: Dict[str, Any] = {k: v for k, v in fields if v is not None}
+        if not isinstance(concurrency_key, _Unset):
+            body["concurrency_key"] = concurrency_key
+        if verification is not None:
+            body["verification"] = dict(verification)
         path = f"/v1/agent/{_seg(agent_id)}/triggers/{_seg(trigger_id)}"
         return cast(Trigger, self._http.request("PATCH", path, body))
 

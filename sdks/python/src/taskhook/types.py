@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, TypedDict
+from typing import Any, Dict, List, Optional, TypedDict
 
 
 class ConversationMessage(TypedDict):
@@ -40,6 +40,7 @@ class _TaskRequired(TypedDict):
 class Task(_TaskRequired, total=False):
     """A task as ``GET /agent/:id/task/:taskId`` returns it."""
 
+    concurrency_key: Optional[str]
     estimated_start: str
     started_at: str
     progress: Progress
@@ -95,6 +96,7 @@ class ClaimedTask(TypedDict):
     lease_expires_at: str
     timeout_at: str
     traceparent: str
+    concurrency_key: Optional[str]
 
 
 class _TriggerRequired(TypedDict):
@@ -109,9 +111,16 @@ class _TriggerRequired(TypedDict):
 
 
 class Trigger(_TriggerRequired, total=False):
-    """A webhook trigger; ``webhook_secret`` only when it was just made or rotated."""
+    """A webhook trigger; ``webhook_secret`` only when the server made it, just now.
+
+    ``verification`` is the signature scheme without its secret: ``{"type"}``, plus
+    ``tolerance_seconds`` for standard_webhooks, stripe and slack. ``concurrency_key`` is the
+    template of its tasks' key (None: none).
+    """
 
     webhook_secret: str
+    verification: Dict[str, Any]
+    concurrency_key: Optional[str]
 
 
 class TriggerList(TypedDict):
