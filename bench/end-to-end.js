@@ -2,7 +2,6 @@
 // pg-boss (no-op jobs) on the benchmark's PostgreSQL server.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { request } from 'undici';
 import { freshPgDatabase, root } from './servers.js';
 
@@ -25,7 +24,7 @@ async function submitAll(total, clients, send) {
  * to the last completion.
  */
 export async function runEndToEnd(th, { tasks, clients, workers, claim }) {
-  const { runWorker } = await import(pathToFileURL(path.join(root, 'dist/sdk/index.js')).href);
+  const { runWorker } = await import('@taskhook/sdk');
   const agent = await (
     await fetch(`${th.base}/agent`, {
       method: 'POST',
