@@ -553,6 +553,8 @@ export const ROUTES: CatalogueRoute[] = [
     path: '/spotlight/budgets/account',
     url: () => '/spotlight/budgets/account',
     auth: 'user',
+    // The account's budget names no resource (its id is null).
+    showsOwn: false,
     status: 200,
   },
   {
@@ -567,7 +569,6 @@ export const ROUTES: CatalogueRoute[] = [
     method: 'GET',
     path: '/spotlight/budgets/agents/:agentId',
     url: (ctx) => `/spotlight/budgets/agents/${ctx.agent}`,
-    feature: 'agents',
     auth: 'user',
     ids: ['agent'],
     status: 200,
@@ -577,7 +578,6 @@ export const ROUTES: CatalogueRoute[] = [
     path: '/spotlight/budgets/agents/:agentId',
     url: (ctx) => `/spotlight/budgets/agents/${ctx.agent}`,
     body: () => ({ daily_usd: 10, per_task_usd: 1 }),
-    feature: 'agents',
     auth: 'session',
     ids: ['agent'],
     status: 200,
@@ -603,7 +603,6 @@ export const ROUTES: CatalogueRoute[] = [
     method: 'GET',
     path: '/spotlight/budgets/tasks/:taskId',
     url: (ctx) => `/spotlight/budgets/tasks/${ctx.task}`,
-    feature: 'agents',
     auth: 'user',
     ids: ['task'],
     status: 200,

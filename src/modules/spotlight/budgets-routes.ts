@@ -19,9 +19,6 @@ const tags = ['model proxy'];
 const read = { auth: 'user' as const };
 /** A budget caps the holders of platform keys, so a key must not raise its own cap: writes take a session. */
 const write = { auth: 'session' as const };
-/** Agents' and tasks' budgets belong to the agents feature, like the agents themselves. */
-const readAgents = { ...read, feature: 'agents' as const };
-const writeAgents = { ...write, feature: 'agents' as const };
 const reply = { 200: BudgetSchema, ...errorResponses([400, 404]) };
 const WRITE_NOTE =
   ' A session JWT only (a platform key gets 403). Fields left out keep their value; null removes a limit; a string, a negative number, more than 1,000,000 or a field of another scope is a 400 naming the field. Audited as budget.update.';
@@ -79,7 +76,7 @@ export function budgetsRoutes(service: BudgetsService) {
     app.get(
       '/spotlight/budgets/agents/:agentId',
       {
-        config: readAgents,
+        config: read,
         schema: {
           tags,
           summary: 'An agent’s budget',
@@ -95,7 +92,7 @@ export function budgetsRoutes(service: BudgetsService) {
     app.patch(
       '/spotlight/budgets/agents/:agentId',
       {
-        config: writeAgents,
+        config: write,
         schema: {
           tags,
           summary: 'Set an agent’s budget',
@@ -142,7 +139,7 @@ export function budgetsRoutes(service: BudgetsService) {
     app.get(
       '/spotlight/budgets/tasks/:taskId',
       {
-        config: readAgents,
+        config: read,
         schema: {
           tags,
           summary: 'A task’s budget',
