@@ -4,7 +4,7 @@ import { type Clock, iso } from '../../lib/time.js';
 import type { OpenedCredential, ProvidersService } from '../providers/providers-service.js';
 import { refusalAnswer } from './budget-fns.js';
 import type { SpendOf } from './budgets-repo.js';
-import type { BudgetsService } from './budgets-service.js';
+import type { BudgetsService, CallScopes } from './budgets-service.js';
 import { checkChatBody, chunkFacts, ProxyError, proxyError, splitModel, upstreamChatBody } from './spotlight-fns.js';
 import { costNanos, type PriceTable } from './spotlight-prices.js';
 import {
@@ -239,25 +239,12 @@ export function createSpotlightService(deps: {
    * Budgets, after the credential and the task are known and before anything goes upstream: a
    * reached limit answers 429 (recorded as `budget_exceeded`, no tokens, no cost); null otherwise.
    */
-  async function checkBudgets(
-    base: {
-      uuid: string;
-      workspaceUuid: string;
-      platformKeyUuid: string | null;
-      agentUuid: string | null;
-      taskUuid: string | null;
-    },
-    done: (outcome: CallOutcome) => Promise<void>,
-  ): Promise<ChatAnswer | null> {
+  async function checkBudgets(base: CallScopes & { uuid: string }, done: (o: CallOutcome) => Promise<void>) {
     const refusal = await deps.budgets.check(base);
     if (!refusal) return null;
     const now = deps.clock.now();
-    await done({
-      ...failedOutcome(new Error(refusal.message), now),
-      statusCode: 429,
-      error: { code: 'budget_exceeded', message: refusal.message },
-    });
-    return { ...refusalAnswer(refusal, now), callId: base.uuid };
+    await done(refusedOutcome(refusal, now));
+    return { ...refusalAnswer(refusal, now), callId: base.uuid } satisfies ChatAnswer;
   }
 
   async function forward(
@@ -288,6 +275,12 @@ export function createSpotlightService(deps: {
     await done(wholeOutcome(res.statusCode, text, errorMessage, deps.clock.now()));
     return answer;
   }
+}
+
+/** The record of a call a budget refused: 429 `budget_exceeded`, nothing went upstream. */
+function refusedOutcome(refusal: { message: string }, now: number): CallOutcome {
+  const error = { code: 'budget_exceeded' as const, message: refusal.message };
+  return { ...failedOutcome(new Error(refusal.message), now), statusCode: 429, error };
 }
 
 /** The record's view of a non-streamed answer. */
