@@ -5,6 +5,7 @@ import { createLoop } from '../../lib/loop.js';
 import { iso } from '../../lib/time.js';
 import type { ProcessDeps } from '../../process-deps.js';
 import { auditRepo } from '../audit/audit-repo.js';
+import { budgetsRepo } from '../spotlight/budgets-repo.js';
 import { spotlightRepo } from '../spotlight/spotlight-repo.js';
 import { idempotencyRepo } from '../tasks/idempotency-repo.js';
 import { taskQueries } from '../tasks/task-queries.js';
@@ -36,6 +37,8 @@ export interface HousekeepingResult {
   telemetrySpans: number;
   telemetryLogs: number;
   spotlightCalls: number;
+  /** Model-budget spend totals of windows past the records' retention, and of deleted tasks. */
+  spotlightSpend: number;
   /** Audit entries past TASKHOOK_AUDIT_RETENTION_DAYS. */
   auditLog: number;
   /** Rows of deleted workspaces (every kind together). */
@@ -132,6 +135,7 @@ export function createHousekeepingModule(deps: {
       telemetrySpans: [telemetryRepo.deleteExpiredSpans, daysAgo(config.telemetryRetentionDays)],
       telemetryLogs: [telemetryRepo.deleteExpiredLogs, daysAgo(config.telemetryRetentionDays)],
       spotlightCalls: [spotlightRepo.deleteExpiredCalls, daysAgo(config.spotlightRetentionDays)],
+      spotlightSpend: [budgetsRepo.deleteExpiredSpend, daysAgo(config.spotlightRetentionDays)],
       auditLog: [auditRepo.deleteExpired, daysAgo(config.auditRetentionDays)],
     };
   }

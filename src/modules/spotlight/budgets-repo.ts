@@ -166,6 +166,22 @@ export const budgetsRepo = {
     return rows.map((r) => r.scope_id);
   },
 
+  /**
+   * Deletes up to `batch` spend totals never read again: month and day windows that started before
+   * `before` (the records' retention cutoff; only current windows are checked or shown), and the
+   * totals of tasks that no longer exist. Returns how many went.
+   */
+  async deleteExpiredSpend(ex: Executor, before: string, batch: number): Promise<number> {
+    const result = await withDbErrors(
+      sql`delete from spotlight_spend where (workspace_uuid, scope, scope_id, window_start) in (
+        select s.workspace_uuid, s.scope, s.scope_id, s.window_start from spotlight_spend s
+        where (s.scope <> 'task' and s.window_start < ${before})
+           or (s.scope = 'task' and not exists (select 1 from tasks t where t.uuid = s.scope_id))
+        limit ${batch})`.execute(ex),
+    );
+    return Number(result.numAffectedRows ?? 0n);
+  },
+
   /** Deletes an agent's budget (the agent is being deleted). */
   deleteAgentBudget(ex: Executor, agentUuid: string) {
     return withDbErrors(

@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { budgetsRepo } from '../../../../src/modules/spotlight/budgets-repo.js';
 import { buildTestApp, call, type TestApp } from '../../../helpers/app.js';
 import { DATABASES, ownDatabase, tempDir } from '../../../helpers/databases.js';
 import { createAgent, createUser, type TestUser } from '../../../helpers/factories.js';
@@ -83,5 +84,38 @@ describe.each(DATABASES)('openai runtime under budgets on $name', (shared) => {
     // Not retried: one refused run, one record.
     const calls = (await call(t.app, 'GET', `/spotlight/calls?task_id=${task_id}`, { token: user.token })).json().calls;
     expect(calls.map((c: { status_code: number }) => c.status_code)).toEqual([429]);
+  });
+
+  it('housekeeping drops spend totals of windows past retention and of tasks that are gone, never current ones', async () => {
+    const db = t.runtime.db;
+    const ws = user.uuid;
+    const old = new Date(Date.now() - 500 * 86_400_000).toISOString();
+    const gone = '00000000-0000-4000-8000-00000000dead';
+    const agent = '00000000-0000-4000-8000-0000000a9e47';
+    await db.transaction((trx) =>
+      budgetsRepo.addSpend(trx, {
+        workspaceUuid: ws,
+        createdAt: old,
+        costNanos: 5,
+        platformKeyUuid: null,
+        agentUuid: agent,
+        taskUuid: gone,
+      }),
+    );
+    const rows = () =>
+      db.kysely
+        .selectFrom('spotlight_spend')
+        .select(['scope', 'window_start'])
+        .where('workspace_uuid', '=', ws)
+        .execute();
+    const before = await rows();
+    expect(before.filter((r) => r.window_start === '' || r.window_start < old).length).toBeGreaterThanOrEqual(3);
+    const result = await t.app.background.housekeep();
+    expect(result.spotlightSpend).toBeGreaterThanOrEqual(3);
+    const after = await rows();
+    // What remains is current: this month's and day's totals, and tasks that exist.
+    expect(after.every((r) => r.window_start === '' || r.window_start > old)).toBe(true);
+    expect(after.length).toBe(before.length - 3);
+    expect(after.filter((r) => r.scope === 'task').length).toBeGreaterThan(0);
   });
 });
