@@ -25,31 +25,37 @@ const monthly = limit('Spending limit per UTC calendar month');
 const daily = limit('Spending limit per UTC calendar day of all the agent’s tasks');
 const perTask = limit('Spending limit of each task of the agent over its whole life');
 
+const Scope = (scope: 'account' | 'platform_key' | 'agent' | 'task') =>
+  Type.Literal(scope, { description: 'Whose spending the budget limits.' });
+const Id = Type.String({ pattern: UuidSchema.pattern, description: 'The platform key’s, agent’s or task’s uuid.' });
+const Limits = { description: 'The limits of this scope in USD; null is no limit.' };
+const Windows = { description: 'The current window of each limit, with the spend committed in it.' };
+
 export const BudgetSchema = Type.Union(
   [
     Type.Object({
-      scope: Type.Literal('account'),
-      id: Type.Null(),
-      limits: Type.Object({ monthly_usd: monthly }),
-      windows: Type.Object({ month: WindowSchema }),
+      scope: Scope('account'),
+      id: Type.Null({ description: 'Null: the account is the workspace itself.' }),
+      limits: Type.Object({ monthly_usd: monthly }, Limits),
+      windows: Type.Object({ month: WindowSchema }, Windows),
     }),
     Type.Object({
-      scope: Type.Literal('platform_key'),
-      id: UuidSchema,
-      limits: Type.Object({ monthly_usd: monthly }),
-      windows: Type.Object({ month: WindowSchema }),
+      scope: Scope('platform_key'),
+      id: Id,
+      limits: Type.Object({ monthly_usd: monthly }, Limits),
+      windows: Type.Object({ month: WindowSchema }, Windows),
     }),
     Type.Object({
-      scope: Type.Literal('agent'),
-      id: UuidSchema,
-      limits: Type.Object({ daily_usd: daily, per_task_usd: perTask }),
-      windows: Type.Object({ day: WindowSchema }),
+      scope: Scope('agent'),
+      id: Id,
+      limits: Type.Object({ daily_usd: daily, per_task_usd: perTask }, Limits),
+      windows: Type.Object({ day: WindowSchema }, Windows),
     }),
     Type.Object({
-      scope: Type.Literal('task'),
-      id: UuidSchema,
-      limits: Type.Object({ per_task_usd: perTask }),
-      windows: Type.Object({ task: WindowSchema }),
+      scope: Scope('task'),
+      id: Id,
+      limits: Type.Object({ per_task_usd: perTask }, Limits),
+      windows: Type.Object({ task: WindowSchema }, Windows),
     }),
   ],
   {
