@@ -278,6 +278,7 @@ export async function buildApp(
     providers: providers.service,
     // Each model call also becomes a GenAI span in the telemetry store.
     observers: [(call) => telemetry.tracer.enqueue(call.workspaceUuid, [genAiServiceSpan(call)])],
+    events,
   });
   await app.register(spotlight.routes);
   const runtimes = createRuntimesModule({

@@ -3,6 +3,7 @@ import type {
   Agent,
   AgentInput,
   AuditEntry,
+  Budget,
   CallbackDelivery,
   IngestToken,
   Invitation,
@@ -203,6 +204,11 @@ export const api = {
   updateProvider: (uuid: string, input: { name?: string; api_key?: string; base_url?: string }) =>
     call<ProviderCredential>('PATCH', `/user/provider_credentials/${id(uuid)}`, input),
   deleteProvider: (uuid: string) => call<void>('DELETE', `/user/provider_credentials/${id(uuid)}`),
+
+  budgets: () => call<{ budgets: Budget[] }>('GET', '/spotlight/budgets'),
+  /** `path`: `account`, `agents/<uuid>` or `platform_keys/<uuid>`; null removes a limit. */
+  setBudget: (path: string, limits: Record<string, number | null>) =>
+    call<Budget>('PATCH', `/spotlight/budgets/${path}`, limits),
 
   keys: () => call<{ keys: PlatformKey[] }>('GET', '/auth/platform_keys'),
   createKey: (name: string, role?: Role) =>

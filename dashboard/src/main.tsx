@@ -5,6 +5,7 @@ import { type Capabilities, resetCapabilities, useCapabilities } from './capabil
 import { AgentPage } from './pages/agent';
 import { AgentsPage } from './pages/agents';
 import { AuditLogPage } from './pages/audit-log';
+import { BudgetsPage } from './pages/budgets';
 import { InvitationPage } from './pages/invitation';
 import { KeysPage } from './pages/keys';
 import { LoginPage } from './pages/login';
@@ -64,6 +65,7 @@ const ROUTES: [string, (p: Params) => preact.JSX.Element][] = [
   ['/telemetry', () => <TelemetryPage />],
   ['/telemetry/traces/:traceId', (p) => <TracePage traceId={p.traceId as string} />],
   ['/providers', () => <ProvidersPage />],
+  ['/budgets', () => <BudgetsPage />],
   ['/members', () => <MembersPage />],
   ['/audit-log', () => <AuditLogPage />],
   ['/invitations/:token', (p) => <InvitationPage token={p.token as string} />],
@@ -94,6 +96,7 @@ const NAV: [string, string, Needs][] = [
   ['/keys', 'Keys', 'admin'],
   ['/telemetry', 'Telemetry', 'telemetry'],
   ['/providers', 'Providers', 'providers'],
+  ['/budgets', 'Budgets', 'providers'],
   ['/members', 'Members', 'workspaces'],
   ['/audit-log', 'Audit log', 'workspace admin'],
 ];
@@ -105,6 +108,7 @@ function section(path: string): string {
   if (path.startsWith('/keys')) return '/keys';
   if (path.startsWith('/telemetry')) return '/telemetry';
   if (path.startsWith('/providers')) return '/providers';
+  if (path.startsWith('/budgets')) return '/budgets';
   if (path.startsWith('/triggers') || /^\/agents\/[^/]+\/triggers/.test(path)) return '/triggers';
   if (path.startsWith('/schedules') || /^\/agents\/[^/]+\/schedules/.test(path)) return '/schedules';
   return '/';

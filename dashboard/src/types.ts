@@ -248,3 +248,21 @@ export interface AuditEntry {
   ip: string | null;
   request_id: string | null;
 }
+
+/** One window of a model budget (amounts in USD). */
+export interface BudgetWindow {
+  start: string;
+  end: string | null;
+  limit_usd: number | null;
+  spent_usd: number;
+  remaining_usd: number | null;
+  exceeded: boolean;
+}
+
+/** A spending limit of the model proxy on one scope (GET /spotlight/budgets). */
+export interface Budget {
+  scope: 'account' | 'platform_key' | 'agent' | 'task';
+  id: string | null;
+  limits: { monthly_usd?: number | null; daily_usd?: number | null; per_task_usd?: number | null };
+  windows: { month?: BudgetWindow; day?: BudgetWindow; task?: BudgetWindow };
+}

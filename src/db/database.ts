@@ -370,6 +370,31 @@ export interface SpotlightCallsTable {
   cost_nanos: number | string | null;
   agent_uuid: string | null;
   task_uuid: string | null;
+  /** The platform key that authenticated the call; null for a session and the openai runtime. */
+  platform_key_uuid: string | null;
+}
+
+/** A scope's spending limits in nano-dollars (null: none); `scope_id` is the workspace's uuid for `account`. */
+export interface SpotlightBudgetsTable {
+  workspace_uuid: string;
+  /** `account`, `platform_key` or `agent`. */
+  scope: string;
+  scope_id: string;
+  monthly_nanos: number | string | null;
+  daily_nanos: number | string | null;
+  per_task_nanos: number | string | null;
+  updated_at: string;
+}
+
+/** Running spend of one scope in one window (bigint nanos; PostgreSQL returns a string). */
+export interface SpotlightSpendTable {
+  workspace_uuid: string;
+  /** `account`, `platform_key`, `agent` or `task`. */
+  scope: string;
+  scope_id: string;
+  /** ISO start of the month or day; '' for a task. */
+  window_start: string;
+  nanos: number | string;
 }
 
 export interface Database {
@@ -395,6 +420,8 @@ export interface Database {
   telemetry_logs: TelemetryLogsTable;
   provider_credentials: ProviderCredentialsTable;
   spotlight_calls: SpotlightCallsTable;
+  spotlight_budgets: SpotlightBudgetsTable;
+  spotlight_spend: SpotlightSpendTable;
   a2a_task_contexts: A2aTaskContextsTable;
   a2a_history_ids: A2aHistoryIdsTable;
   a2a_message_ids: A2aMessageIdsTable;

@@ -19,6 +19,7 @@ import { migration017 } from './migrations/017-schedules.js';
 import { migration018 } from './migrations/018-mcp.js';
 import { migration019 } from './migrations/019-trigger-verification.js';
 import { migration020 } from './migrations/020-concurrency-keys.js';
+import { migration021 } from './migrations/021-budgets.js';
 import type { DialectMigration } from './migrations/types.js';
 
 /** Every migration, in order. Forward only: a released migration is never edited. */
@@ -41,6 +42,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '018-mcp': migration018,
   '019-trigger-verification': migration019,
   '020-concurrency-keys': migration020,
+  '021-budgets': migration021,
 };
 
 export class MigrationError extends Error {}

@@ -323,15 +323,33 @@ const CASES: Record<string, BadCase[]> = {
     invalid('api_key empty', { api_key: '' }, 'api_key'),
     invalid('base_url with a query', { base_url: 'https://a.example/v1?x=1' }, 'base_url'),
   ],
-  'GET /spotlight/calls': 'limit=0 limit=101 page=0 page=x task_id=x agent_uuid=1 provider_credential_uuid=z'
-    .split(' ')
-    .map((query) => ({
-      name: `query ${query}`,
-      url: () => `/spotlight/calls?${query}`,
-      field: query.split('=')[0],
-      status: 400,
-      code: 'INVALID_REQUEST',
-    })),
+  'PATCH /spotlight/budgets/account': [
+    ...bodyCases({ monthly_usd: 1 }),
+    invalid('a string limit', { monthly_usd: '5' }, 'monthly_usd'),
+    invalid('a negative limit', { monthly_usd: -0.01 }, 'monthly_usd'),
+    invalid('over a million', { monthly_usd: 1_000_001 }, 'monthly_usd'),
+    invalid('another scope’s field', { daily_usd: 1 }, 'daily_usd'),
+  ],
+  'PATCH /spotlight/budgets/agents/:agentId': [
+    ...bodyCases({ daily_usd: 1 }),
+    invalid('a string limit', { per_task_usd: '0.5' }, 'per_task_usd'),
+    invalid('another scope’s field', { monthly_usd: 1 }, 'monthly_usd'),
+  ],
+  'PATCH /spotlight/budgets/platform_keys/:keyUuid': [
+    ...bodyCases({ monthly_usd: 1 }),
+    invalid('a boolean limit', { monthly_usd: true }, 'monthly_usd'),
+    invalid('another scope’s field', { per_task_usd: 1 }, 'per_task_usd'),
+  ],
+  'GET /spotlight/calls':
+    'limit=0 limit=101 page=0 page=x task_id=x agent_uuid=1 provider_credential_uuid=z platform_key_uuid=k'
+      .split(' ')
+      .map((query) => ({
+        name: `query ${query}`,
+        url: () => `/spotlight/calls?${query}`,
+        field: query.split('=')[0],
+        status: 400,
+        code: 'INVALID_REQUEST',
+      })),
   'GET /workspaces/:id/audit_log': 'limit=0 limit=101 limit=abc limit=2.5 cursor=zzz cursor= action=nope action=agent'
     .split(' ')
     .map((query) => ({

@@ -14,6 +14,8 @@ const OWNED_WITHOUT_CASCADE = [
   'telemetry_spans',
   'telemetry_logs',
   'spotlight_calls',
+  'spotlight_spend',
+  'spotlight_budgets',
   'audit_log',
 ] as const;
 

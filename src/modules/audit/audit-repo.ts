@@ -34,6 +34,7 @@ export const AUDIT_ACTIONS = [
   'schedule.create',
   'schedule.update',
   'schedule.delete',
+  'budget.update',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -6,6 +6,7 @@ import { iso } from '../../lib/time.js';
 import type { ProcessDeps } from '../../process-deps.js';
 import { recoveryRepo } from '../accounts/accounts-recovery-repo.js';
 import { auditRepo } from '../audit/audit-repo.js';
+import { budgetsRepo } from '../spotlight/budgets-repo.js';
 import { spotlightRepo } from '../spotlight/spotlight-repo.js';
 import { idempotencyRepo } from '../tasks/idempotency-repo.js';
 import { taskQueries } from '../tasks/task-queries.js';
@@ -37,6 +38,8 @@ export interface HousekeepingResult {
   telemetrySpans: number;
   telemetryLogs: number;
   spotlightCalls: number;
+  /** Model-budget spend totals of windows past the records' retention, and of deleted tasks. */
+  spotlightSpend: number;
   /** Audit entries past TASKHOOK_AUDIT_RETENTION_DAYS. */
   auditLog: number;
   /** Unverified registrations past TASKHOOK_UNVERIFIED_TTL_HOURS (3.1). */
@@ -136,6 +139,7 @@ export function createHousekeepingModule(deps: {
       telemetrySpans: [telemetryRepo.deleteExpiredSpans, daysAgo(config.telemetryRetentionDays)],
       telemetryLogs: [telemetryRepo.deleteExpiredLogs, daysAgo(config.telemetryRetentionDays)],
       spotlightCalls: [spotlightRepo.deleteExpiredCalls, daysAgo(config.spotlightRetentionDays)],
+      spotlightSpend: [budgetsRepo.deleteExpiredSpend, daysAgo(config.spotlightRetentionDays)],
       auditLog: [auditRepo.deleteExpired, daysAgo(config.auditRetentionDays)],
       unverifiedAccounts: [recoveryRepo.deleteExpiredRegistrations, iso(now - config.unverifiedTtlHours * 3_600_000)],
     };

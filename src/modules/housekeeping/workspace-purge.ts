@@ -77,6 +77,8 @@ export const WORKSPACE_PURGE_STEPS: ReadonlyArray<readonly [string, PurgeStep]> 
   ['telemetry_spans', owned('telemetry_spans', ['workspace_uuid', 'trace_id', 'span_id'])],
   ['telemetry_logs', owned('telemetry_logs', ['uuid'])],
   ['spotlight_calls', owned('spotlight_calls', ['uuid'])],
+  ['spotlight_spend', owned('spotlight_spend', ['workspace_uuid', 'scope', 'scope_id', 'window_start'])],
+  ['spotlight_budgets', owned('spotlight_budgets', ['workspace_uuid', 'scope', 'scope_id'])],
   ['provider_credentials', owned('provider_credentials', ['uuid'])],
   ['platform_keys', owned('platform_keys', ['uuid'])],
   ['ingest_tokens', owned('ingest_tokens', ['uuid'])],

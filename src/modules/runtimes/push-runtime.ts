@@ -33,7 +33,7 @@ export type PushOutcome =
   | { kind: 'input_request'; message: string }
   | {
       kind: 'failed';
-      /** The task's `error.code`, e.g. PROVIDER_ERROR, DELIVERY_FAILED, AGENT_ERROR, AGENT_REJECTED. */
+      /** The task's `error.code`, e.g. PROVIDER_ERROR, BUDGET_EXCEEDED, DELIVERY_FAILED, AGENT_ERROR, AGENT_REJECTED. */
       code: string;
       message: string;
       retryable: boolean;

@@ -1,9 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
 import { createConnectionLimits } from '../../http/connection-limits.js';
+import type { EventHub } from '../../lib/event-hub.js';
 import { createFairOutboundDispatcher } from '../../lib/outbound.js';
 import type { ProcessDeps } from '../../process-deps.js';
 import type { ProvidersService } from '../providers/providers-service.js';
+import { budgetsRepo } from './budgets-repo.js';
+import { budgetsRoutes } from './budgets-routes.js';
+import { createBudgetsService } from './budgets-service.js';
 import { loadPriceTable } from './spotlight-prices.js';
 import { createSpotlightQueries } from './spotlight-queries.js';
 import { spotlightRepo } from './spotlight-repo.js';
@@ -23,8 +27,14 @@ export function createSpotlightModule(deps: {
   runtime: ProcessDeps;
   providers: ProvidersService;
   observers?: CallObserver[];
+  /** Where agent deletions are heard (an agent's budget goes with it). */
+  events?: Pick<EventHub, 'on'>;
 }) {
   const { config, runtime } = deps;
+  const budgets = createBudgetsService({ db: runtime.db, repo: budgetsRepo, clock: runtime.clock });
+  deps.events?.on('agent:deleted', ({ trx, agentUuid }) =>
+    budgetsRepo.deleteAgentBudget(trx, agentUuid).then(() => undefined),
+  );
   const outbound = { allowPrivate: config.allowPrivateUrls, lookup: runtime.lookup };
   // The proxy and the openai runtime (which calls upstream through this service) share one pool in
   // which each workspace has its own lane, as the http and a2a runtimes and callbacks do.
@@ -52,6 +62,7 @@ export function createSpotlightModule(deps: {
     prices: loadPriceTable(config.modelPricesFile),
     observers: deps.observers ?? [],
     log: (err, msg) => runtime.logger.warn({ err }, msg),
+    budgets: { check: budgets.check, addSpend: budgetsRepo.addSpend },
   });
   const queries = createSpotlightQueries({ db: runtime.db, repo: spotlightRepo, clock: runtime.clock });
 
@@ -61,11 +72,12 @@ export function createSpotlightModule(deps: {
       prefix: '/spotlight/v1',
     });
     await app.register(usageRoutes(queries));
+    await app.register(budgetsRoutes(budgets));
     app.addHook('onClose', async () => dispatcher.close());
   }
 
   /** Closes the upstream connections (the routes' onClose does it for the app). */
   const close = () => dispatcher.close();
 
-  return { service, queries, routes, close };
+  return { service, queries, budgets, routes, close };
 }

@@ -29,6 +29,7 @@ function view(c: NamedCallRow): CallView {
     cost_usd: usd(c.costNanos),
     agent_uuid: c.agentUuid,
     task_id: c.taskUuid,
+    platform_key_uuid: c.platformKeyUuid,
   };
 }
 

@@ -5,7 +5,7 @@ import { fromDbJson, toDbJson } from '../../db/json.js';
 import { taskQueries } from '../tasks/task-queries.js';
 
 export interface CallError {
-  code: 'upstream_error' | 'upstream_unreachable' | 'upstream_timeout' | 'client_closed';
+  code: 'upstream_error' | 'upstream_unreachable' | 'upstream_timeout' | 'client_closed' | 'budget_exceeded';
   message: string;
 }
 
@@ -29,6 +29,8 @@ export interface CallRow {
   costNanos: number | null;
   agentUuid: string | null;
   taskUuid: string | null;
+  /** The platform key that authenticated the call; null for a session JWT and the openai runtime. */
+  platformKeyUuid: string | null;
 }
 
 /** A record with the name its credential has now (null once deleted). */
@@ -40,6 +42,7 @@ export interface CallFilter {
   taskUuid?: string | undefined;
   agentUuid?: string | undefined;
   credentialUuid?: string | undefined;
+  platformKeyUuid?: string | undefined;
 }
 
 export interface UsageRow {
@@ -86,6 +89,7 @@ export const spotlightRepo = {
           cost_nanos: c.costNanos,
           agent_uuid: c.agentUuid,
           task_uuid: c.taskUuid,
+          platform_key_uuid: c.platformKeyUuid,
         })
         .execute(),
     );
@@ -97,6 +101,9 @@ export const spotlightRepo = {
       .$if(filter.agentUuid !== undefined, (q) => q.where('s.agent_uuid', '=', filter.agentUuid as string))
       .$if(filter.credentialUuid !== undefined, (q) =>
         q.where('s.provider_credential_uuid', '=', filter.credentialUuid as string),
+      )
+      .$if(filter.platformKeyUuid !== undefined, (q) =>
+        q.where('s.platform_key_uuid', '=', filter.platformKeyUuid as string),
       );
     const [rows, total] = await Promise.all([
       withDbErrors(
@@ -197,6 +204,7 @@ function toNamedCall(r: Record<string, unknown>): NamedCallRow {
     cost_nanos: number | string | null;
     agent_uuid: string | null;
     task_uuid: string | null;
+    platform_key_uuid: string | null;
     credential_name: string | null;
   };
   return {
@@ -219,5 +227,6 @@ function toNamedCall(r: Record<string, unknown>): NamedCallRow {
     costNanos: num(row.cost_nanos),
     agentUuid: row.agent_uuid,
     taskUuid: row.task_uuid,
+    platformKeyUuid: row.platform_key_uuid ?? null,
   };
 }

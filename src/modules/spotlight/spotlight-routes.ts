@@ -138,15 +138,17 @@ export function proxyRoutes(
           tags,
           summary: 'Chat completion through a provider credential',
           description:
-            'OpenAI-compatible: point an OpenAI client at {base_url}/spotlight/v1 with a platform key. The credential is chosen by X-Taskhook-Credential, or by the model prefix `<credential name>/`. X-Taskhook-Task-Id attributes the call to one of your tasks. The upstream answer (status, body, Content-Type, Retry-After) is relayed; streams event by event. Every call that selected a credential is recorded, and its answer carries X-Taskhook-Call-Id.',
+            'OpenAI-compatible: point an OpenAI client at {base_url}/spotlight/v1 with a platform key. The credential is chosen by X-Taskhook-Credential, or by the model prefix `<credential name>/`. X-Taskhook-Task-Id attributes the call to one of your tasks. The upstream answer (status, body, Content-Type, Retry-After) is relayed; streams event by event. Every call that selected a credential is recorded, and its answer carries X-Taskhook-Call-Id. A reached budget (see /spotlight/budgets) answers 429 with code budget_exceeded, type insufficient_quota, the X-Taskhook-Budget-Scope/-Limit-Usd/-Spent-Usd headers, Retry-After (until the window ends; not for a task) and X-Should-Retry: false.',
           body: ChatCompletionBody,
           response: { 200: ChatCompletionReply, ...openAiErrors },
         },
       },
       async (request, reply) => {
         holdSlot(opts.slots, request, reply);
+        const principal = principalOf(request);
         const answer = await service.chatCompletions({
-          workspaceUuid: principalOf(request).workspaceUuid,
+          workspaceUuid: principal.workspaceUuid,
+          platformKeyUuid: principal.via === 'platform_key' ? principal.credentialUuid : null,
           body: request.body,
           credential: header(request, 'x-taskhook-credential'),
           taskId: header(request, 'x-taskhook-task-id'),

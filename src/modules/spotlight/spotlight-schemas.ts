@@ -11,7 +11,7 @@ export const OpenAiErrorSchema = Type.Object(
       param: Type.Union([Type.String(), Type.Null()]),
       code: Type.Union([Type.String(), Type.Null()], {
         description:
-          "credential_not_found, model_not_found, invalid_task_id, upstream_error, upstream_unreachable, upstream_timeout, or the upstream's own code.",
+          "credential_not_found, model_not_found, invalid_task_id, budget_exceeded (429, type insufficient_quota), upstream_error, upstream_unreachable, upstream_timeout, or the upstream's own code.",
       }),
     }),
   },
@@ -56,7 +56,9 @@ export const CallSchema = Type.Object(
     error: Type.Union([
       Type.Object({
         code: Type.Union(
-          ['upstream_error', 'upstream_unreachable', 'upstream_timeout', 'client_closed'].map((c) => Type.Literal(c)),
+          ['upstream_error', 'upstream_unreachable', 'upstream_timeout', 'client_closed', 'budget_exceeded'].map((c) =>
+            Type.Literal(c),
+          ),
         ),
         message: Type.String(),
       }),
@@ -72,6 +74,9 @@ export const CallSchema = Type.Object(
     }),
     agent_uuid: Type.Union([UuidSchema, Type.Null()]),
     task_id: Type.Union([UuidSchema, Type.Null()]),
+    platform_key_uuid: Type.Union([UuidSchema, Type.Null()], {
+      description: 'The platform key that authenticated the request; null for a session JWT and for source "runtime".',
+    }),
   },
   { title: 'ModelCall' },
 );
@@ -81,6 +86,7 @@ export const CallListQuery = Type.Object({
   task_id: Type.Optional(UuidSchema),
   agent_uuid: Type.Optional(UuidSchema),
   provider_credential_uuid: Type.Optional(UuidSchema),
+  platform_key_uuid: Type.Optional(UuidSchema),
   page: Type.Integer({ minimum: 1, maximum: 10_000, default: 1 }),
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
 });

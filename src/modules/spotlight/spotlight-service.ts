@@ -1,7 +1,10 @@
-import type { Db } from '../../db/connect.js';
+import type { Db, Executor } from '../../db/connect.js';
 import { newId } from '../../lib/ids.js';
 import { type Clock, iso } from '../../lib/time.js';
 import type { OpenedCredential, ProvidersService } from '../providers/providers-service.js';
+import { refusalAnswer } from './budget-fns.js';
+import type { SpendOf } from './budgets-repo.js';
+import type { BudgetsService, CallScopes } from './budgets-service.js';
 import { checkChatBody, chunkFacts, ProxyError, proxyError, splitModel, upstreamChatBody } from './spotlight-fns.js';
 import { costNanos, type PriceTable } from './spotlight-prices.js';
 import {
@@ -34,6 +37,8 @@ export interface ChatRequest {
   credential?: string | undefined;
   /** X-Taskhook-Task-Id. */
   taskId?: string | undefined;
+  /** The platform key that authenticated the request (null or absent: a session, or the runtime). */
+  platformKeyUuid?: string | null | undefined;
   /** The task a model runtime call serves (already known to be the user's). */
   task?: { taskUuid: string; agentUuid: string } | undefined;
   traceparent?: string | undefined;
@@ -55,6 +60,8 @@ export function createSpotlightService(deps: {
   prices: PriceTable;
   observers: CallObserver[];
   log: (err: unknown, msg: string) => void;
+  /** Budgets: the check before a call goes upstream, and the spend each record adds (same transaction). */
+  budgets: Pick<BudgetsService, 'check'> & { addSpend: (trx: Executor, call: SpendOf) => Promise<void> };
 }) {
   const { db, repo } = deps;
 
@@ -98,7 +105,11 @@ export function createSpotlightService(deps: {
       costNanos: costNanos(deps.prices, base.upstreamModel, outcome.inputTokens, outcome.outputTokens),
     };
     try {
-      await db.transaction((trx) => repo.insert(trx, call));
+      // The spend totals move with the record, so spend read back always equals the sum of records.
+      await db.transaction(async (trx) => {
+        await repo.insert(trx, call);
+        await deps.budgets.addSpend(trx, call);
+      });
     } catch (err) {
       deps.log(err, 'could not record a model call');
     }
@@ -196,6 +207,7 @@ export function createSpotlightService(deps: {
         stream: upstream.stream,
         agentUuid: task?.agentUuid ?? null,
         taskUuid: task?.taskUuid ?? null,
+        platformKeyUuid: req.platformKeyUuid ?? null,
         traceparent: req.traceparent ?? null,
         request: {
           temperature: body.temperature,
@@ -203,8 +215,10 @@ export function createSpotlightService(deps: {
           baseUrl: credential.baseUrl,
         },
       };
-      void deps.providers.touch(credential.uuid, (err) => deps.log(err, 'could not record last_used_at'));
       const done = (outcome: CallOutcome) => record(base, arrivedAt, outcome);
+      const refused = await checkBudgets(base, done);
+      if (refused) return refused;
+      void deps.providers.touch(credential.uuid, (err) => deps.log(err, 'could not record last_used_at'));
       try {
         const answer = await forward(credential, upstream, req.signal, done);
         return { ...answer, callId: base.uuid };
@@ -220,6 +234,18 @@ export function createSpotlightService(deps: {
       }
     },
   };
+
+  /**
+   * Budgets, after the credential and the task are known and before anything goes upstream: a
+   * reached limit answers 429 (recorded as `budget_exceeded`, no tokens, no cost); null otherwise.
+   */
+  async function checkBudgets(base: CallScopes & { uuid: string }, done: (o: CallOutcome) => Promise<void>) {
+    const refusal = await deps.budgets.check(base);
+    if (!refusal) return null;
+    const now = deps.clock.now();
+    await done(refusedOutcome(refusal, now));
+    return { ...refusalAnswer(refusal, now), callId: base.uuid } satisfies ChatAnswer;
+  }
 
   async function forward(
     credential: OpenedCredential,
@@ -249,6 +275,12 @@ export function createSpotlightService(deps: {
     await done(wholeOutcome(res.statusCode, text, errorMessage, deps.clock.now()));
     return answer;
   }
+}
+
+/** The record of a call a budget refused: 429 `budget_exceeded`, nothing went upstream. */
+function refusedOutcome(refusal: { message: string }, now: number): CallOutcome {
+  const error = { code: 'budget_exceeded' as const, message: refusal.message };
+  return { ...failedOutcome(new Error(refusal.message), now), statusCode: 429, error };
 }
 
 /** The record's view of a non-streamed answer. */

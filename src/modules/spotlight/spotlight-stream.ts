@@ -10,8 +10,9 @@ const TIMEOUT_CODES = new Set(['UND_ERR_BODY_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT'
  * Relays an upstream SSE answer event by event as it arrives (never buffered to the end), reading
  * each chunk for the record: the response model, the first token, the usage. The usage-only chunk
  * the proxy asked for is dropped unless the caller asked for it too. A stream that fails after it
- * started ends with one error event and no [DONE]. `onEnd` runs (the record is written) before the
- * answer closes, so a caller that has read the whole stream finds the record.
+ * started ends with one error event and no [DONE]. `onEnd` runs (the record and its cost are
+ * committed) before the final event ([DONE] or the error) is sent, so a caller that has read the
+ * whole stream finds the record and is checked against its cost.
  *
  * Nothing is held without bound: one event may reach `maxEventBytes` and the whole answer
  * `maxStreamBytes`; past either the upstream request is dropped and the stream ends with an error
@@ -75,6 +76,24 @@ export function relayStream(
     if (!out.write(text)) await once(out, 'drain', { signal: opts.signal });
   }
 
+  // The final event (`data: [DONE]`, or the error event of a broken stream) is held until the
+  // record, and with it the call's cost, is committed: a caller that has read the whole answer and
+  // calls again is checked against this call's spend.
+  let final: string | null = null;
+
+  /** Relays one event, holding back [DONE]; an event after it lets it go first (order kept). */
+  async function relay(event: string) {
+    if (final !== null) {
+      await write(final);
+      final = null;
+    }
+    if (sseData(event) === '[DONE]') {
+      final = `${event}\n\n`;
+      return;
+    }
+    if (inspect(event)) await write(`${event}\n\n`);
+  }
+
   async function pump() {
     const splitter = createSseSplitter(opts.maxEventBytes);
     const decoder = new TextDecoder();
@@ -83,22 +102,21 @@ export function relayStream(
       for await (const chunk of res.body) {
         received += (chunk as Buffer).length;
         if (received > opts.maxStreamBytes) throw new StreamTooLarge(opts.maxStreamBytes);
-        for (const event of splitter.push(decoder.decode(chunk as Buffer, { stream: true }))) {
-          if (inspect(event)) await write(`${event}\n\n`);
-        }
+        for (const event of splitter.push(decoder.decode(chunk as Buffer, { stream: true }))) await relay(event);
       }
       const rest = splitter.push(`${decoder.decode()}\n\n`).join('');
-      if (rest.trim() !== '' && inspect(rest)) await write(`${rest}\n\n`);
+      if (rest.trim() !== '') await relay(rest);
     } catch (err) {
-      await fail(err);
+      fail(err);
     }
     outcome.endedAt = opts.now();
     await opts.onEnd(outcome).catch(() => undefined);
+    if (final !== null) await write(final).catch(() => undefined);
     out.end();
   }
 
-  /** Records why the stream broke and, unless the caller left, tells it in a last event. */
-  async function fail(err: unknown) {
+  /** Records why the stream broke and, unless the caller left, holds a last event to tell it. */
+  function fail(err: unknown) {
     if (opts.signal.aborted) {
       outcome.error = { code: 'client_closed', message: 'the caller closed the connection' };
       return;
@@ -114,9 +132,8 @@ export function relayStream(
         ? 'Upstream stopped sending in time'
         : 'Upstream stream failed';
     outcome.error = { code, message };
-    await write(`data: ${JSON.stringify({ error: { message, type: 'upstream_error', param: null, code } })}\n\n`).catch(
-      () => undefined,
-    );
+    // A [DONE] held before the failure is not sent: the stream ends with the error alone.
+    final = `data: ${JSON.stringify({ error: { message, type: 'upstream_error', param: null, code } })}\n\n`;
   }
 
   void pump();

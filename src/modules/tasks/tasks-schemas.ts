@@ -103,7 +103,10 @@ export const ResultSchema = Type.Object(
 export type TaskResult = Static<typeof ResultSchema>;
 
 export const TaskErrorSchema = Type.Object({
-  code: Type.String({ description: 'TIMEOUT, LEASE_EXPIRED, AGENT_ERROR, or a code the worker reported.' }),
+  code: Type.String({
+    description:
+      'TIMEOUT, LEASE_EXPIRED, AGENT_ERROR, PROVIDER_ERROR, BUDGET_EXCEEDED (a model budget refused the run; not retried), DELIVERY_FAILED, AGENT_REJECTED, INVALID_AGENT_RESPONSE, or a code the worker reported.',
+  }),
   message: Type.String(),
 });
 

@@ -69,6 +69,7 @@ describe.each(DATABASES)('retention on $name', (shared) => {
       telemetrySpans: 3, // the service's own spans of day 0, past the 30 days of telemetry
       telemetryLogs: 0,
       spotlightCalls: 0,
+      spotlightSpend: 0,
       auditLog: 0,
       unverifiedAccounts: 0,
       deletedWorkspaceRows: 0,
@@ -95,6 +96,7 @@ describe.each(DATABASES)('retention on $name', (shared) => {
       telemetrySpans: 0,
       telemetryLogs: 0,
       spotlightCalls: 0,
+      spotlightSpend: 0,
       auditLog: 0,
       unverifiedAccounts: 0,
       deletedWorkspaceRows: 0,

@@ -250,6 +250,7 @@ describe('GenAI span of a call', () => {
     costNanos: 97_500,
     agentUuid: 'a',
     taskUuid: 't',
+    platformKeyUuid: null,
     responseId: 'chatcmpl-1',
     finishReasons: ['stop'],
     traceparent: null,

@@ -21,7 +21,14 @@ export interface ConversationMessage {
 export type ModelOutcome =
   | { kind: 'completed'; result: { summary: string; findings: Finding[] } }
   | { kind: 'input_request'; message: string }
-  | { kind: 'failed'; retryable: boolean; retryAfterMs: number | null; message: string };
+  | {
+      kind: 'failed';
+      retryable: boolean;
+      retryAfterMs: number | null;
+      message: string;
+      /** Set when a budget refused the run (BUDGET_EXCEEDED); otherwise the failure is PROVIDER_ERROR. */
+      code?: 'BUDGET_EXCEEDED';
+    };
 
 export const REQUEST_INPUT_TOOL = {
   type: 'function',

@@ -47,7 +47,8 @@ function upstreamMessage(text: string): string {
 /**
  * Runs tasks of agents that are a model: each run is one chat completion through the model proxy's
  * path (recorded with source "runtime" and the task), and its answer becomes the outcome the task
- * lifecycle applies: complete, ask for input, or fail (retryable or not) with PROVIDER_ERROR.
+ * lifecycle applies: complete, ask for input, or fail (retryable or not) with PROVIDER_ERROR, or at
+ * once with BUDGET_EXCEEDED when a budget refused the call.
  */
 export function createModelRuntime(deps: { spotlight: Pick<SpotlightService, 'chatCompletions'>; now: () => number }) {
   return {
@@ -74,6 +75,18 @@ export function createModelRuntime(deps: { spotlight: Pick<SpotlightService, 'ch
       const { callId } = answer;
       if (run.signal.aborted) return { kind: 'aborted', callId };
       const text = await textOf(answer.body);
+      // Only the proxy's own refusal carries this header (upstream headers are not relayed): not
+      // retried, since spend does not go down until the window ends or the limit is raised.
+      if (answer.headers['x-taskhook-budget-scope'] !== undefined) {
+        return {
+          kind: 'failed',
+          retryable: false,
+          retryAfterMs: null,
+          message: upstreamMessage(text),
+          code: 'BUDGET_EXCEEDED',
+          callId,
+        };
+      }
       if (answer.status >= 200 && answer.status < 300) {
         let parsed: unknown;
         try {
@@ -98,7 +111,7 @@ export type ModelRuntime = ReturnType<typeof createModelRuntime>;
 
 /**
  * The model runtime as a push runtime: the conversation of the claimed task goes to the model;
- * its failures carry PROVIDER_ERROR.
+ * its failures carry PROVIDER_ERROR, or BUDGET_EXCEEDED (never retried).
  */
 export function modelPushRuntime(model: ModelRuntime): PushRuntime<OpenAiRuntime> {
   return {
@@ -111,7 +124,7 @@ export function modelPushRuntime(model: ModelRuntime): PushRuntime<OpenAiRuntime
         conversation: task.messages.map(({ role, content }) => ({ role, content })),
         signal,
       });
-      return outcome.kind === 'failed' ? { ...outcome, code: 'PROVIDER_ERROR' } : outcome;
+      return outcome.kind === 'failed' ? { ...outcome, code: outcome.code ?? 'PROVIDER_ERROR' } : outcome;
     },
   };
 }
