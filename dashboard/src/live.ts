@@ -1,6 +1,6 @@
-import { authHeaders, sessionRefused, toApiError } from './api';
 // The SDK's parser is plain web-platform code (fetch streams, TextDecoder): one copy serves both.
 import { parseEventStream } from '../../sdks/typescript/src/sse.js';
+import { authHeaders, sessionRefused, toApiError } from './api';
 
 export type StreamState = 'connecting' | 'live' | 'reconnecting' | 'ended' | 'unavailable';
 
