@@ -55,7 +55,11 @@ async function drain(th, agentUuid) {
   }
   const seconds = (performance.now() - started) / 1000;
   times.sort((a, b) => a - b);
-  return { claims_per_s: Math.round(CLAIMS / seconds), claim_p50_ms: r(pct(times, 0.5)), claim_p99_ms: r(pct(times, 0.99)) };
+  return {
+    claims_per_s: Math.round(CLAIMS / seconds),
+    claim_p50_ms: r(pct(times, 0.5)),
+    claim_p99_ms: r(pct(times, 0.99)),
+  };
 }
 
 const th = await setupTaskhook({ mode: MODE, port: PORT });
