@@ -17,6 +17,7 @@ import { migration015 } from './migrations/015-account-recovery.js';
 import { migration016 } from './migrations/016-workspaces.js';
 import { migration017 } from './migrations/017-schedules.js';
 import { migration018 } from './migrations/018-mcp.js';
+import { migration022 } from './migrations/022-routes.js';
 import type { DialectMigration } from './migrations/types.js';
 
 /** Every migration, in order. Forward only: a released migration is never edited. */
@@ -37,6 +38,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '016-workspaces': migration016,
   '017-schedules': migration017,
   '018-mcp': migration018,
+  '022-routes': migration022,
 };
 
 export class MigrationError extends Error {}

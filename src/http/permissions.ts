@@ -74,6 +74,11 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   'GET /spotlight/calls': read,
   'GET /spotlight/calls/:id': read,
   'GET /spotlight/usage': read,
+  'POST /spotlight/routes': manage,
+  'GET /spotlight/routes': read,
+  'GET /spotlight/routes/:uuid': read,
+  'PATCH /spotlight/routes/:uuid': manage,
+  'DELETE /spotlight/routes/:uuid': manage,
   // Telemetry
   'POST /telemetry/ingest_http/v1/traces': 'token',
   'POST /telemetry/ingest_http/v1/logs': 'token',

@@ -323,6 +323,32 @@ const CASES: Record<string, BadCase[]> = {
     invalid('api_key empty', { api_key: '' }, 'api_key'),
     invalid('base_url with a query', { base_url: 'https://a.example/v1?x=1' }, 'base_url'),
   ],
+  'POST /spotlight/routes': [
+    ...bodyCases({ name: 'r', targets: [] }),
+    invalid('missing targets', { name: 'r' }, 'targets'),
+    invalid('name with a colon', { name: 'a:b', targets: [] }, 'name'),
+    invalid('no target', { name: 'r', targets: [] }, 'targets'),
+    invalid(
+      'unknown credential',
+      { name: 'r', targets: [{ provider_credential_uuid: randomUUID(), model: 'm' }] },
+      'targets[0].provider_credential_uuid',
+    ),
+    invalid(
+      'cache_ttl_seconds 0',
+      { name: 'r', targets: [{ provider_credential_uuid: 'x', model: 'm' }], cache_ttl_seconds: 0 },
+      'cache_ttl_seconds',
+    ),
+  ],
+  'PATCH /spotlight/routes/:uuid': [
+    ...bodyCases({ name: 'n' }),
+    invalid('repeated retry_on', { retry_on: ['5xx', '5xx'] }, 'retry_on'),
+    invalid('unknown retry_on', { retry_on: ['4xx'] }, 'retry_on.0'),
+    invalid(
+      'bad target model',
+      { targets: [{ provider_credential_uuid: randomUUID(), model: '' }] },
+      'targets[0].provider_credential_uuid',
+    ),
+  ],
   'GET /spotlight/calls': 'limit=0 limit=101 page=0 page=x task_id=x agent_uuid=1 provider_credential_uuid=z'
     .split(' ')
     .map((query) => ({

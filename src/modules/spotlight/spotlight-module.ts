@@ -3,7 +3,11 @@ import type { Config } from '../../config.js';
 import { createConnectionLimits } from '../../http/connection-limits.js';
 import { createFairOutboundDispatcher } from '../../lib/outbound.js';
 import type { ProcessDeps } from '../../process-deps.js';
+import { providersRepo } from '../providers/providers-repo.js';
 import type { ProvidersService } from '../providers/providers-service.js';
+import { routesRepo } from './routes-repo.js';
+import { routesRoutes } from './routes-routes.js';
+import { createRoutesService } from './routes-service.js';
 import { loadPriceTable } from './spotlight-prices.js';
 import { createSpotlightQueries } from './spotlight-queries.js';
 import { spotlightRepo } from './spotlight-repo.js';
@@ -53,6 +57,12 @@ export function createSpotlightModule(deps: {
     observers: deps.observers ?? [],
     log: (err, msg) => runtime.logger.warn({ err }, msg),
   });
+  const routesService = createRoutesService({
+    db: runtime.db,
+    repo: routesRepo,
+    providers: providersRepo,
+    clock: runtime.clock,
+  });
   const queries = createSpotlightQueries({ db: runtime.db, repo: spotlightRepo, clock: runtime.clock });
 
   async function routes(app: FastifyInstance) {
@@ -61,11 +71,12 @@ export function createSpotlightModule(deps: {
       prefix: '/spotlight/v1',
     });
     await app.register(usageRoutes(queries));
+    await app.register(routesRoutes(routesService));
     app.addHook('onClose', async () => dispatcher.close());
   }
 
   /** Closes the upstream connections (the routes' onClose does it for the app). */
   const close = () => dispatcher.close();
 
-  return { service, queries, routes, close };
+  return { service, routesService, queries, routes, close };
 }
