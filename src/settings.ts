@@ -367,6 +367,12 @@ export const SETTINGS = {
     default: 32,
     doc: "Model proxy: calls (`/spotlight/v1/*`) one user may have in flight on one instance; one more is answered 429 `LIMIT_EXCEEDED` in OpenAI's error shape with `Retry-After`.",
   }),
+  proxyCacheMaxBytes: setting({
+    env: 'TASKHOOK_PROXY_CACHE_MAX_BYTES',
+    schema: Type.Integer({ minimum: 0 }),
+    default: 104_857_600,
+    doc: "Model proxy: memory the response cache may hold on one instance (each answer's bytes plus 1,024 per entry); the least recently used entries are evicted first, across all workspaces. `0` turns the cache off.",
+  }),
   spotlightRetentionDays: setting({
     env: 'TASKHOOK_SPOTLIGHT_RETENTION_DAYS',
     schema: Type.Integer({ minimum: 1, maximum: 36500 }),

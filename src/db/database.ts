@@ -349,6 +349,21 @@ export interface ProviderCredentialsTable {
   last_used_at: string | null;
 }
 
+/** A fallback route of the model proxy (migration 022). */
+export interface SpotlightRoutesTable {
+  uuid: string;
+  /** The workspace that owns the row (a personal workspace has its user's uuid). */
+  workspace_uuid: string;
+  name: string;
+  /** `[{provider_credential_uuid, model}]`, 1–8 entries, in the order they are tried. */
+  targets: DbJson;
+  /** Distinct values of "429", "5xx", "timeout", "connection", in that order. */
+  retry_on: DbJson;
+  cache_ttl_seconds: number | null;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface SpotlightCallsTable {
   uuid: string;
   /** The workspace that owns the row (a personal workspace has its user's uuid). */
@@ -426,6 +441,7 @@ export interface Database {
   a2a_history_ids: A2aHistoryIdsTable;
   a2a_message_ids: A2aMessageIdsTable;
   mcp_tasks: McpTasksTable;
+  spotlight_routes: SpotlightRoutesTable;
   mcp_declined_questions: McpDeclinedQuestionsTable;
   workspaces: WorkspacesTable;
   workspace_members: WorkspaceMembersTable;

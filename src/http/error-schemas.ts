@@ -41,7 +41,7 @@ const DESCRIPTIONS: Record<number, string> = {
   401: 'Missing or invalid credential (flat body).',
   403: 'Unverified e-mail, agents feature disabled, or a platform key on a user-session endpoint (flat body); FORBIDDEN when the role in the workspace is too low, INVITATION_EMAIL_MISMATCH for an invitation to another address (envelope).',
   404: 'Not found, or not yours (NOT_FOUND).',
-  409: 'Conflict (CONFLICT; CREDENTIAL_IN_USE for a provider credential an agent uses; PERSONAL_WORKSPACE, LAST_OWNER for workspace members).',
+  409: 'Conflict (CONFLICT; CREDENTIAL_IN_USE for a provider credential an agent or a route uses; ROUTE_IN_USE for a model-proxy route an agent uses; PERSONAL_WORKSPACE, LAST_OWNER for workspace members).',
   413: 'Request body larger than TASKHOOK_MAX_BODY_BYTES (PAYLOAD_TOO_LARGE).',
   415: 'Unsupported content type (UNSUPPORTED_MEDIA_TYPE).',
   422: 'Idempotency key reused with a different request (IDEMPOTENCY_KEY_REUSED).',

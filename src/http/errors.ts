@@ -13,6 +13,7 @@ export const ERROR_CODES = [
   'IDEMPOTENCY_KEY_REUSED',
   'CONFLICT',
   'CREDENTIAL_IN_USE',
+  'ROUTE_IN_USE',
   'INTERNAL_ERROR',
   'SERVICE_UNAVAILABLE',
   'LIMIT_EXCEEDED',
@@ -48,6 +49,7 @@ export function statusFor(code: ErrorCode): number {
       return 404;
     case 'CONFLICT':
     case 'CREDENTIAL_IN_USE':
+    case 'ROUTE_IN_USE':
     case 'PERSONAL_WORKSPACE':
     case 'LAST_OWNER':
       return 409;

@@ -82,6 +82,11 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   'GET /spotlight/budgets/platform_keys/:keyUuid': read,
   'PATCH /spotlight/budgets/platform_keys/:keyUuid': manage,
   'GET /spotlight/budgets/tasks/:taskId': read,
+  'POST /spotlight/routes': manage,
+  'GET /spotlight/routes': read,
+  'GET /spotlight/routes/:uuid': read,
+  'PATCH /spotlight/routes/:uuid': manage,
+  'DELETE /spotlight/routes/:uuid': manage,
   // Telemetry
   'POST /telemetry/ingest_http/v1/traces': 'token',
   'POST /telemetry/ingest_http/v1/logs': 'token',

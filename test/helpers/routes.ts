@@ -20,6 +20,7 @@ export const ID_KINDS = [
   'trace',
   'providerCredential',
   'modelCall',
+  'modelRoute',
   'workspace',
 ] as const;
 export type IdKind = (typeof ID_KINDS)[number];
@@ -519,6 +520,49 @@ export const ROUTES: CatalogueRoute[] = [
     status: 200,
   },
   {
+    method: 'POST',
+    path: '/spotlight/routes',
+    url: () => '/spotlight/routes',
+    body: (ctx) => ({
+      name: `catalogue-${randomUUID().slice(0, 8)}`,
+      targets: [{ provider_credential_uuid: ctx.providerCredential, model: 'gpt-4o-mini' }],
+    }),
+    auth: 'session',
+    status: 201,
+  },
+  {
+    method: 'GET',
+    path: '/spotlight/routes',
+    url: () => '/spotlight/routes',
+    auth: 'user',
+    status: 200,
+  },
+  {
+    method: 'GET',
+    path: '/spotlight/routes/:uuid',
+    url: (ctx) => `/spotlight/routes/${ctx.modelRoute}`,
+    auth: 'user',
+    ids: ['modelRoute'],
+    status: 200,
+  },
+  {
+    method: 'PATCH',
+    path: '/spotlight/routes/:uuid',
+    url: (ctx) => `/spotlight/routes/${ctx.modelRoute}`,
+    body: () => ({ retry_on: ['5xx'], cache_ttl_seconds: 60 }),
+    auth: 'session',
+    ids: ['modelRoute'],
+    status: 200,
+  },
+  {
+    method: 'DELETE',
+    path: '/spotlight/routes/:uuid',
+    url: (ctx) => `/spotlight/routes/${ctx.modelRoute}`,
+    auth: 'session',
+    ids: ['modelRoute'],
+    status: 204,
+  },
+  {
     method: 'GET',
     path: '/spotlight/usage',
     url: () => '/spotlight/usage',
@@ -712,10 +756,12 @@ export async function createRouteContext(
   const schedule = given.agent ? randomUUID() : await createContextSchedule(t, user, agent);
   const trace = await createContextTrace(t, token.json().token);
   const model = await createContextModelCall(t, user);
+  const modelRoute = await createContextModelRoute(t, user);
   return {
     ctx: {
       agent,
       ...model,
+      modelRoute,
       platformKey: key.json().uuid,
       ingestToken: token.json().uuid,
       password: user.password,
@@ -793,6 +839,33 @@ async function createContextModelCall(t: TestApp, user: TestUser) {
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
   return { providerCredential: credential.uuid, credentialName, modelCall };
+}
+
+/**
+ * A model-proxy route whose only target is a credential of its own (so the context's credential
+ * stays deletable: a credential a route names cannot be deleted).
+ */
+async function createContextModelRoute(t: TestApp, user: TestUser): Promise<string> {
+  const providers = createProvidersModule({
+    config: { ...t.config, allowPrivateUrls: true },
+    runtime: t.runtime,
+    box: createSecretBox(t.runtime.secrets.encryptionKey),
+  }).service;
+  const credential = await providers.create(actingAs(user), {
+    name: `route-target-${randomUUID().slice(0, 8)}`,
+    provider: 'openai',
+    api_key: 'sk-route-target-key',
+    base_url: 'http://127.0.0.1:9/v1',
+  });
+  const res = await call(t.app, 'POST', '/spotlight/routes', {
+    token: user.token,
+    body: {
+      name: `context-route-${randomUUID().slice(0, 8)}`,
+      targets: [{ provider_credential_uuid: credential.uuid, model: 'gpt-4o-mini' }],
+    },
+  });
+  if (res.statusCode !== 201) throw new Error(`route setup failed: ${res.body}`);
+  return res.json().uuid as string;
 }
 
 /** A webhook trigger of the agent, with its secret. */

@@ -350,6 +350,32 @@ const CASES: Record<string, BadCase[]> = {
         status: 400,
         code: 'INVALID_REQUEST',
       })),
+  'POST /spotlight/routes': [
+    ...bodyCases({ name: 'r', targets: [] }),
+    invalid('missing targets', { name: 'r' }, 'targets'),
+    invalid('name with a colon', { name: 'a:b', targets: [] }, 'name'),
+    invalid('no target', { name: 'r', targets: [] }, 'targets'),
+    invalid(
+      'unknown credential',
+      { name: 'r', targets: [{ provider_credential_uuid: randomUUID(), model: 'm' }] },
+      'targets[0].provider_credential_uuid',
+    ),
+    invalid(
+      'cache_ttl_seconds 0',
+      { name: 'r', targets: [{ provider_credential_uuid: 'x', model: 'm' }], cache_ttl_seconds: 0 },
+      'cache_ttl_seconds',
+    ),
+  ],
+  'PATCH /spotlight/routes/:uuid': [
+    ...bodyCases({ name: 'n' }),
+    invalid('repeated retry_on', { retry_on: ['5xx', '5xx'] }, 'retry_on'),
+    invalid('unknown retry_on', { retry_on: ['4xx'] }, 'retry_on.0'),
+    invalid(
+      'bad target model',
+      { targets: [{ provider_credential_uuid: randomUUID(), model: '' }] },
+      'targets[0].provider_credential_uuid',
+    ),
+  ],
   'GET /workspaces/:id/audit_log': 'limit=0 limit=101 limit=abc limit=2.5 cursor=zzz cursor= action=nope action=agent'
     .split(' ')
     .map((query) => ({

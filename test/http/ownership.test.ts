@@ -50,6 +50,10 @@ const SNAPSHOTS: Record<IdKind, Snapshot> = {
     const res = await call(t.app, 'GET', `/spotlight/calls/${id}`, { token: owner.token });
     return { status: res.statusCode, body: res.json() };
   },
+  modelRoute: async (t, owner, id) => {
+    const res = await call(t.app, 'GET', `/spotlight/routes/${id}`, { token: owner.token });
+    return { status: res.statusCode, body: res.json() };
+  },
   workspace: async (t, owner, id) => {
     const res = await call(t.app, 'GET', `/workspaces/${id}/audit_log?limit=100`, { token: owner.token });
     return { status: res.statusCode, body: res.json() };
@@ -153,6 +157,7 @@ describe.each(DATABASES)('ownership on $name', (database) => {
         theirs.platformKey,
         theirs.ingestToken,
         theirs.trace,
+        theirs.modelRoute,
         secrets.platformKey.slice(0, 16),
         secrets.ingestToken.slice(0, 8),
       ];
@@ -165,6 +170,7 @@ describe.each(DATABASES)('ownership on $name', (database) => {
         mine.trace,
         mine.providerCredential,
         mine.modelCall,
+        mine.modelRoute,
       ];
       if (!route.path.includes('webhook_signing_secret') && route.showsOwn !== false) {
         expect(ownIds.some((id) => res.body.includes(id))).toBe(true);

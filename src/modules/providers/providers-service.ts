@@ -7,6 +7,7 @@ import { checkOutboundUrl, type OutboundPolicy, OutboundUrlError } from '../../l
 import type { Acting } from '../../lib/principal.js';
 import { type Clock, iso } from '../../lib/time.js';
 import { recordAudit } from '../audit/audit-repo.js';
+import { routesRepo } from '../spotlight/routes-repo.js';
 import { apiKeyHint, DEFAULT_BASE_URL, normaliseBaseUrl } from './providers-fns.js';
 import type { CredentialRow, ProvidersRepo } from './providers-repo.js';
 import {
@@ -178,6 +179,13 @@ export function createProvidersService(deps: {
           throw new AppError(
             'CREDENTIAL_IN_USE',
             `The credential is used by agent ${agents.map((a) => JSON.stringify(a)).join(', ')}; change their runtime first`,
+          );
+        }
+        const routes = await routesRepo.namingCredential(trx, workspaceUuid, uuid);
+        if (routes.length > 0) {
+          throw new AppError(
+            'CREDENTIAL_IN_USE',
+            `The credential is a target of route ${routes.map((r) => JSON.stringify(r)).join(', ')}; change the route first`,
           );
         }
         await repo.remove(trx, uuid);

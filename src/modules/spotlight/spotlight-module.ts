@@ -4,10 +4,14 @@ import { createConnectionLimits } from '../../http/connection-limits.js';
 import type { EventHub } from '../../lib/event-hub.js';
 import { createFairOutboundDispatcher } from '../../lib/outbound.js';
 import type { ProcessDeps } from '../../process-deps.js';
+import { providersRepo } from '../providers/providers-repo.js';
 import type { ProvidersService } from '../providers/providers-service.js';
 import { budgetsRepo } from './budgets-repo.js';
 import { budgetsRoutes } from './budgets-routes.js';
 import { createBudgetsService } from './budgets-service.js';
+import { routesRepo } from './routes-repo.js';
+import { routesRoutes } from './routes-routes.js';
+import { createRoutesService } from './routes-service.js';
 import { loadPriceTable } from './spotlight-prices.js';
 import { createSpotlightQueries } from './spotlight-queries.js';
 import { spotlightRepo } from './spotlight-repo.js';
@@ -64,6 +68,12 @@ export function createSpotlightModule(deps: {
     log: (err, msg) => runtime.logger.warn({ err }, msg),
     budgets: { check: budgets.check, addSpend: budgetsRepo.addSpend },
   });
+  const routesService = createRoutesService({
+    db: runtime.db,
+    repo: routesRepo,
+    providers: providersRepo,
+    clock: runtime.clock,
+  });
   const queries = createSpotlightQueries({ db: runtime.db, repo: spotlightRepo, clock: runtime.clock });
 
   async function routes(app: FastifyInstance) {
@@ -73,11 +83,12 @@ export function createSpotlightModule(deps: {
     });
     await app.register(usageRoutes(queries));
     await app.register(budgetsRoutes(budgets));
+    await app.register(routesRoutes(routesService));
     app.addHook('onClose', async () => dispatcher.close());
   }
 
   /** Closes the upstream connections (the routes' onClose does it for the app). */
   const close = () => dispatcher.close();
 
-  return { service, queries, budgets, routes, close };
+  return { service, routesService, queries, budgets, routes, close };
 }

@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import { createResponseCache, ENTRY_OVERHEAD_BYTES } from '../../../src/modules/spotlight/response-cache.js';
+
+const meta = { credentialUuid: 'c', upstreamModel: 'gpt-4o', responseModel: 'gpt-4o-2024' };
+const json = (text: string) => ({ kind: 'json', contentType: 'application/json', body: Buffer.from(text) }) as const;
+
+function setup(maxBytes: number) {
+  let now = 1_000_000;
+  const cache = createResponseCache({ maxBytes, now: () => now });
+  return { cache, advance: (ms: number) => (now += ms) };
+}
+
+describe('response cache', () => {
+  it('a stored answer is a hit within the policy and the TTL, byte for byte, with its age', () => {
+    const { cache, advance } = setup(1_000_000);
+    expect(cache.store('k', json('{"choices":[]}'), meta, 60)).toBe(true);
+    advance(2_500);
+    const hit = cache.lookup('k', 60);
+    expect(hit?.answer).toEqual(json('{"choices":[]}'));
+    expect(hit?.meta).toEqual(meta);
+    expect(hit && cache.ageSeconds(hit)).toBe(2);
+  });
+
+  it('a policy shorter than the entry age misses, the entry stays for longer policies', () => {
+    const { cache, advance } = setup(1_000_000);
+    cache.store('k', json('{}'), meta, 600);
+    advance(10_000);
+    expect(cache.lookup('k', 10)).toBeNull();
+    expect(cache.lookup('k', 11)).not.toBeNull();
+  });
+
+  it('an expired entry misses and is dropped', () => {
+    const { cache, advance } = setup(1_000_000);
+    cache.store('k', json('{}'), meta, 5);
+    advance(5_000);
+    expect(cache.lookup('k', 86_400)).toBeNull();
+    expect(cache.stats()).toEqual({ entries: 0, bytes: 0 });
+  });
+
+  it('evicts the least recently used entries first when storing beyond the bound', () => {
+    const size = ENTRY_OVERHEAD_BYTES + 100;
+    const { cache } = setup(size * 2);
+    const body = json('x'.repeat(100));
+    cache.store('a', body, meta, 60);
+    cache.store('b', body, meta, 60);
+    expect(cache.lookup('a', 60)).not.toBeNull(); // a is now the most recently used
+    cache.store('c', body, meta, 60);
+    expect(cache.lookup('b', 60)).toBeNull();
+    expect(cache.lookup('a', 60)).not.toBeNull();
+    expect(cache.lookup('c', 60)).not.toBeNull();
+    expect(cache.stats()).toEqual({ entries: 2, bytes: size * 2 });
+  });
+
+  it('an answer larger than the bound is not stored and evicts nothing', () => {
+    const { cache } = setup(ENTRY_OVERHEAD_BYTES + 10);
+    cache.store('a', json('y'), meta, 60);
+    expect(cache.store('b', json('x'.repeat(11)), meta, 60)).toBe(false);
+    expect(cache.lookup('a', 60)).not.toBeNull();
+    expect(cache.lookup('b', 60)).toBeNull();
+  });
+
+  it('a bound of 0 turns the cache off', () => {
+    const { cache } = setup(0);
+    expect(cache.store('a', json('{}'), meta, 60)).toBe(false);
+    expect(cache.lookup('a', 60)).toBeNull();
+  });
+
+  it('counts stream events by their bytes and replaces an entry stored again under its key', () => {
+    const { cache } = setup(1_000_000);
+    const events = ['data: {"choices":[]}\n\n', 'data: [DONE]\n\n'];
+    cache.store('s', { kind: 'stream', contentType: 'text/event-stream', events, usageEventIndex: null }, meta, 60);
+    cache.store('s', { kind: 'stream', contentType: 'text/event-stream', events, usageEventIndex: null }, meta, 60);
+    expect(cache.stats()).toEqual({ entries: 1, bytes: ENTRY_OVERHEAD_BYTES + events.join('').length });
+  });
+});
