@@ -37,7 +37,6 @@ export interface CredentialWithUser {
 }
 
 // Queries on the path of every authenticated request, built once (see prepareQuery). A credential
-// Queries on the path of every authenticated request, built once (see prepareQuery). A credential
 // is live while it is not revoked, its workspace is not deleted and its creator is still a member.
 const liveKeyByHash = prepareQuery(1, (ex, hash: string) =>
   ex
