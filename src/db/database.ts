@@ -387,6 +387,12 @@ export interface SpotlightCallsTable {
   task_uuid: string | null;
   /** The platform key that authenticated the call; null for a session and the openai runtime. */
   platform_key_uuid: string | null;
+  /** The fallback route the call went through, and its name at the time; null for a plain call. */
+  route_uuid: string | null;
+  route_name: string | null;
+  /** The upstream exchanges in order; null on records written before routes existed. */
+  attempts: DbJson | null;
+  cache_hit: DbBool;
 }
 
 /** A scope's spending limits in nano-dollars (null: none); `scope_id` is the workspace's uuid for `account`. */

@@ -21,6 +21,7 @@ import { migration019 } from './migrations/019-trigger-verification.js';
 import { migration020 } from './migrations/020-concurrency-keys.js';
 import { migration021 } from './migrations/021-budgets.js';
 import { migration022 } from './migrations/022-routes.js';
+import { migration023 } from './migrations/023-call-routes.js';
 import type { DialectMigration } from './migrations/types.js';
 
 /** Every migration, in order. Forward only: a released migration is never edited. */
@@ -45,6 +46,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '020-concurrency-keys': migration020,
   '021-budgets': migration021,
   '022-routes': migration022,
+  '023-call-routes': migration023,
 };
 
 export class MigrationError extends Error {}

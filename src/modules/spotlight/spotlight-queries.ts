@@ -30,6 +30,15 @@ function view(c: NamedCallRow): CallView {
     agent_uuid: c.agentUuid,
     task_id: c.taskUuid,
     platform_key_uuid: c.platformKeyUuid,
+    route: c.route,
+    attempts: c.attempts.map((a) => ({
+      provider_credential_uuid: a.providerCredentialUuid,
+      upstream_model: a.upstreamModel,
+      status_code: a.statusCode,
+      error: a.error,
+      latency_ms: a.latencyMs,
+    })),
+    cache_hit: c.cacheHit,
   };
 }
 
@@ -89,6 +98,7 @@ export function createSpotlightQueries(deps: { db: Db; repo: SpotlightRepo; cloc
           input_tokens: r.inputTokens,
           output_tokens: r.outputTokens,
           cost_usd: r.costNanos / 1e9,
+          cache_hits: r.cacheHits,
           nanos: r.costNanos,
         }))
         .sort(
@@ -98,7 +108,7 @@ export function createSpotlightQueries(deps: { db: Db; repo: SpotlightRepo; cloc
             (a.provider_credential_name ?? '\uffff').localeCompare(b.provider_credential_name ?? '\uffff') ||
             a.provider_credential_uuid.localeCompare(b.provider_credential_uuid),
         );
-      const sum = (key: 'calls' | 'errors' | 'input_tokens' | 'output_tokens' | 'nanos') =>
+      const sum = (key: 'calls' | 'errors' | 'input_tokens' | 'output_tokens' | 'cache_hits' | 'nanos') =>
         usage.reduce((n, r) => n + r[key], 0);
       return {
         from: new Date(fromMs).toISOString().slice(0, 10),
@@ -110,6 +120,7 @@ export function createSpotlightQueries(deps: { db: Db; repo: SpotlightRepo; cloc
           input_tokens: sum('input_tokens'),
           output_tokens: sum('output_tokens'),
           cost_usd: sum('nanos') / 1e9,
+          cache_hits: sum('cache_hits'),
         },
       };
     },

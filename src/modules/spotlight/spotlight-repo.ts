@@ -9,6 +9,16 @@ export interface CallError {
   message: string;
 }
 
+/** One upstream exchange of a call: a plain call has one, a route call one per target tried. */
+export interface CallAttempt {
+  providerCredentialUuid: string;
+  upstreamModel: string;
+  /** The upstream's HTTP status; null when none came (timeout, unreachable). */
+  statusCode: number | null;
+  error: CallError | null;
+  latencyMs: number;
+}
+
 /** One model call, as recorded. */
 export interface CallRow {
   uuid: string;
@@ -31,6 +41,12 @@ export interface CallRow {
   taskUuid: string | null;
   /** The platform key that authenticated the call; null for a session JWT and the openai runtime. */
   platformKeyUuid: string | null;
+  /** The route the call went through, its name as at the call; null for a plain call. */
+  route: { uuid: string; name: string } | null;
+  /** Every upstream exchange in order; [] when nothing went upstream (budget refusal, cache hit). */
+  attempts: CallAttempt[];
+  /** Answered from the response cache. */
+  cacheHit: boolean;
 }
 
 /** A record with the name its credential has now (null once deleted). */
@@ -43,6 +59,7 @@ export interface CallFilter {
   agentUuid?: string | undefined;
   credentialUuid?: string | undefined;
   platformKeyUuid?: string | undefined;
+  routeUuid?: string | undefined;
 }
 
 export interface UsageRow {
@@ -55,6 +72,7 @@ export interface UsageRow {
   inputTokens: number;
   outputTokens: number;
   costNanos: number;
+  cacheHits: number;
 }
 
 function callsOf(ex: Executor, workspaceUuid: string) {
@@ -90,6 +108,10 @@ export const spotlightRepo = {
           agent_uuid: c.agentUuid,
           task_uuid: c.taskUuid,
           platform_key_uuid: c.platformKeyUuid,
+          route_uuid: c.route?.uuid ?? null,
+          route_name: c.route?.name ?? null,
+          attempts: toDbJson(c.attempts.map(attemptToDb)),
+          cache_hit: c.cacheHit ? 1 : 0,
         })
         .execute(),
     );
@@ -104,7 +126,8 @@ export const spotlightRepo = {
       )
       .$if(filter.platformKeyUuid !== undefined, (q) =>
         q.where('s.platform_key_uuid', '=', filter.platformKeyUuid as string),
-      );
+      )
+      .$if(filter.routeUuid !== undefined, (q) => q.where('s.route_uuid', '=', filter.routeUuid as string));
     const [rows, total] = await Promise.all([
       withDbErrors(
         base
@@ -151,6 +174,7 @@ export const spotlightRepo = {
           eb.fn.coalesce(eb.fn.sum('s.input_tokens'), sql.lit(0)).as('input_tokens'),
           eb.fn.coalesce(eb.fn.sum('s.output_tokens'), sql.lit(0)).as('output_tokens'),
           eb.fn.coalesce(eb.fn.sum('s.cost_nanos'), sql.lit(0)).as('cost_nanos'),
+          eb.fn.coalesce(eb.fn.sum(sql<number>`case when s.cache_hit then 1 else 0 end`), sql.lit(0)).as('cache_hits'),
         ])
         .groupBy([day, 's.provider_credential_uuid', 'p.name', 's.upstream_model'])
         .execute(),
@@ -165,6 +189,7 @@ export const spotlightRepo = {
       inputTokens: Number(r.input_tokens),
       outputTokens: Number(r.output_tokens),
       costNanos: Number(r.cost_nanos),
+      cacheHits: Number(r.cache_hits),
     }));
   },
 
@@ -205,8 +230,13 @@ function toNamedCall(r: Record<string, unknown>): NamedCallRow {
     agent_uuid: string | null;
     task_uuid: string | null;
     platform_key_uuid: string | null;
+    route_uuid: string | null;
+    route_name: string | null;
+    attempts: unknown;
+    cache_hit: number | boolean;
     credential_name: string | null;
   };
+  const error = row.error === null ? null : fromDbJson<CallError>(row.error);
   return {
     uuid: row.uuid,
     workspaceUuid: row.workspace_uuid,
@@ -219,7 +249,7 @@ function toNamedCall(r: Record<string, unknown>): NamedCallRow {
     providerCredentialName: row.credential_name ?? null,
     stream: Boolean(row.stream),
     statusCode: row.status_code,
-    error: row.error === null ? null : fromDbJson<CallError>(row.error),
+    error,
     latencyMs: Number(row.latency_ms),
     timeToFirstTokenMs: num(row.time_to_first_token_ms),
     inputTokens: num(row.input_tokens),
@@ -228,5 +258,57 @@ function toNamedCall(r: Record<string, unknown>): NamedCallRow {
     agentUuid: row.agent_uuid,
     taskUuid: row.task_uuid,
     platformKeyUuid: row.platform_key_uuid ?? null,
+    route: row.route_uuid === null ? null : { uuid: row.route_uuid, name: row.route_name ?? '' },
+    attempts:
+      row.attempts === null || row.attempts === undefined
+        ? olderAttempts(row, error)
+        : fromDbJson<AttemptDb[]>(row.attempts).map(attemptFromDb),
+    cacheHit: Boolean(row.cache_hit),
   };
+}
+
+/** An attempt as stored (snake case, as in the API). */
+interface AttemptDb {
+  provider_credential_uuid: string;
+  upstream_model: string;
+  status_code: number | null;
+  error: CallError | null;
+  latency_ms: number;
+}
+
+const attemptToDb = (a: CallAttempt): AttemptDb => ({
+  provider_credential_uuid: a.providerCredentialUuid,
+  upstream_model: a.upstreamModel,
+  status_code: a.statusCode,
+  error: a.error,
+  latency_ms: a.latencyMs,
+});
+
+const attemptFromDb = (a: AttemptDb): CallAttempt => ({
+  providerCredentialUuid: a.provider_credential_uuid,
+  upstreamModel: a.upstream_model,
+  statusCode: a.status_code,
+  error: a.error,
+  latencyMs: a.latency_ms,
+});
+
+/**
+ * A record written before attempts were kept: a budget refusal made none; any other call made the
+ * one exchange the record describes (no status when it timed out or could not connect).
+ */
+function olderAttempts(
+  row: { provider_credential_uuid: string; upstream_model: string; status_code: number; latency_ms: number },
+  error: CallError | null,
+): CallAttempt[] {
+  if (error?.code === 'budget_exceeded') return [];
+  const noAnswer = error?.code === 'upstream_timeout' || error?.code === 'upstream_unreachable';
+  return [
+    {
+      providerCredentialUuid: row.provider_credential_uuid,
+      upstreamModel: row.upstream_model,
+      statusCode: noAnswer ? null : row.status_code,
+      error,
+      latencyMs: Number(row.latency_ms),
+    },
+  ];
 }

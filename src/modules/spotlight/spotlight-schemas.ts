@@ -37,6 +37,28 @@ export const ChatCompletionBody = Type.Object(
 
 const Nullable = <T extends ReturnType<typeof Type.Integer>>(t: T) => Type.Union([t, Type.Null()]);
 
+const CallErrorSchema = Type.Object({
+  code: Type.Union(
+    ['upstream_error', 'upstream_unreachable', 'upstream_timeout', 'client_closed', 'budget_exceeded'].map((c) =>
+      Type.Literal(c),
+    ),
+  ),
+  message: Type.String(),
+});
+
+const AttemptSchema = Type.Object(
+  {
+    provider_credential_uuid: UuidSchema,
+    upstream_model: Type.String(),
+    status_code: Type.Union([Type.Integer(), Type.Null()], {
+      description: "The upstream's HTTP status; null when none came (timeout, unreachable).",
+    }),
+    error: Type.Union([CallErrorSchema, Type.Null()]),
+    latency_ms: Type.Integer(),
+  },
+  { title: 'ModelCallAttempt' },
+);
+
 export const CallSchema = Type.Object(
   {
     id: UuidSchema,
@@ -53,17 +75,7 @@ export const CallSchema = Type.Object(
     status_code: Type.Integer({
       description: 'What the caller got (200 for a stream that started; 499 when the caller left first).',
     }),
-    error: Type.Union([
-      Type.Object({
-        code: Type.Union(
-          ['upstream_error', 'upstream_unreachable', 'upstream_timeout', 'client_closed', 'budget_exceeded'].map((c) =>
-            Type.Literal(c),
-          ),
-        ),
-        message: Type.String(),
-      }),
-      Type.Null(),
-    ]),
+    error: Type.Union([CallErrorSchema, Type.Null()]),
     latency_ms: Type.Integer(),
     time_to_first_token_ms: Nullable(Type.Integer()),
     input_tokens: Nullable(Type.Integer()),
@@ -77,6 +89,14 @@ export const CallSchema = Type.Object(
     platform_key_uuid: Type.Union([UuidSchema, Type.Null()], {
       description: 'The platform key that authenticated the request; null for a session JWT and for source "runtime".',
     }),
+    route: Type.Union([Type.Object({ uuid: UuidSchema, name: Type.String() }), Type.Null()], {
+      description: 'The fallback route the call went through (its name as at the call); null for a plain call.',
+    }),
+    attempts: Type.Array(AttemptSchema, {
+      description:
+        'The upstream exchanges in order: one for a plain call that went upstream, one per target tried for a route, none for a budget refusal or a cache hit.',
+    }),
+    cache_hit: Type.Boolean({ description: 'Answered from the response cache (cost 0, nothing went upstream).' }),
   },
   { title: 'ModelCall' },
 );
@@ -87,6 +107,7 @@ export const CallListQuery = Type.Object({
   agent_uuid: Type.Optional(UuidSchema),
   provider_credential_uuid: Type.Optional(UuidSchema),
   platform_key_uuid: Type.Optional(UuidSchema),
+  route_uuid: Type.Optional(UuidSchema),
   page: Type.Integer({ minimum: 1, maximum: 10_000, default: 1 }),
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
 });
@@ -102,6 +123,7 @@ const Totals = {
   input_tokens: Type.Integer(),
   output_tokens: Type.Integer(),
   cost_usd: Type.Number(),
+  cache_hits: Type.Integer({ description: 'Calls answered from the response cache (counted in calls too).' }),
 };
 export const UsageReply = Type.Object({
   from: Day,

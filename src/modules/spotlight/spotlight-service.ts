@@ -94,13 +94,28 @@ export function createSpotlightService(deps: {
 
   /** Writes the record (and tells the observers); a failure to record never fails the answer. */
   async function record(
-    base: Omit<RecordedCall, keyof CallOutcome | 'costNanos' | 'latencyMs'>,
+    base: Omit<RecordedCall, keyof CallOutcome | 'costNanos' | 'latencyMs' | 'attempts'>,
     arrivedAt: number,
     outcome: CallOutcome,
   ) {
+    // A budget refusal went nowhere; any other plain call made the one exchange it describes.
+    const noAnswer = outcome.error?.code === 'upstream_timeout' || outcome.error?.code === 'upstream_unreachable';
+    const attempts =
+      outcome.error?.code === 'budget_exceeded'
+        ? []
+        : [
+            {
+              providerCredentialUuid: base.providerCredentialUuid,
+              upstreamModel: base.upstreamModel,
+              statusCode: noAnswer ? null : outcome.statusCode,
+              error: outcome.error,
+              latencyMs: Math.max(0, Math.round(outcome.endedAt - arrivedAt)),
+            },
+          ];
     const call: RecordedCall = {
       ...base,
       ...outcome,
+      attempts,
       latencyMs: Math.max(0, Math.round(outcome.endedAt - arrivedAt)),
       costNanos: costNanos(deps.prices, base.upstreamModel, outcome.inputTokens, outcome.outputTokens),
     };
@@ -208,6 +223,8 @@ export function createSpotlightService(deps: {
         agentUuid: task?.agentUuid ?? null,
         taskUuid: task?.taskUuid ?? null,
         platformKeyUuid: req.platformKeyUuid ?? null,
+        route: null,
+        cacheHit: false,
         traceparent: req.traceparent ?? null,
         request: {
           temperature: body.temperature,

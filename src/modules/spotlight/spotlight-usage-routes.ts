@@ -39,18 +39,20 @@ export function usageRoutes(queries: SpotlightQueries) {
           tags,
           summary: 'Model calls',
           description:
-            'Every chat completion that selected a credential, newest first, filtered by task, agent, credential or platform key.',
+            'Every chat completion that selected a credential, newest first, filtered by task, agent, credential, platform key or route.',
           querystring: CallListQuery,
           response: { 200: CallListReply },
         },
       },
       async (request) => {
-        const { page, limit, task_id, agent_uuid, provider_credential_uuid, platform_key_uuid } = request.query;
+        const { page, limit, task_id, agent_uuid, provider_credential_uuid, platform_key_uuid, route_uuid } =
+          request.query;
         const filter = {
           taskUuid: task_id,
           agentUuid: agent_uuid,
           credentialUuid: provider_credential_uuid,
           platformKeyUuid: platform_key_uuid,
+          routeUuid: route_uuid,
         };
         const { calls, total } = await queries.list(who(request), filter, page, limit);
         return { calls, pagination: pagination(page, limit, total) };
