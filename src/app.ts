@@ -31,6 +31,7 @@ import { createProvidersModule } from './modules/providers/providers-module.js';
 import { createRuntimeCheck } from './modules/runtimes/runtime-check.js';
 import { createRuntimesModule } from './modules/runtimes/runtimes-module.js';
 import { createSchedulesModule } from './modules/schedules/schedules-module.js';
+import { routesRepo } from './modules/spotlight/routes-repo.js';
 import { createSpotlightModule } from './modules/spotlight/spotlight-module.js';
 import { genAiServiceSpan } from './modules/spotlight/spotlight-telemetry.js';
 import { createTasksModule } from './modules/tasks/tasks-module.js';
@@ -173,7 +174,9 @@ export async function buildApp(
     runtime,
     events,
     box,
-    checkRuntime: createRuntimeCheck(providers.service, outboundPolicy),
+    checkRuntime: createRuntimeCheck(providers.service, outboundPolicy, async (workspaceUuid, routeUuid) =>
+      Boolean(await routesRepo.findOwned(runtime.db.kysely, workspaceUuid, routeUuid)),
+    ),
     cacheMs: config.agentCacheMs,
   });
   const connections = createConnectionLimits();

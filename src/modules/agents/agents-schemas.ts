@@ -15,11 +15,23 @@ export type AgentStatus = (typeof AGENT_STATUSES)[number];
 export const OpenAiRuntimeSchema = StrictObject(
   {
     type: Type.Literal('openai', { description: 'The service runs each task with an OpenAI-compatible model.' }),
-    provider_credential_uuid: Type.String({
-      pattern: UuidSchema.pattern,
-      description: "One of the owner's provider credentials (its base_url and key are used).",
-    }),
-    model: Type.String({ minLength: 1, maxLength: 256, description: 'Upstream model name, e.g. gpt-4o-mini.' }),
+    provider_credential_uuid: Type.Optional(
+      Type.String({
+        pattern: UuidSchema.pattern,
+        description:
+          "One of the owner's provider credentials (its base_url and key are used); with model, unless route_uuid is given.",
+      }),
+    ),
+    model: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 256, description: 'Upstream model name, e.g. gpt-4o-mini.' }),
+    ),
+    route_uuid: Type.Optional(
+      Type.String({
+        pattern: UuidSchema.pattern,
+        description:
+          'Instead of provider_credential_uuid and model: one of the fallback routes (/spotlight/routes); each run is one call through it.',
+      }),
+    ),
     system_prompt: Type.Optional(Type.String({ maxLength: 100_000 })),
     temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
     max_output_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),

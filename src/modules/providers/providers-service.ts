@@ -28,6 +28,8 @@ export interface OpenedCredential {
   name: string;
   baseUrl: string;
   apiKey: string;
+  /** Changes with every edit: part of the response cache's key, so an edit makes old entries unreachable. */
+  updatedAt: string;
 }
 
 const duplicateName = () => invalid('name', 'is already used by another of your provider credentials');
@@ -83,6 +85,7 @@ export function createProvidersService(deps: {
     name: c.name,
     baseUrl: c.baseUrl,
     apiKey: deps.box.open(c.apiKeySealed),
+    updatedAt: c.updatedAt,
   });
 
   return {

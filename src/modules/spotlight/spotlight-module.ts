@@ -9,6 +9,7 @@ import type { ProvidersService } from '../providers/providers-service.js';
 import { budgetsRepo } from './budgets-repo.js';
 import { budgetsRoutes } from './budgets-routes.js';
 import { createBudgetsService } from './budgets-service.js';
+import { createResponseCache } from './response-cache.js';
 import { routesRepo } from './routes-repo.js';
 import { routesRoutes } from './routes-routes.js';
 import { createRoutesService } from './routes-service.js';
@@ -47,10 +48,19 @@ export function createSpotlightModule(deps: {
     timeoutMs: config.proxyTimeoutMs,
     perAccount: config.outboundPerAccount,
   });
+  const db = runtime.db;
   const service = createSpotlightService({
-    db: runtime.db,
+    db,
     repo: spotlightRepo,
     providers: deps.providers,
+    routes: {
+      byName: (workspaceUuid, name) => routesRepo.findByName(db.kysely, workspaceUuid, name),
+      byUuid: (workspaceUuid, uuid) => routesRepo.findOwned(db.kysely, workspaceUuid, uuid),
+      list: (workspaceUuid) => routesRepo.list(db.kysely, workspaceUuid),
+    },
+    // In memory, per instance: answers are never written to disk or the database.
+    cache: createResponseCache({ maxBytes: config.proxyCacheMaxBytes, now: runtime.clock.now }),
+    cacheMaxBytes: config.proxyCacheMaxBytes,
     upstream: {
       dispatcher,
       outbound,

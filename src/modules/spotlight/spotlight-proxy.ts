@@ -3,7 +3,7 @@ import { type Dispatcher, request } from 'undici';
 import { checkOutboundUrl, type OutboundPolicy, OutboundUrlError } from '../../lib/outbound.js';
 import type { FairOutbound } from '../../lib/outbound-fair.js';
 import type { OpenedCredential } from '../providers/providers-service.js';
-import { openAiError, ProxyError, upstreamErrorBody } from './spotlight-fns.js';
+import { chunkFacts, openAiError, ProxyError, upstreamErrorBody } from './spotlight-fns.js';
 import type { CallError } from './spotlight-repo.js';
 
 const RELAYED_HEADERS = ['retry-after', 'retry-after-ms'];
@@ -180,6 +180,30 @@ export function failedOutcome(err: unknown, now: number): CallOutcome {
     timeToFirstTokenMs: null,
     inputTokens: null,
     outputTokens: null,
+    endedAt: now,
+  };
+}
+
+/** The record's view of a non-streamed answer. */
+export function wholeOutcome(status: number, text: string, errorMessage: string | null, now: number): CallOutcome {
+  const ok = status >= 200 && status < 300;
+  let facts = chunkFacts(null);
+  if (ok) {
+    try {
+      facts = chunkFacts(JSON.parse(text));
+    } catch {
+      // not JSON: relayed as it is, nothing to count
+    }
+  }
+  return {
+    statusCode: status,
+    error: ok ? null : { code: 'upstream_error', message: errorMessage ?? `upstream answered HTTP ${status}` },
+    responseModel: facts.model,
+    responseId: facts.id,
+    finishReasons: facts.finishReasons,
+    timeToFirstTokenMs: null,
+    inputTokens: facts.usage?.input ?? null,
+    outputTokens: facts.usage?.output ?? null,
     endedAt: now,
   };
 }

@@ -138,7 +138,7 @@ export function proxyRoutes(
           tags,
           summary: 'Chat completion through a provider credential',
           description:
-            'OpenAI-compatible: point an OpenAI client at {base_url}/spotlight/v1 with a platform key. The credential is chosen by X-Taskhook-Credential, or by the model prefix `<credential name>/`. X-Taskhook-Task-Id attributes the call to one of your tasks. The upstream answer (status, body, Content-Type, Retry-After) is relayed; streams event by event. Every call that selected a credential is recorded, and its answer carries X-Taskhook-Call-Id. A reached budget (see /spotlight/budgets) answers 429 with code budget_exceeded, type insufficient_quota, the X-Taskhook-Budget-Scope/-Limit-Usd/-Spent-Usd headers, Retry-After (until the window ends; not for a task) and X-Should-Retry: false.',
+            'OpenAI-compatible: point an OpenAI client at {base_url}/spotlight/v1 with a platform key. The credential is chosen by X-Taskhook-Credential, or by the model prefix `<credential name>/`; `route:<name>` calls a fallback route (see /spotlight/routes), trying its targets in order on its retry_on failures (404 route_not_found when no route has that name). X-Taskhook-Task-Id attributes the call to one of your tasks. The upstream answer (status, body, Content-Type, Retry-After) is relayed; streams event by event. Every call that selected a credential is recorded, and its answer carries X-Taskhook-Call-Id. A reached budget (see /spotlight/budgets) answers 429 with code budget_exceeded, type insufficient_quota, the X-Taskhook-Budget-Scope/-Limit-Usd/-Spent-Usd headers, Retry-After (until the window ends; not for a task) and X-Should-Retry: false. X-Taskhook-Cache: max-age=<1-86400> (or the cache_ttl_seconds of a route) answers an identical earlier request from the memory of this instance (X-Taskhook-Cache: hit, Age) without going upstream, and otherwise marks the answer X-Taskhook-Cache: miss; no-store turns the cache of a route off; any other value is 400 invalid_cache_header.',
           body: ChatCompletionBody,
           response: { 200: ChatCompletionReply, ...openAiErrors },
         },
@@ -152,6 +152,7 @@ export function proxyRoutes(
           body: request.body,
           credential: header(request, 'x-taskhook-credential'),
           taskId: header(request, 'x-taskhook-task-id'),
+          cache: request.headers['x-taskhook-cache'],
           traceparent: header(request, 'traceparent'),
           signal: callerGone(reply),
         });
@@ -169,7 +170,7 @@ export function proxyRoutes(
           tags,
           summary: 'Models of your provider credentials',
           description:
-            "With X-Taskhook-Credential: that upstream's list as it is. Without: every credential's models with ids `<credential name>/<id>`, leaving out credentials whose upstream fails.",
+            "With X-Taskhook-Credential: that upstream's list as it is. Without: every credential's models with ids `<credential name>/<id>`, leaving out credentials whose upstream fails, then each route as `route:<name>` (owned_by taskhook).",
           response: { 200: ModelListReply, ...openAiErrors },
         },
       },

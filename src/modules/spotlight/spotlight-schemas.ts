@@ -148,5 +148,5 @@ export const ChatCompletionReply = Type.Unknown({
 
 export const ModelListReply = Type.Unknown({
   description:
-    '{"object": "list", "data": [model, …]}: ids are `<credential name>/<id>` unless X-Taskhook-Credential names one.',
+    '{"object": "list", "data": [model, …]}: ids are `<credential name>/<id>` unless X-Taskhook-Credential names one; routes follow as `route:<name>`.',
 });

@@ -1,33 +1,24 @@
 import type { Db, Executor } from '../../db/connect.js';
 import { newId } from '../../lib/ids.js';
 import { type Clock, iso } from '../../lib/time.js';
-import type { OpenedCredential, ProvidersService } from '../providers/providers-service.js';
+import type { ProvidersService } from '../providers/providers-service.js';
 import { refusalAnswer } from './budget-fns.js';
 import type { SpendOf } from './budgets-repo.js';
 import type { BudgetsService, CallScopes } from './budgets-service.js';
-import { checkChatBody, chunkFacts, ProxyError, proxyError, splitModel, upstreamChatBody } from './spotlight-fns.js';
+import { cacheKey, cachePolicySeconds, parseCacheHeader } from './cache-key-fns.js';
+import { attemptTargets, type Target } from './proxy-attempts.js';
+import { replayAnswer, streamCapture, wholeEntry } from './proxy-cache.js';
+import type { ResponseCache } from './response-cache.js';
+import type { RouteRow } from './routes-repo.js';
+import { checkChatBody, proxyError, splitModel, upstreamChatBody } from './spotlight-fns.js';
+import { createModelLists } from './spotlight-models.js';
 import { costNanos, type PriceTable } from './spotlight-prices.js';
-import {
-  type CallOutcome,
-  callUpstream,
-  failedOutcome,
-  type ProxyAnswer,
-  relayWhole,
-  type UpstreamDeps,
-} from './spotlight-proxy.js';
-import type { SpotlightRepo } from './spotlight-repo.js';
-import { relayStream } from './spotlight-stream.js';
+import { type CallOutcome, failedOutcome, type ProxyAnswer, type UpstreamDeps } from './spotlight-proxy.js';
+import type { CallAttempt, SpotlightRepo } from './spotlight-repo.js';
 import type { CallObserver, RecordedCall } from './spotlight-telemetry.js';
 
-/** How long one credential's model list may take when listing all of them. */
-const MODEL_LIST_TIMEOUT_MS = 15_000;
-/** How long listing all of them may take: credentials not asked by then are left out. */
-const MODEL_LISTS_DEADLINE_MS = 30_000;
-/** Credentials asked at once when listing all of them. */
-const MODEL_LIST_CONCURRENCY = 4;
-/** Largest model list read from one upstream (real lists are tens of kilobytes). */
-export const MODEL_LIST_MAX_BYTES = 1024 * 1024;
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const ROUTE_PREFIX = 'route:';
 
 /** Who calls and for what: the proxy's request, as plain data. */
 export interface ChatRequest {
@@ -37,6 +28,10 @@ export interface ChatRequest {
   credential?: string | undefined;
   /** X-Taskhook-Task-Id. */
   taskId?: string | undefined;
+  /** X-Taskhook-Cache (absent: the route's policy, if any). */
+  cache?: string | string[] | undefined;
+  /** The route an `openai` runtime names by uuid (its body's model is then ignored). */
+  routeUuid?: string | undefined;
   /** The platform key that authenticated the request (null or absent: a session, or the runtime). */
   platformKeyUuid?: string | null | undefined;
   /** The task a model runtime call serves (already known to be the user's). */
@@ -50,11 +45,26 @@ export interface ChatAnswer extends ProxyAnswer {
   callId: string | null;
 }
 
-/** The model proxy: credential selection, forwarding, and one record per call. */
+/** Reading a workspace's routes (the routes room's repository over the database). */
+export interface RouteLookup {
+  byName(workspaceUuid: string, name: string): Promise<RouteRow | undefined>;
+  byUuid(workspaceUuid: string, uuid: string): Promise<RouteRow | undefined>;
+  list(workspaceUuid: string): Promise<RouteRow[]>;
+}
+
+/** What a call goes to: one credential, or a route's targets in order. */
+interface Selection {
+  route: RouteRow | null;
+  targets: Target[];
+}
+
+/** The model proxy: credential or route selection, the cache, budgets, forwarding, one record per call. */
 export function createSpotlightService(deps: {
   db: Db;
   repo: SpotlightRepo;
   providers: Pick<ProvidersService, 'resolve' | 'touch' | 'openAll'>;
+  routes: RouteLookup;
+  cache: ResponseCache;
   upstream: UpstreamDeps;
   clock: Clock;
   prices: PriceTable;
@@ -62,6 +72,8 @@ export function createSpotlightService(deps: {
   log: (err: unknown, msg: string) => void;
   /** Budgets: the check before a call goes upstream, and the spend each record adds (same transaction). */
   budgets: Pick<BudgetsService, 'check'> & { addSpend: (trx: Executor, call: SpendOf) => Promise<void> };
+  /** The cache's bound in bytes (0: off), to stop collecting a stream that could never be stored. */
+  cacheMaxBytes: number;
 }) {
   const { db, repo } = deps;
 
@@ -72,52 +84,82 @@ export function createSpotlightService(deps: {
     return { taskUuid: task.uuid, agentUuid: task.agent_uuid };
   }
 
-  async function select(req: ChatRequest, model: string) {
+  /** A route's targets with their credentials opened; a target whose credential is gone is skipped. */
+  async function routeSelection(workspaceUuid: string, route: RouteRow): Promise<Selection> {
+    const opened = await Promise.all(
+      route.targets.map((t) => deps.providers.resolve(workspaceUuid, t.provider_credential_uuid)),
+    );
+    const targets = route.targets.flatMap((t, i) => {
+      const credential = opened[i];
+      return credential ? [{ credential, upstreamModel: t.model }] : [];
+    });
+    if (targets.length === 0)
+      throw proxyError(404, `The route "${route.name}" has no provider credential left`, 'credential_not_found');
+    return { route, targets };
+  }
+
+  async function select(req: ChatRequest, model: string): Promise<Selection> {
+    if (req.routeUuid !== undefined) {
+      const route = await deps.routes.byUuid(req.workspaceUuid, req.routeUuid);
+      if (!route) throw proxyError(404, 'The route of this agent no longer exists', 'route_not_found');
+      return routeSelection(req.workspaceUuid, route);
+    }
+    // A route name holds neither ":" nor "/", so `route:<name>` never reads as <credential>/<model>.
+    if (model.startsWith(ROUTE_PREFIX)) {
+      const name = model.slice(ROUTE_PREFIX.length);
+      const route = await deps.routes.byName(req.workspaceUuid, name);
+      if (!route) throw proxyError(404, `No route is named "${name}"`, 'route_not_found', 'model');
+      return routeSelection(req.workspaceUuid, route);
+    }
     if (req.credential !== undefined) {
       const credential = await deps.providers.resolve(req.workspaceUuid, req.credential);
       if (!credential)
         throw proxyError(404, 'X-Taskhook-Credential names none of your provider credentials', 'credential_not_found');
-      return { credential, upstreamModel: model };
+      return { route: null, targets: [{ credential, upstreamModel: model }] };
     }
     const split = splitModel(model);
     const credential = split && (await deps.providers.resolve(req.workspaceUuid, split.credential));
     if (!split || !credential || credential.name !== split.credential) {
       throw proxyError(
         404,
-        `The model "${model}" does not exist: use <credential name>/<model>, or name a credential in X-Taskhook-Credential`,
+        `The model "${model}" does not exist: use <credential name>/<model>, a route as route:<name>, or name a credential in X-Taskhook-Credential`,
         'model_not_found',
         'model',
       );
     }
-    return { credential, upstreamModel: split.upstream };
+    return { route: null, targets: [{ credential, upstreamModel: split.upstream }] };
   }
 
+  /** The cache key's target: the credential and model, or the route and its credentials, as they are now. */
+  const keyTarget = (sel: Selection) => {
+    const first = sel.targets[0] as Target;
+    return sel.route
+      ? {
+          kind: 'route' as const,
+          routeUuid: sel.route.uuid,
+          routeUpdatedAt: sel.route.updatedAt,
+          credentialUpdatedAts: sel.targets.map((t) => t.credential.updatedAt),
+        }
+      : {
+          kind: 'credential' as const,
+          credentialUuid: first.credential.uuid,
+          credentialUpdatedAt: first.credential.updatedAt,
+          upstreamModel: first.upstreamModel,
+        };
+  };
+
+  type Base = Omit<RecordedCall, keyof CallOutcome | 'costNanos' | 'latencyMs' | 'attempts'>;
+
   /** Writes the record (and tells the observers); a failure to record never fails the answer. */
-  async function record(
-    base: Omit<RecordedCall, keyof CallOutcome | 'costNanos' | 'latencyMs' | 'attempts'>,
-    arrivedAt: number,
-    outcome: CallOutcome,
-  ) {
-    // A budget refusal went nowhere; any other plain call made the one exchange it describes.
-    const noAnswer = outcome.error?.code === 'upstream_timeout' || outcome.error?.code === 'upstream_unreachable';
-    const attempts =
-      outcome.error?.code === 'budget_exceeded'
-        ? []
-        : [
-            {
-              providerCredentialUuid: base.providerCredentialUuid,
-              upstreamModel: base.upstreamModel,
-              statusCode: noAnswer ? null : outcome.statusCode,
-              error: outcome.error,
-              latencyMs: Math.max(0, Math.round(outcome.endedAt - arrivedAt)),
-            },
-          ];
+  async function record(base: Base, arrivedAt: number, outcome: CallOutcome, attempts: CallAttempt[]) {
     const call: RecordedCall = {
       ...base,
       ...outcome,
       attempts,
       latencyMs: Math.max(0, Math.round(outcome.endedAt - arrivedAt)),
-      costNanos: costNanos(deps.prices, base.upstreamModel, outcome.inputTokens, outcome.outputTokens),
+      costNanos: base.cacheHit
+        ? 0
+        : costNanos(deps.prices, base.upstreamModel, outcome.inputTokens, outcome.outputTokens),
     };
     try {
       // The spend totals move with the record, so spend read back always equals the sum of records.
@@ -131,197 +173,134 @@ export function createSpotlightService(deps: {
     for (const observer of deps.observers) observer(call);
   }
 
-  /** One credential's model list, entries renamed `<credential name>/<id>`; null when it fails. */
-  async function prefixedModels(credential: OpenedCredential, caller: AbortSignal): Promise<unknown[] | null> {
-    // One slow upstream must not hold the whole list for the full proxy timeout.
-    const signal = AbortSignal.any([
-      caller,
-      AbortSignal.timeout(Math.min(deps.upstream.timeoutMs, MODEL_LIST_TIMEOUT_MS)),
-    ]);
-    try {
-      const res = await callUpstream(deps.upstream, credential, '/models', { method: 'GET', signal });
-      const { answer, text } = await relayWhole(deps.upstream, res, signal, MODEL_LIST_MAX_BYTES);
-      if (answer.status < 200 || answer.status >= 300) return null;
-      const data = (JSON.parse(text) as { data?: unknown }).data;
-      if (!Array.isArray(data)) return null;
-      return data
-        .filter((m): m is Record<string, unknown> => typeof m === 'object' && m !== null && typeof m.id === 'string')
-        .map((m) => ({ ...m, id: `${credential.name}/${m.id}` }));
-    } catch (err) {
-      if (!caller.aborted) deps.log(err, `model list of credential ${credential.uuid} left out`);
-      return null;
-    }
-  }
+  /** The record's fields that name the target which gave the answer. */
+  const targetFields = (target: Target) => ({
+    providerCredentialUuid: target.credential.uuid,
+    upstreamModel: target.upstreamModel,
+  });
 
-  /**
-   * Every credential's prefixed models, asking at most MODEL_LIST_CONCURRENCY upstreams at once
-   * and none after MODEL_LISTS_DEADLINE_MS: a user with many slow credentials holds a few
-   * connections for a bounded time, not one per credential.
-   */
-  async function allModels(workspaceUuid: string, caller: AbortSignal): Promise<unknown[]> {
-    const credentials = await deps.providers.openAll(workspaceUuid);
-    const signal = AbortSignal.any([
-      caller,
-      AbortSignal.timeout(Math.min(deps.upstream.timeoutMs, MODEL_LISTS_DEADLINE_MS)),
-    ]);
-    const lists: Array<unknown[] | null> = credentials.map(() => null);
-    let next = 0;
-    const worker = async () => {
-      while (next < credentials.length && !signal.aborted) {
-        const at = next++;
-        lists[at] = await prefixedModels(credentials[at] as OpenedCredential, signal);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(MODEL_LIST_CONCURRENCY, credentials.length) }, worker));
-    return lists.flatMap((list) => list ?? []);
-  }
+  const listModels = createModelLists({
+    providers: deps.providers,
+    upstream: deps.upstream,
+    routes: deps.routes.list,
+    log: deps.log,
+  });
 
   return {
-    /**
-     * GET /models: with a credential named, its upstream list relayed as it is; otherwise the union
-     * over the caller's credentials with ids prefixed, leaving out those whose upstream fails.
-     */
-    async models(workspaceUuid: string, credentialRef: string | undefined, signal: AbortSignal): Promise<ProxyAnswer> {
-      if (credentialRef !== undefined) {
-        const credential = await deps.providers.resolve(workspaceUuid, credentialRef);
-        if (!credential)
-          throw proxyError(
-            404,
-            'X-Taskhook-Credential names none of your provider credentials',
-            'credential_not_found',
-          );
-        const res = await callUpstream(deps.upstream, credential, '/models', { method: 'GET', signal });
-        return (await relayWhole(deps.upstream, res, signal, MODEL_LIST_MAX_BYTES)).answer;
-      }
-      const data = await allModels(workspaceUuid, signal);
-      return {
-        status: 200,
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ object: 'list', data }),
-      };
-    },
+    /** GET /models: see createModelLists. */
+    models: listModels,
 
     /**
-     * POST /chat/completions through the proxy. Errors before a credential is selected are thrown
-     * (ProxyError, not recorded); from then on every outcome is recorded and answered.
+     * POST /chat/completions through the proxy. Errors before a credential or route is selected
+     * are thrown (ProxyError, not recorded); from then on every outcome is recorded and answered.
+     * In order: the cache (a hit answers at once), the budgets, then each target until one answers.
      */
     async chatCompletions(req: ChatRequest, source: 'api' | 'runtime' = 'api'): Promise<ChatAnswer> {
       const arrivedAt = deps.clock.now();
       const body = checkChatBody(req.body);
+      const cacheHeader = parseCacheHeader(req.cache);
+      if (cacheHeader.kind === 'invalid')
+        throw proxyError(400, 'X-Taskhook-Cache must be max-age=<1-86400> or no-store', 'invalid_cache_header');
       const task = req.task ?? (await attribution(req.workspaceUuid, req.taskId));
-      const { credential, upstreamModel } = await select(req, body.model);
-      const upstream = upstreamChatBody(body, upstreamModel);
-      const base = {
+      const sel = await select(req, body.model);
+      const first = sel.targets[0] as Target;
+      const upstream = upstreamChatBody(body, first.upstreamModel);
+      const base: Base = {
         uuid: newId(),
         workspaceUuid: req.workspaceUuid,
         createdAt: iso(arrivedAt),
         source,
-        model: body.model,
-        upstreamModel,
-        providerCredentialUuid: credential.uuid,
+        model: sel.route ? `${ROUTE_PREFIX}${sel.route.name}` : body.model,
+        ...targetFields(first),
         stream: upstream.stream,
         agentUuid: task?.agentUuid ?? null,
         taskUuid: task?.taskUuid ?? null,
         platformKeyUuid: req.platformKeyUuid ?? null,
-        route: null,
+        route: sel.route && { uuid: sel.route.uuid, name: sel.route.name },
         cacheHit: false,
         traceparent: req.traceparent ?? null,
         request: {
           temperature: body.temperature,
           maxTokens: body.max_completion_tokens ?? body.max_tokens,
-          baseUrl: credential.baseUrl,
+          baseUrl: first.credential.baseUrl,
         },
       };
-      const done = (outcome: CallOutcome) => record(base, arrivedAt, outcome);
-      const refused = await checkBudgets(base, done);
-      if (refused) return refused;
-      void deps.providers.touch(credential.uuid, (err) => deps.log(err, 'could not record last_used_at'));
-      try {
-        const answer = await forward(credential, upstream, req.signal, done);
-        return { ...answer, callId: base.uuid };
-      } catch (err) {
-        if (!(err instanceof ProxyError)) throw err;
-        await done(failedOutcome(err, deps.clock.now()));
-        return {
-          status: err.status,
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify(err.body),
-          callId: base.uuid,
-        };
+      const answered = (answer: ProxyAnswer): ChatAnswer => ({ ...answer, callId: base.uuid });
+
+      const policy = cachePolicySeconds(cacheHeader, sel.route?.cacheTtlSeconds ?? null);
+      const key = policy === null ? null : cacheKey(req.workspaceUuid, keyTarget(sel), body);
+      if (key !== null && policy !== null) {
+        const entry = deps.cache.lookup(key, policy);
+        if (entry) {
+          const hit: Base = {
+            ...base,
+            cacheHit: true,
+            providerCredentialUuid: entry.meta.credentialUuid ?? base.providerCredentialUuid,
+            upstreamModel: entry.meta.upstreamModel ?? base.upstreamModel,
+          };
+          const now = deps.clock.now();
+          await record(hit, arrivedAt, { ...hitOutcome(now), responseModel: entry.meta.responseModel }, []);
+          return answered(replayAnswer(entry, deps.cache.ageSeconds(entry), upstream.callerWantsUsage));
+        }
       }
+      const marked = (answer: ProxyAnswer): ChatAnswer =>
+        answered(key === null ? answer : { ...answer, headers: { ...answer.headers, 'x-taskhook-cache': 'miss' } });
+
+      const refusal = await deps.budgets.check(base satisfies CallScopes);
+      if (refusal) {
+        const now = deps.clock.now();
+        await record(base, arrivedAt, refusedOutcome(refusal, now), []);
+        return marked(refusalAnswer(refusal, now));
+      }
+      const capture = key === null ? null : streamCapture(deps.cacheMaxBytes);
+      const attempted = await attemptTargets(deps.upstream, {
+        targets: sel.targets,
+        fallBackOn: sel.route?.retryOn ?? [],
+        body: upstream.body,
+        callerWantsUsage: upstream.callerWantsUsage,
+        signal: req.signal,
+        onEvent: capture?.onEvent,
+        onEnd: async (target, outcome, attempts) => {
+          for (const uuid of new Set(attempts.map((a) => a.providerCredentialUuid)))
+            void deps.providers.touch(uuid, (err) => deps.log(err, 'could not record last_used_at'));
+          const fields = { ...base, ...targetFields(target) };
+          fields.request = { ...base.request, baseUrl: target.credential.baseUrl };
+          await record(fields, arrivedAt, outcome, attempts);
+          // A stream is kept only when it ended with [DONE], without error, the caller still there.
+          const entry =
+            capture && outcome.error === null && !req.signal.aborted ? capture.entry('text/event-stream') : null;
+          if (key !== null && policy !== null && entry) {
+            deps.cache.store(key, entry, metaOf(target, outcome), policy);
+          }
+        },
+      });
+      if (key !== null && policy !== null && attempted.kind === 'whole' && attempted.text !== null) {
+        const entry = wholeEntry(attempted.answer, attempted.text);
+        if (entry) deps.cache.store(key, entry, metaOf(attempted.target, null), policy);
+      }
+      return marked(attempted.answer);
     },
   };
+}
 
-  /**
-   * Budgets, after the credential and the task are known and before anything goes upstream: a
-   * reached limit answers 429 (recorded as `budget_exceeded`, no tokens, no cost); null otherwise.
-   */
-  async function checkBudgets(base: CallScopes & { uuid: string }, done: (o: CallOutcome) => Promise<void>) {
-    const refusal = await deps.budgets.check(base);
-    if (!refusal) return null;
-    const now = deps.clock.now();
-    await done(refusedOutcome(refusal, now));
-    return { ...refusalAnswer(refusal, now), callId: base.uuid } satisfies ChatAnswer;
-  }
+/** What a hit records besides the answer: the target and model of the answer it replays. */
+function metaOf(target: Target, outcome: CallOutcome | null) {
+  return {
+    credentialUuid: target.credential.uuid,
+    upstreamModel: target.upstreamModel,
+    responseModel: outcome?.responseModel ?? null,
+  };
+}
 
-  async function forward(
-    credential: OpenedCredential,
-    upstream: ReturnType<typeof upstreamChatBody>,
-    signal: AbortSignal,
-    done: (outcome: CallOutcome) => Promise<void>,
-  ): Promise<ProxyAnswer> {
-    const upstreamStartedAt = deps.clock.now();
-    const res = await callUpstream(deps.upstream, credential, '/chat/completions', {
-      method: 'POST',
-      body: JSON.stringify(upstream.body),
-      signal,
-    });
-    const type = String(res.headers['content-type'] ?? '');
-    if (res.statusCode >= 200 && res.statusCode < 300 && type.startsWith('text/event-stream')) {
-      return relayStream(res, {
-        callerWantsUsage: upstream.callerWantsUsage,
-        maxEventBytes: deps.upstream.limits.maxEventBytes,
-        maxStreamBytes: deps.upstream.limits.maxStreamBytes,
-        signal,
-        upstreamStartedAt,
-        now: deps.clock.now,
-        onEnd: done,
-      });
-    }
-    const { answer, text, errorMessage } = await relayWhole(deps.upstream, res, signal);
-    await done(wholeOutcome(res.statusCode, text, errorMessage, deps.clock.now()));
-    return answer;
-  }
+/** The record of a hit: 200, nothing went upstream, no tokens (cost 0 is set by `record`). */
+function hitOutcome(now: number): CallOutcome {
+  return { ...failedOutcome(new Error('cache hit'), now), statusCode: 200, error: null };
 }
 
 /** The record of a call a budget refused: 429 `budget_exceeded`, nothing went upstream. */
 function refusedOutcome(refusal: { message: string }, now: number): CallOutcome {
   const error = { code: 'budget_exceeded' as const, message: refusal.message };
   return { ...failedOutcome(new Error(refusal.message), now), statusCode: 429, error };
-}
-
-/** The record's view of a non-streamed answer. */
-function wholeOutcome(status: number, text: string, errorMessage: string | null, now: number): CallOutcome {
-  const ok = status >= 200 && status < 300;
-  let facts = chunkFacts(null);
-  if (ok) {
-    try {
-      facts = chunkFacts(JSON.parse(text));
-    } catch {
-      // not JSON: relayed as it is, nothing to count
-    }
-  }
-  return {
-    statusCode: status,
-    error: ok ? null : { code: 'upstream_error', message: errorMessage ?? `upstream answered HTTP ${status}` },
-    responseModel: facts.model,
-    responseId: facts.id,
-    finishReasons: facts.finishReasons,
-    timeToFirstTokenMs: null,
-    inputTokens: facts.usage?.input ?? null,
-    outputTokens: facts.usage?.output ?? null,
-    endedAt: now,
-  };
 }
 
 export type SpotlightService = ReturnType<typeof createSpotlightService>;

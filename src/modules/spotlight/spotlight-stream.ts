@@ -28,6 +28,8 @@ export function relayStream(
     upstreamStartedAt: number;
     now: () => number;
     onEnd: (outcome: CallOutcome) => Promise<void>;
+    /** Told of every upstream event in order (the usage-only chunk and [DONE] included): the cache keeps them. */
+    onEvent?: ((event: string, usageOnly: boolean) => void) | undefined;
   },
 ): ProxyAnswer {
   const out = new PassThrough();
@@ -44,15 +46,15 @@ export function relayStream(
   };
   let first = true;
 
-  /** Reads one event for the record; false when it is not to be relayed. */
+  /** Reads one event for the record; true when it is the usage-only chunk. */
   function inspect(event: string): boolean {
     const data = sseData(event);
-    if (data === null || data === '[DONE]') return true;
+    if (data === null || data === '[DONE]') return false;
     let parsed: unknown;
     try {
       parsed = JSON.parse(data);
     } catch {
-      return true;
+      return false;
     }
     const facts = chunkFacts(parsed);
     if (first) {
@@ -68,7 +70,7 @@ export function relayStream(
       outcome.inputTokens = facts.usage.input;
       outcome.outputTokens = facts.usage.output;
     }
-    return !(facts.usageOnly && !opts.callerWantsUsage);
+    return facts.usageOnly;
   }
 
   async function write(text: string) {
@@ -88,10 +90,13 @@ export function relayStream(
       final = null;
     }
     if (sseData(event) === '[DONE]') {
+      opts.onEvent?.(event, false);
       final = `${event}\n\n`;
       return;
     }
-    if (inspect(event)) await write(`${event}\n\n`);
+    const usageOnly = inspect(event);
+    opts.onEvent?.(event, usageOnly);
+    if (!usageOnly || opts.callerWantsUsage) await write(`${event}\n\n`);
   }
 
   async function pump() {

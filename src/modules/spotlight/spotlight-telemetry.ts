@@ -32,6 +32,7 @@ export function genAiSpanAttributes(call: RecordedCall): Record<string, Attribut
     'server.address': url.hostname,
     'server.port': port,
     'taskhook.spotlight.call_id': call.uuid,
+    'taskhook.spotlight.cache_hit': call.cacheHit,
   };
   const optional: Record<string, AttributeValue | null | undefined> = {
     'gen_ai.response.model': call.responseModel,
@@ -44,6 +45,7 @@ export function genAiSpanAttributes(call: RecordedCall): Record<string, Attribut
     'error.type': call.error?.code,
     'taskhook.task_id': call.taskUuid,
     'taskhook.agent_uuid': call.agentUuid,
+    'taskhook.spotlight.route': call.route?.name,
   };
   for (const [key, value] of Object.entries(optional))
     if (value !== null && value !== undefined) attributes[key] = value;

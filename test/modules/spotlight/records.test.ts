@@ -138,11 +138,39 @@ describe.each(DATABASES)('model call records and usage on $name', (database) => 
     const gpt4o = { input: 2.5, output: 10 };
     const cost = (n: number) => (n * (11 * gpt4o.input + 7 * gpt4o.output)) / 1e6;
     expect(body.usage).toEqual([
-      row(today, a, 'gpt-4o', { calls: 2, errors: 0, input_tokens: 22, output_tokens: 14, cost_usd: cost(2) }),
-      row(today, b, 'gpt-4o', { calls: 2, errors: 0, input_tokens: 22, output_tokens: 14, cost_usd: cost(2) }),
-      row(today, a, 'rate-limited', { calls: 1, errors: 1, input_tokens: 0, output_tokens: 0, cost_usd: 0 }),
+      row(today, a, 'gpt-4o', {
+        calls: 2,
+        errors: 0,
+        input_tokens: 22,
+        output_tokens: 14,
+        cost_usd: cost(2),
+        cache_hits: 0,
+      }),
+      row(today, b, 'gpt-4o', {
+        calls: 2,
+        errors: 0,
+        input_tokens: 22,
+        output_tokens: 14,
+        cost_usd: cost(2),
+        cache_hits: 0,
+      }),
+      row(today, a, 'rate-limited', {
+        calls: 1,
+        errors: 1,
+        input_tokens: 0,
+        output_tokens: 0,
+        cost_usd: 0,
+        cache_hits: 0,
+      }),
     ]);
-    expect(body.totals).toEqual({ calls: 5, errors: 1, input_tokens: 44, output_tokens: 28, cost_usd: cost(4) });
+    expect(body.totals).toEqual({
+      calls: 5,
+      errors: 1,
+      input_tokens: 44,
+      output_tokens: 28,
+      cost_usd: cost(4),
+      cache_hits: 0,
+    });
 
     expect(
       (await call(t.app, 'DELETE', `/user/provider_credentials/${b.uuid}`, { token: user.token })).statusCode,
@@ -168,7 +196,7 @@ describe.each(DATABASES)('model call records and usage on $name', (database) => 
       from: '2020-01-01',
       to: '2020-01-31',
       usage: [],
-      totals: { calls: 0, errors: 0, input_tokens: 0, output_tokens: 0, cost_usd: 0 },
+      totals: { calls: 0, errors: 0, input_tokens: 0, output_tokens: 0, cost_usd: 0, cache_hits: 0 },
     });
   });
 

@@ -274,6 +274,7 @@ describe('GenAI span of a call', () => {
       'server.address': 'api.example.com',
       'server.port': 443,
       'taskhook.spotlight.call_id': call.uuid,
+      'taskhook.spotlight.cache_hit': false,
       'taskhook.task_id': 't',
       'taskhook.agent_uuid': 'a',
     });

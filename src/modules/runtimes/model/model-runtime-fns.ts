@@ -5,8 +5,10 @@ import { type Finding, findingsResultOf } from '../findings-fns.js';
 /** The stored runtime of such an agent. */
 export interface OpenAiRuntime {
   type: 'openai';
-  provider_credential_uuid: string;
-  model: string;
+  /** With `model`: one credential. Or, instead of both, `route_uuid`: a fallback route. */
+  provider_credential_uuid?: string;
+  model?: string;
+  route_uuid?: string;
   system_prompt?: string;
   temperature?: number;
   max_output_tokens?: number;
@@ -51,7 +53,8 @@ export function chatRequestOf(runtime: OpenAiRuntime, conversation: Conversation
     ...conversation.map((m) => ({ role: m.role === 'user' ? 'user' : 'assistant', content: m.content })),
   ];
   return {
-    model: runtime.model,
+    // A route's targets each get their own model; the proxy takes the route from route_uuid.
+    model: runtime.route_uuid === undefined ? runtime.model : `route:${runtime.route_uuid}`,
     messages,
     ...(runtime.temperature === undefined ? {} : { temperature: runtime.temperature }),
     ...(runtime.max_output_tokens === undefined ? {} : { max_completion_tokens: runtime.max_output_tokens }),

@@ -61,6 +61,7 @@ export function createModelRuntime(deps: { spotlight: Pick<SpotlightService, 'ch
             workspaceUuid: run.workspaceUuid,
             body: chatRequestOf(run.runtime, run.conversation),
             credential: run.runtime.provider_credential_uuid,
+            routeUuid: run.runtime.route_uuid,
             task: { taskUuid: run.taskUuid, agentUuid: run.agentUuid },
             signal: run.signal,
           },
