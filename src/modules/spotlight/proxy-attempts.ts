@@ -32,6 +32,8 @@ export interface Attempted {
   kind: 'whole' | 'failed' | 'stream';
   /** The body as text for a whole answer (what the cache stores), else null. */
   text: string | null;
+  /** What was recorded of a whole answer or a failure; null for a stream (recorded as it ends). */
+  outcome: CallOutcome | null;
 }
 
 /** What the attempt loop needs besides the upstream itself. */
@@ -104,14 +106,14 @@ export async function attemptTargets(deps: UpstreamDeps, opts: AttemptOptions): 
           onEnd: (outcome) =>
             opts.onEnd(target, outcome, [...attempts, attempt(res.statusCode, outcome.error, outcome.endedAt)]),
         });
-        return { answer, target, kind: 'stream', text: null };
+        return { answer, target, kind: 'stream', text: null, outcome: null };
       }
       const { answer, text, errorMessage } = await relayWhole(deps, res, opts.signal);
       const outcome = wholeOutcome(res.statusCode, text, errorMessage, deps.now());
       attempts.push(attempt(res.statusCode, outcome.error, outcome.endedAt));
       if (canFallBack(fallbackOf({ statusCode: res.statusCode, errorCode: null }))) continue;
       await opts.onEnd(target, outcome, attempts);
-      return { answer, target, kind: 'whole', text };
+      return { answer, target, kind: 'whole', text, outcome };
     } catch (err) {
       if (!(err instanceof ProxyError)) throw err;
       const outcome = failedOutcome(err, deps.now());
@@ -119,7 +121,7 @@ export async function attemptTargets(deps: UpstreamDeps, opts: AttemptOptions): 
       attempts.push(attempt(upstreamStatus, outcome.error, outcome.endedAt));
       if (canFallBack(fallbackOf({ statusCode: null, errorCode: outcome.error?.code ?? null }))) continue;
       await opts.onEnd(target, outcome, attempts);
-      return { answer: errorAnswer(err), target, kind: 'failed', text: null };
+      return { answer: errorAnswer(err), target, kind: 'failed', text: null, outcome };
     }
   }
 }

@@ -276,7 +276,7 @@ export function createSpotlightService(deps: {
       });
       if (key !== null && policy !== null && attempted.kind === 'whole' && attempted.text !== null) {
         const entry = wholeEntry(attempted.answer, attempted.text);
-        if (entry) deps.cache.store(key, entry, metaOf(attempted.target, null), policy);
+        if (entry) deps.cache.store(key, entry, metaOf(attempted.target, attempted.outcome), policy);
       }
       return marked(attempted.answer);
     },

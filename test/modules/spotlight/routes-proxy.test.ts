@@ -145,7 +145,7 @@ describe.each(DATABASES)('calling a fallback route through the proxy on $name', 
     const last = await chat('route:allfail');
     expect(last.status).toBe(429);
     expect(last.headers.get('retry-after')).toBe('7');
-    expect((await last.json()).error.code).toBe('rate_limit_exceeded');
+    expect(((await last.json()) as { error: { code: string } }).error.code).toBe('rate_limit_exceeded');
     const rec = await record(last.headers.get('x-taskhook-call-id') ?? '');
     expect(rec).toMatchObject({ status_code: 429, upstream_model: 'rate-limited', cost_usd: null });
     expect(rec.attempts.map((a: { status_code: number }) => a.status_code)).toEqual([500, 429]);
@@ -186,7 +186,10 @@ describe.each(DATABASES)('calling a fallback route through the proxy on $name', 
     const res = await chat('route:nowhere');
     expect(res.status).toBe(404);
     expect(res.headers.get('x-taskhook-call-id')).toBeNull();
-    expect((await res.json()).error).toMatchObject({ type: 'invalid_request_error', code: 'route_not_found' });
+    expect(((await res.json()) as { error: unknown }).error).toMatchObject({
+      type: 'invalid_request_error',
+      code: 'route_not_found',
+    });
 
     const models = await client.models.list();
     const ids = models.data.map((m) => m.id);
