@@ -8,17 +8,14 @@ import type { BudgetsService, CallScopes } from './budgets-service.js';
 import { cacheKey, cachePolicySeconds, parseCacheHeader } from './cache-key-fns.js';
 import { attemptTargets, type Target } from './proxy-attempts.js';
 import { replayAnswer, streamCapture, wholeEntry } from './proxy-cache.js';
+import { createSelection, keyTarget, ROUTE_PREFIX, type RouteLookup } from './proxy-selection.js';
 import type { ResponseCache } from './response-cache.js';
-import type { RouteRow } from './routes-repo.js';
-import { checkChatBody, proxyError, splitModel, upstreamChatBody } from './spotlight-fns.js';
+import { checkChatBody, proxyError, upstreamChatBody } from './spotlight-fns.js';
 import { createModelLists } from './spotlight-models.js';
 import { costNanos, type PriceTable } from './spotlight-prices.js';
 import { type CallOutcome, failedOutcome, type ProxyAnswer, type UpstreamDeps } from './spotlight-proxy.js';
 import type { CallAttempt, SpotlightRepo } from './spotlight-repo.js';
 import type { CallObserver, RecordedCall } from './spotlight-telemetry.js';
-
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const ROUTE_PREFIX = 'route:';
 
 /** Who calls and for what: the proxy's request, as plain data. */
 export interface ChatRequest {
@@ -45,19 +42,6 @@ export interface ChatAnswer extends ProxyAnswer {
   callId: string | null;
 }
 
-/** Reading a workspace's routes (the routes room's repository over the database). */
-export interface RouteLookup {
-  byName(workspaceUuid: string, name: string): Promise<RouteRow | undefined>;
-  byUuid(workspaceUuid: string, uuid: string): Promise<RouteRow | undefined>;
-  list(workspaceUuid: string): Promise<RouteRow[]>;
-}
-
-/** What a call goes to: one credential, or a route's targets in order. */
-interface Selection {
-  route: RouteRow | null;
-  targets: Target[];
-}
-
 /** The model proxy: credential or route selection, the cache, budgets, forwarding, one record per call. */
 export function createSpotlightService(deps: {
   db: Db;
@@ -77,76 +61,13 @@ export function createSpotlightService(deps: {
 }) {
   const { db, repo } = deps;
 
-  async function attribution(workspaceUuid: string, taskId: string | undefined) {
-    if (taskId === undefined) return null;
-    const task = UUID_RE.test(taskId) ? await repo.findTask(db.kysely, workspaceUuid, taskId) : undefined;
-    if (!task) throw proxyError(400, 'X-Taskhook-Task-Id does not name one of your tasks', 'invalid_task_id');
-    return { taskUuid: task.uuid, agentUuid: task.agent_uuid };
-  }
-
-  /** A route's targets with their credentials opened; a target whose credential is gone is skipped. */
-  async function routeSelection(workspaceUuid: string, route: RouteRow): Promise<Selection> {
-    const opened = await Promise.all(
-      route.targets.map((t) => deps.providers.resolve(workspaceUuid, t.provider_credential_uuid)),
-    );
-    const targets = route.targets.flatMap((t, i) => {
-      const credential = opened[i];
-      return credential ? [{ credential, upstreamModel: t.model }] : [];
-    });
-    if (targets.length === 0)
-      throw proxyError(404, `The route "${route.name}" has no provider credential left`, 'credential_not_found');
-    return { route, targets };
-  }
-
-  async function select(req: ChatRequest, model: string): Promise<Selection> {
-    if (req.routeUuid !== undefined) {
-      const route = await deps.routes.byUuid(req.workspaceUuid, req.routeUuid);
-      if (!route) throw proxyError(404, 'The route of this agent no longer exists', 'route_not_found');
-      return routeSelection(req.workspaceUuid, route);
-    }
-    // A route name holds neither ":" nor "/", so `route:<name>` never reads as <credential>/<model>.
-    if (model.startsWith(ROUTE_PREFIX)) {
-      const name = model.slice(ROUTE_PREFIX.length);
-      const route = await deps.routes.byName(req.workspaceUuid, name);
-      if (!route) throw proxyError(404, `No route is named "${name}"`, 'route_not_found', 'model');
-      return routeSelection(req.workspaceUuid, route);
-    }
-    if (req.credential !== undefined) {
-      const credential = await deps.providers.resolve(req.workspaceUuid, req.credential);
-      if (!credential)
-        throw proxyError(404, 'X-Taskhook-Credential names none of your provider credentials', 'credential_not_found');
-      return { route: null, targets: [{ credential, upstreamModel: model }] };
-    }
-    const split = splitModel(model);
-    const credential = split && (await deps.providers.resolve(req.workspaceUuid, split.credential));
-    if (!split || !credential || credential.name !== split.credential) {
-      throw proxyError(
-        404,
-        `The model "${model}" does not exist: use <credential name>/<model>, a route as route:<name>, or name a credential in X-Taskhook-Credential`,
-        'model_not_found',
-        'model',
-      );
-    }
-    return { route: null, targets: [{ credential, upstreamModel: split.upstream }] };
-  }
-
-  /** The cache key's target: the credential and model, or the route and its credentials, as they are now. */
-  const keyTarget = (sel: Selection) => {
-    const first = sel.targets[0] as Target;
-    return sel.route
-      ? {
-          kind: 'route' as const,
-          routeUuid: sel.route.uuid,
-          routeUpdatedAt: sel.route.updatedAt,
-          credentialUpdatedAts: sel.targets.map((t) => t.credential.updatedAt),
-        }
-      : {
-          kind: 'credential' as const,
-          credentialUuid: first.credential.uuid,
-          credentialUpdatedAt: first.credential.updatedAt,
-          upstreamModel: first.upstreamModel,
-        };
-  };
+  const touch = (credentialUuid: string) =>
+    void deps.providers.touch(credentialUuid, (err) => deps.log(err, 'could not record last_used_at'));
+  const { attribution, select } = createSelection({
+    findTask: (workspaceUuid, taskUuid) => repo.findTask(db.kysely, workspaceUuid, taskUuid),
+    providers: deps.providers,
+    routes: deps.routes,
+  });
 
   type Base = Omit<RecordedCall, keyof CallOutcome | 'costNanos' | 'latencyMs' | 'attempts'>;
 
@@ -252,6 +173,7 @@ export function createSpotlightService(deps: {
         await record(base, arrivedAt, refusedOutcome(refusal, now), []);
         return marked(refusalAnswer(refusal, now));
       }
+      touch(first.credential.uuid);
       const capture = key === null ? null : streamCapture(deps.cacheMaxBytes);
       const attempted = await attemptTargets(deps.upstream, {
         targets: sel.targets,
@@ -261,8 +183,9 @@ export function createSpotlightService(deps: {
         signal: req.signal,
         onEvent: capture?.onEvent,
         onEnd: async (target, outcome, attempts) => {
+          // The fallback targets that were tried (the first was marked before it was called).
           for (const uuid of new Set(attempts.map((a) => a.providerCredentialUuid)))
-            void deps.providers.touch(uuid, (err) => deps.log(err, 'could not record last_used_at'));
+            if (uuid !== first.credential.uuid) touch(uuid);
           const fields = { ...base, ...targetFields(target) };
           fields.request = { ...base.request, baseUrl: target.credential.baseUrl };
           await record(fields, arrivedAt, outcome, attempts);

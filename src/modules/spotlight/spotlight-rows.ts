@@ -1,0 +1,111 @@
+import { fromDbJson } from '../../db/json.js';
+import type { CallAttempt, CallError, CallRow, NamedCallRow } from './spotlight-repo.js';
+
+/** Rows of spotlight_calls to records and back: the dialects' bigints and booleans, JSON columns. */
+
+const num = (v: number | string | null) => (v === null ? null : Number(v));
+
+/** A stored record with its credential's current name. */
+export function toNamedCall(r: Record<string, unknown>): NamedCallRow {
+  const row = r as {
+    uuid: string;
+    workspace_uuid: string;
+    created_at: string;
+    source: string;
+    model: string;
+    upstream_model: string;
+    response_model: string | null;
+    provider_credential_uuid: string;
+    stream: number | boolean;
+    status_code: number;
+    error: unknown;
+    latency_ms: number;
+    time_to_first_token_ms: number | null;
+    input_tokens: number | string | null;
+    output_tokens: number | string | null;
+    cost_nanos: number | string | null;
+    agent_uuid: string | null;
+    task_uuid: string | null;
+    platform_key_uuid: string | null;
+    route_uuid: string | null;
+    route_name: string | null;
+    attempts: unknown;
+    cache_hit: number | boolean;
+    credential_name: string | null;
+  };
+  const error = row.error === null ? null : fromDbJson<CallError>(row.error);
+  return {
+    uuid: row.uuid,
+    workspaceUuid: row.workspace_uuid,
+    createdAt: row.created_at,
+    source: row.source as CallRow['source'],
+    model: row.model,
+    upstreamModel: row.upstream_model,
+    responseModel: row.response_model,
+    providerCredentialUuid: row.provider_credential_uuid,
+    providerCredentialName: row.credential_name ?? null,
+    stream: Boolean(row.stream),
+    statusCode: row.status_code,
+    error,
+    latencyMs: Number(row.latency_ms),
+    timeToFirstTokenMs: num(row.time_to_first_token_ms),
+    inputTokens: num(row.input_tokens),
+    outputTokens: num(row.output_tokens),
+    costNanos: num(row.cost_nanos),
+    agentUuid: row.agent_uuid,
+    taskUuid: row.task_uuid,
+    platformKeyUuid: row.platform_key_uuid ?? null,
+    route: row.route_uuid === null ? null : { uuid: row.route_uuid, name: row.route_name ?? '' },
+    attempts:
+      row.attempts === null || row.attempts === undefined
+        ? olderAttempts(row, error)
+        : fromDbJson<AttemptDb[]>(row.attempts).map(attemptFromDb),
+    cacheHit: Boolean(row.cache_hit),
+  };
+}
+
+/** An attempt as stored (snake case, as in the API). */
+interface AttemptDb {
+  provider_credential_uuid: string;
+  upstream_model: string;
+  status_code: number | null;
+  error: CallError | null;
+  latency_ms: number;
+}
+
+export const attemptToDb = (a: CallAttempt): AttemptDb => ({
+  provider_credential_uuid: a.providerCredentialUuid,
+  upstream_model: a.upstreamModel,
+  status_code: a.statusCode,
+  error: a.error,
+  latency_ms: a.latencyMs,
+});
+
+const attemptFromDb = (a: AttemptDb): CallAttempt => ({
+  providerCredentialUuid: a.provider_credential_uuid,
+  upstreamModel: a.upstream_model,
+  statusCode: a.status_code,
+  error: a.error,
+  latencyMs: a.latency_ms,
+});
+
+/**
+ * A record written before attempts were kept: a budget refusal made none; any other call made the
+ * one exchange the record describes (no status when it timed out or could not connect).
+ */
+function olderAttempts(
+  row: { provider_credential_uuid: string; upstream_model: string; status_code: number; latency_ms: number },
+  error: CallError | null,
+): CallAttempt[] {
+  if (error?.code === 'budget_exceeded') return [];
+  const noAnswer = error?.code === 'upstream_timeout' || error?.code === 'upstream_unreachable';
+  return [
+    {
+      providerCredentialUuid: row.provider_credential_uuid,
+      upstreamModel: row.upstream_model,
+      statusCode: noAnswer ? null : row.status_code,
+      error,
+      latencyMs: Number(row.latency_ms),
+    },
+  ];
+}
