@@ -1,16 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, call, type TestApp } from '../helpers/app.js';
 import { DATABASES } from '../helpers/databases.js';
-
-// biome-ignore lint/suspicious/noExplicitAny: the document is walked field by field.
-type Json = any;
-
-/** Resolves a `$ref` of the document (or returns the schema as it is). */
-function resolve(doc: Json, schema: Json): Json {
-  if (!schema?.$ref) return schema;
-  const name = String(schema.$ref).split('/').at(-1) as string;
-  return doc.components.schemas[name];
-}
+import { type Json, resolve } from '../helpers/openapi.js';
 
 /** The OpenAPI document describes the model proxy's governance: budgets, routes, the cache, the record. */
 describe.each(DATABASES.slice(0, 1))('the OpenAPI document and model proxy governance', (database) => {

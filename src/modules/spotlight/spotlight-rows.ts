@@ -1,3 +1,5 @@
+import type { Selectable } from 'kysely';
+import type { SpotlightCallsTable } from '../../db/database.js';
 import { fromDbJson } from '../../db/json.js';
 import type { CallAttempt, CallError, CallRow, NamedCallRow } from './spotlight-repo.js';
 
@@ -7,32 +9,7 @@ const num = (v: number | string | null) => (v === null ? null : Number(v));
 
 /** A stored record with its credential's current name. */
 export function toNamedCall(r: Record<string, unknown>): NamedCallRow {
-  const row = r as {
-    uuid: string;
-    workspace_uuid: string;
-    created_at: string;
-    source: string;
-    model: string;
-    upstream_model: string;
-    response_model: string | null;
-    provider_credential_uuid: string;
-    stream: number | boolean;
-    status_code: number;
-    error: unknown;
-    latency_ms: number;
-    time_to_first_token_ms: number | null;
-    input_tokens: number | string | null;
-    output_tokens: number | string | null;
-    cost_nanos: number | string | null;
-    agent_uuid: string | null;
-    task_uuid: string | null;
-    platform_key_uuid: string | null;
-    route_uuid: string | null;
-    route_name: string | null;
-    attempts: unknown;
-    cache_hit: number | boolean;
-    credential_name: string | null;
-  };
+  const row = r as Selectable<SpotlightCallsTable> & { credential_name: string | null };
   const error = row.error === null ? null : fromDbJson<CallError>(row.error);
   return {
     uuid: row.uuid,
