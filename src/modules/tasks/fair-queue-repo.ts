@@ -1,29 +1,15 @@
 import { SqliteAdapter, sql } from 'kysely';
-import { chunks } from '../../db/batches.js';
 import type { Executor } from '../../db/connect.js';
 import { withDbErrors } from '../../db/errors.js';
 import { lockRows } from '../../db/transactions.js';
 import { type Candidate, KEYLESS } from './fair-claim-fns.js';
 import { type TaskRecord, toRecord } from './tasks-record.js';
 
-/** Groups whose first tasks one statement reads (a branch of a UNION ALL each). */
-const KEYS_PER_STATEMENT = 100;
-
 interface CandidateRow {
   uuid: string;
   concurrency_key: string | null;
   priority: number;
   created_at: string;
-}
-
-/** The first `limit` claimable tasks of one group (`key` null: the keyless one), in claim order. */
-function firstOfGroup(agentUuid: string, key: string | null, limit: number, readyBy?: string) {
-  const group = key === null ? sql`concurrency_key is null` : sql`concurrency_key = ${key}`;
-  const backoff = readyBy === undefined ? sql`` : sql`and (attempt = 1 or estimated_start <= ${readyBy})`;
-  // Wrapped, so each branch keeps its own order and limit (SQLite allows neither on a bare branch).
-  return sql`select * from (select uuid, concurrency_key, priority, created_at from tasks
-    where agent_uuid = ${agentUuid} and ready = true and ${group} ${backoff}
-    order by priority desc, created_at, uuid limit ${limit}) as g`;
 }
 
 const toCandidates = (rows: { rows: CandidateRow[] }): Candidate[] =>
@@ -51,6 +37,31 @@ function candidatesAtOnce(agentUuid: string, limit: number, readyBy?: string) {
     select g.* from walk cross join lateral (select uuid, concurrency_key, priority, created_at from tasks
       where agent_uuid = ${agentUuid} and ready = true and concurrency_key = walk.k ${backoff}
       order by priority desc, created_at, uuid limit ${limit}) as g
+    where walk.k is not null
+    union all
+    select * from (select uuid, concurrency_key, priority, created_at from tasks
+      where agent_uuid = ${agentUuid} and ready = true and concurrency_key is null ${backoff}
+      order by priority desc, created_at, uuid limit ${limit}) as keyless`;
+}
+
+/**
+ * SQLite: the same walk in one statement of fixed text (so it is prepared once), each key's first
+ * tasks by a correlated `IN (… limit n)` where PostgreSQL uses a lateral join (SQLite has none).
+ * It replaced unions of a hundred branches per statement, rebuilt and planned on every claim.
+ */
+function candidatesInOneSqlite(agentUuid: string, limit: number, readyBy?: string) {
+  const backoff = readyBy === undefined ? sql`` : sql`and (attempt = 1 or estimated_start <= ${readyBy})`;
+  return sql<CandidateRow>`with recursive walk(k) as (
+      select (select min(concurrency_key) from tasks where agent_uuid = ${agentUuid} and ready = true
+        and concurrency_key is not null)
+      union all
+      select (select min(concurrency_key) from tasks where agent_uuid = ${agentUuid} and ready = true
+        and concurrency_key is not null and concurrency_key > walk.k) from walk where walk.k is not null
+    )
+    select t.uuid, t.concurrency_key, t.priority, t.created_at from walk
+      join tasks t on t.uuid in (select uuid from tasks
+        where agent_uuid = ${agentUuid} and ready = true and concurrency_key = walk.k ${backoff}
+        order by priority desc, created_at, uuid limit ${limit})
     where walk.k is not null
     union all
     select * from (select uuid, concurrency_key, priority, created_at from tasks
@@ -128,27 +139,7 @@ export const fairQueueRepo = {
     if (!(trx.getExecutor().adapter instanceof SqliteAdapter)) {
       return toCandidates(await withDbErrors(candidatesAtOnce(agentUuid, perGroup, readyBy).execute(trx)));
     }
-    const keys = await withDbErrors(
-      sql<{ k: string }>`with recursive walk(k) as (
-          select (select min(concurrency_key) from tasks where agent_uuid = ${agentUuid} and ready = true
-            and concurrency_key is not null)
-          union all
-          select (select min(concurrency_key) from tasks where agent_uuid = ${agentUuid} and ready = true
-            and concurrency_key is not null and concurrency_key > walk.k) from walk where walk.k is not null
-        ) select k from walk where k is not null`.execute(trx),
-    );
-    const groups: Array<string | null> = [null, ...keys.rows.map((r) => r.k)];
-    const out: Candidate[] = [];
-    for (const part of chunks(groups, KEYS_PER_STATEMENT)) {
-      const rows = await withDbErrors(
-        sql<CandidateRow>`${sql.join(
-          part.map((key) => firstOfGroup(agentUuid, key, perGroup, readyBy)),
-          sql` union all `,
-        )}`.execute(trx),
-      );
-      out.push(...toCandidates(rows));
-    }
-    return out;
+    return toCandidates(await withDbErrors(candidatesInOneSqlite(agentUuid, perGroup, readyBy).execute(trx)));
   },
 
   /** The tasks of `uuids` still claimable, row-locked; rows a concurrent transaction holds are skipped. */
