@@ -85,7 +85,7 @@ export function RoutesPage() {
                 <tr key={r.uuid} data-route={r.name}>
                   <td>
                     <div class="strong">{r.name}</div>
-                    <code class="small">model: "route:{r.name}"</code>
+                    <code class="small nowrap">model: "route:{r.name}"</code>
                   </td>
                   <td>
                     <ol class="target-list" aria-label={`Targets of ${r.name}`}>
@@ -106,9 +106,9 @@ export function RoutesPage() {
                     )}
                   </td>
                   <td class="small">{cacheText(r.cache_ttl_seconds)}</td>
-                  <td class="row-actions">
+                  <td class="actions-cell">
                     {manage && (
-                      <>
+                      <div class="row-actions">
                         <button
                           type="button"
                           class="small"
@@ -130,7 +130,7 @@ export function RoutesPage() {
                         >
                           Delete
                         </button>
-                      </>
+                      </div>
                     )}
                   </td>
                 </tr>
