@@ -8,11 +8,14 @@ import type {
   IngestToken,
   Invitation,
   Member,
+  ModelRoute,
+  ModelUsage,
   Occurrence,
   Page,
   PlatformKey,
   ProviderCredential,
   Role,
+  RouteInput,
   Schedule,
   ScheduleInput,
   ScheduleRun,
@@ -209,6 +212,12 @@ export const api = {
   /** `path`: `account`, `agents/<uuid>` or `platform_keys/<uuid>`; null removes a limit. */
   setBudget: (path: string, limits: Record<string, number | null>) =>
     call<Budget>('PATCH', `/spotlight/budgets/${path}`, limits),
+  routes: () => call<{ routes: ModelRoute[] }>('GET', '/spotlight/routes'),
+  createRoute: (input: RouteInput) => call<ModelRoute>('POST', '/spotlight/routes', input),
+  updateRoute: (uuid: string, input: RouteInput) => call<ModelRoute>('PATCH', `/spotlight/routes/${id(uuid)}`, input),
+  deleteRoute: (uuid: string) => call<void>('DELETE', `/spotlight/routes/${id(uuid)}`),
+  /** `from`, `to`: UTC dates (YYYY-MM-DD), both included. */
+  modelUsage: (from: string, to: string) => call<ModelUsage>('GET', `/spotlight/usage${query({ from, to })}`),
 
   keys: () => call<{ keys: PlatformKey[] }>('GET', '/auth/platform_keys'),
   createKey: (name: string, role?: Role) =>

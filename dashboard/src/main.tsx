@@ -13,6 +13,7 @@ import { MembersPage } from './pages/members';
 import { OAuthFinishPage } from './pages/oauth';
 import { ProvidersPage } from './pages/providers';
 import { ResetPasswordPage } from './pages/reset-password';
+import { RoutesPage } from './pages/routes';
 import { SchedulePage } from './pages/schedule';
 import { SchedulesPage } from './pages/schedules';
 import { TaskPage } from './pages/task';
@@ -66,6 +67,7 @@ const ROUTES: [string, (p: Params) => preact.JSX.Element][] = [
   ['/telemetry/traces/:traceId', (p) => <TracePage traceId={p.traceId as string} />],
   ['/providers', () => <ProvidersPage />],
   ['/budgets', () => <BudgetsPage />],
+  ['/routes', () => <RoutesPage />],
   ['/members', () => <MembersPage />],
   ['/audit-log', () => <AuditLogPage />],
   ['/invitations/:token', (p) => <InvitationPage token={p.token as string} />],
@@ -96,6 +98,7 @@ const NAV: [string, string, Needs][] = [
   ['/keys', 'Keys', 'admin'],
   ['/telemetry', 'Telemetry', 'telemetry'],
   ['/providers', 'Providers', 'providers'],
+  ['/routes', 'Routes', 'providers'],
   ['/budgets', 'Budgets', 'providers'],
   ['/members', 'Members', 'workspaces'],
   ['/audit-log', 'Audit log', 'workspace admin'],
@@ -109,13 +112,14 @@ function section(path: string): string {
   if (path.startsWith('/telemetry')) return '/telemetry';
   if (path.startsWith('/providers')) return '/providers';
   if (path.startsWith('/budgets')) return '/budgets';
+  if (path.startsWith('/routes')) return '/routes';
   if (path.startsWith('/triggers') || /^\/agents\/[^/]+\/triggers/.test(path)) return '/triggers';
   if (path.startsWith('/schedules') || /^\/agents\/[^/]+\/schedules/.test(path)) return '/schedules';
   return '/';
 }
 
 /**
- * The main navigation; Telemetry and Providers appear only when the server offers them, Members
+ * The main navigation; Telemetry and Providers (with Routes and Budgets) appear only when the server offers them, Members
  * with workspaces, Keys and Audit log for admins and owners.
  */
 function MainNav({ current }: { current: string }) {

@@ -397,7 +397,8 @@ describe.skipIf(!chromiumAvailable()).each(DATABASES)('dashboard in Chromium ($n
       for (const [label, path, screen] of [
         ['Telemetry', '/telemetry/fetch_traces?limit=1', '/telemetry'],
         ['Providers', '/user/provider_credentials', '/providers'],
-        // Budgets go with the model proxy: shown and hidden with Providers.
+        // Routes and Budgets go with the model proxy: shown and hidden with Providers.
+        ['Routes', '/user/provider_credentials', '/routes'],
         ['Budgets', '/user/provider_credentials', '/budgets'],
       ] as const) {
         const nav = page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: label });
