@@ -43,48 +43,24 @@ export class HashingBusyError extends Error {
   }
 }
 
-/** Weight of the newest hash in the running average of how long one takes. */
-const DURATION_WEIGHT = 0.2;
-
-/**
- * The wait a newcomer can expect behind `waiting` others for one of `concurrency` slots, when each
- * hash takes `averageMs`: the queue drains `concurrency` at a time. Null before any hash finished.
- */
-export function expectedWaitMs(waiting: number, concurrency: number, averageMs: number | null): number | null {
-  if (averageMs === null) return null;
-  return Math.ceil((waiting + 1) / concurrency) * averageMs;
-}
-
 /**
  * Password hashing with a bound: at most `concurrency` argon2 hashes or verifications run at once,
  * so a flood of logins cannot take every CPU (and libuv thread) from other work; the rest wait in
- * order, at most `maxWaitMs`. A newcomer whose expected wait (the queue ahead of it times the
- * running average of one hash) already exceeds `maxWaitMs` is refused at once: refusals then come
- * one by one as the queue is full, not as a herd when the waiters that queued together all time
- * out in the same tick (and their clients all send again).
+ * order, at most `maxWaitMs`.
  */
 export function createPasswordHasher(opts: { concurrency?: number; maxWaitMs?: number; argon2?: Argon2 } = {}) {
-  const concurrency = opts.concurrency ?? DEFAULT_HASH_CONCURRENCY;
-  const slots = createSemaphore(concurrency);
+  const slots = createSemaphore(opts.concurrency ?? DEFAULT_HASH_CONCURRENCY);
   const maxWaitMs = opts.maxWaitMs ?? DEFAULT_HASH_WAIT_MS;
   const primitives = opts.argon2 ?? argon2id;
-  let averageMs: number | null = null;
 
-  /** @throws HashingBusyError when the wait is expected to exceed `maxWaitMs`, or no slot frees within it. */
+  /** @throws HashingBusyError when no slot frees within `maxWaitMs`. */
   async function bounded<T>(work: () => Promise<T>): Promise<T> {
-    if (slots.active >= concurrency) {
-      const expected = expectedWaitMs(slots.waiting, concurrency, averageMs);
-      if (expected !== null && expected > maxWaitMs) throw new HashingBusyError();
-    }
     if (!(await slots.acquire(maxWaitMs))) {
       throw new HashingBusyError();
     }
-    const startedAt = performance.now();
     try {
       return await work();
     } finally {
-      const took = performance.now() - startedAt;
-      averageMs = averageMs === null ? took : averageMs + DURATION_WEIGHT * (took - averageMs);
       slots.release();
     }
   }
