@@ -19,6 +19,7 @@ export interface SeenRequest {
  * - `hang`: never answers (until the caller goes away: `closed` counts such requests);
  * - `stall`: streams one chunk, then never another;
  * - `reset`: streams one chunk, then drops the connection;
+ * - `inband`: streams one chunk, then an error event inside the 200 stream, then `[DONE]`;
  * - `findings`: answers a review as fenced JSON; `ask`: calls the request_input tool when offered;
  * - `huge`: a 256 KiB answer, or streamed: one event that never ends (up to 4 MiB, while read);
  * - `long`: streamed: small whole events, 4 MiB in all (while read).
@@ -96,6 +97,11 @@ export async function startFakeOpenAi() {
     if (name === 'stall') return;
     // Let the chunks reach the wire first: destroying drops whatever is still queued.
     if (name === 'reset') return setTimeout(() => res.socket?.destroy(), 100);
+    if (name === 'inband') {
+      send({ error: { message: 'provider overloaded', type: 'server_error', code: 'overloaded' } });
+      send('[DONE]');
+      return res.end();
+    }
     send(chunk(name, { content: ' there' }));
     send(chunk(name, {}, 'stop'));
     const options = body.stream_options as { include_usage?: boolean } | undefined;

@@ -119,7 +119,7 @@ export async function attemptTargets(deps: UpstreamDeps, opts: AttemptOptions): 
       const outcome = failedOutcome(err, deps.now());
       // The upstream's own status when its headers came (a body that broke or was too large), else none.
       attempts.push(attempt(upstreamStatus, outcome.error, outcome.endedAt));
-      if (canFallBack(fallbackOf({ statusCode: null, errorCode: outcome.error?.code ?? null }))) continue;
+      if (canFallBack(fallbackOf({ statusCode: upstreamStatus, errorCode: outcome.error?.code ?? null }))) continue;
       await opts.onEnd(target, outcome, attempts);
       return { answer: errorAnswer(err), target, kind: 'failed', text: null, outcome };
     }

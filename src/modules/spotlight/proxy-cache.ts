@@ -34,33 +34,77 @@ export function wholeEntry(answer: ProxyAnswer, text: string): CachedAnswer | nu
   return { kind: 'json', contentType: answer.headers['content-type'] ?? 'application/json', body: answer.body };
 }
 
+/** Whether an SSE event's data is an error object (an upstream's in-band failure, 200 or not). */
+function isErrorEvent(data: string): boolean {
+  // Cheap before a parse: a chunk of a completion names no top-level error.
+  if (!data.includes('"error"')) return false;
+  try {
+    const parsed = JSON.parse(data) as { error?: unknown };
+    return typeof parsed === 'object' && parsed !== null && parsed.error !== undefined && parsed.error !== null;
+  } catch {
+    return false;
+  }
+}
+
 /**
- * Collects a stream's events as they are relayed, up to `maxBytes` (the cache's whole bound: a
- * larger answer could never be stored, so collecting stops there). `entry()` is the stream to
- * store, or null when it did not end with `data: [DONE]` or grew too large.
+ * The bytes all streams being collected for the cache may hold at once on this instance: each
+ * collection reserves what it keeps, and stops (its answer is then not stored) when the pool is
+ * spent, so calls in flight cannot hold more than the cache's own bound besides the cache.
  */
-export function streamCapture(maxBytes: number) {
-  const events: string[] = [];
+export function createCapturePool(maxBytes: number) {
+  let held = 0;
+  return {
+    reserve(bytes: number): boolean {
+      if (held + bytes > maxBytes) return false;
+      held += bytes;
+      return true;
+    },
+    release(bytes: number): void {
+      held = Math.max(0, held - bytes);
+    },
+    /** Bytes reserved now (tests). */
+    held: () => held,
+  };
+}
+
+export type CapturePool = ReturnType<typeof createCapturePool>;
+
+/**
+ * Collects a stream's events as they are relayed, reserving their bytes in `pool`. `finish(ok)`
+ * gives the stream to store, or null when it did not end with `data: [DONE]`, carried an error
+ * event, was not `ok` (broken, abandoned) or could not be held; either way it releases the bytes.
+ */
+export function streamCapture(pool: CapturePool) {
+  let events: string[] = [];
   let usageEventIndex: number | null = null;
-  let bytes = ENTRY_OVERHEAD_BYTES;
-  let overflow = maxBytes <= 0;
+  let reserved = 0;
+  let dropped = false;
   let done = false;
+  const drop = () => {
+    dropped = true;
+    events = [];
+    pool.release(reserved);
+    reserved = 0;
+  };
   return {
     onEvent(event: string, usageOnly: boolean) {
-      if (overflow) return;
-      bytes += Buffer.byteLength(event);
-      if (bytes > maxBytes) {
-        overflow = true;
-        events.length = 0;
-        return;
-      }
+      if (dropped) return;
+      const data = sseData(event);
+      if (data !== null && data !== '[DONE]' && isErrorEvent(data)) return drop();
+      const bytes = Buffer.byteLength(event) + (reserved === 0 ? ENTRY_OVERHEAD_BYTES : 0);
+      if (!pool.reserve(bytes)) return drop();
+      reserved += bytes;
       if (usageOnly) usageEventIndex = events.length;
-      if (sseData(event) === '[DONE]') done = true;
+      if (data === '[DONE]') done = true;
       events.push(event);
     },
-    entry(contentType: string): CachedAnswer | null {
-      if (overflow || !done) return null;
-      return { kind: 'stream', contentType, events: [...events], usageEventIndex };
+    finish(ok: boolean, contentType: string): CachedAnswer | null {
+      const entry: CachedAnswer | null =
+        ok && done && !dropped ? { kind: 'stream', contentType, events, usageEventIndex } : null;
+      pool.release(reserved);
+      reserved = 0;
+      dropped = true;
+      return entry;
     },
   };
 }

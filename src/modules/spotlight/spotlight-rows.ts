@@ -75,7 +75,11 @@ function olderAttempts(
   error: CallError | null,
 ): CallAttempt[] {
   if (error?.code === 'budget_exceeded') return [];
-  const noAnswer = error?.code === 'upstream_timeout' || error?.code === 'upstream_unreachable';
+  // The record's status is what the caller got; the upstream's is unknown when no answer came, when
+  // the caller left first (499), or when the proxy refused an answer too large (its own 502).
+  const proxyOwn =
+    error?.code === 'client_closed' || (row.status_code === 502 && error?.message.includes('larger than') === true);
+  const noAnswer = error?.code === 'upstream_timeout' || error?.code === 'upstream_unreachable' || proxyOwn;
   return [
     {
       providerCredentialUuid: row.provider_credential_uuid,

@@ -7,7 +7,7 @@ import type { SpendOf } from './budgets-repo.js';
 import type { BudgetsService, CallScopes } from './budgets-service.js';
 import { cacheKey, cachePolicySeconds, parseCacheHeader } from './cache-key-fns.js';
 import { attemptTargets, type Target } from './proxy-attempts.js';
-import { replayAnswer, streamCapture, wholeEntry } from './proxy-cache.js';
+import { createCapturePool, replayAnswer, streamCapture, wholeEntry } from './proxy-cache.js';
 import { createSelection, keyTarget, ROUTE_PREFIX, type RouteLookup } from './proxy-selection.js';
 import type { ResponseCache } from './response-cache.js';
 import { checkChatBody, proxyError, upstreamChatBody } from './spotlight-fns.js';
@@ -15,6 +15,7 @@ import { createModelLists } from './spotlight-models.js';
 import { costNanos, type PriceTable } from './spotlight-prices.js';
 import { type CallOutcome, failedOutcome, type ProxyAnswer, type UpstreamDeps } from './spotlight-proxy.js';
 import type { CallAttempt, SpotlightRepo } from './spotlight-repo.js';
+import { STREAM_CONTENT_TYPE } from './spotlight-stream.js';
 import type { CallObserver, RecordedCall } from './spotlight-telemetry.js';
 
 /** Who calls and for what: the proxy's request, as plain data. */
@@ -61,6 +62,8 @@ export function createSpotlightService(deps: {
 }) {
   const { db, repo } = deps;
 
+  // Streams being collected for the cache hold at most the cache's bound on top of it.
+  const capturePool = createCapturePool(deps.cacheMaxBytes);
   const touch = (credentialUuid: string) =>
     void deps.providers.touch(credentialUuid, (err) => deps.log(err, 'could not record last_used_at'));
   const { attribution, select } = createSelection({
@@ -153,11 +156,14 @@ export function createSpotlightService(deps: {
       if (key !== null && policy !== null) {
         const entry = deps.cache.lookup(key, policy);
         if (entry) {
+          // The target that gave the stored answer (for a route, maybe not the first).
+          const replayed = sel.targets.find((t) => t.credential.uuid === entry.meta.credentialUuid) ?? first;
           const hit: Base = {
             ...base,
             cacheHit: true,
             providerCredentialUuid: entry.meta.credentialUuid ?? base.providerCredentialUuid,
             upstreamModel: entry.meta.upstreamModel ?? base.upstreamModel,
+            request: { ...base.request, baseUrl: replayed.credential.baseUrl },
           };
           const now = deps.clock.now();
           await record(hit, arrivedAt, { ...hitOutcome(now), responseModel: entry.meta.responseModel }, []);
@@ -174,7 +180,7 @@ export function createSpotlightService(deps: {
         return marked(refusalAnswer(refusal, now));
       }
       touch(first.credential.uuid);
-      const capture = key === null ? null : streamCapture(deps.cacheMaxBytes);
+      const capture = key === null ? null : streamCapture(capturePool);
       const attempted = await attemptTargets(deps.upstream, {
         targets: sel.targets,
         fallBackOn: sel.route?.retryOn ?? [],
@@ -190,14 +196,20 @@ export function createSpotlightService(deps: {
           fields.request = { ...base.request, baseUrl: target.credential.baseUrl };
           await record(fields, arrivedAt, outcome, attempts);
           // A stream is kept only when it ended with [DONE], without error, the caller still there.
-          const entry =
-            capture && outcome.error === null && !req.signal.aborted ? capture.entry('text/event-stream') : null;
+          const entry = capture?.finish(outcome.error === null && !req.signal.aborted, STREAM_CONTENT_TYPE) ?? null;
           if (key !== null && policy !== null && entry) {
             deps.cache.store(key, entry, metaOf(target, outcome), policy);
           }
         },
       });
-      if (key !== null && policy !== null && attempted.kind === 'whole' && attempted.text !== null) {
+      // Never an answer whose caller has gone meanwhile.
+      if (
+        key !== null &&
+        policy !== null &&
+        attempted.kind === 'whole' &&
+        attempted.text !== null &&
+        !req.signal.aborted
+      ) {
         const entry = wholeEntry(attempted.answer, attempted.text);
         if (entry) deps.cache.store(key, entry, metaOf(attempted.target, attempted.outcome), policy);
       }

@@ -6,6 +6,9 @@ import type { CallOutcome, ProxyAnswer } from './spotlight-proxy.js';
 
 const TIMEOUT_CODES = new Set(['UND_ERR_BODY_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT']);
 
+/** The Content-Type of every relayed stream (and so of a stored one). */
+export const STREAM_CONTENT_TYPE = 'text/event-stream; charset=utf-8';
+
 /**
  * Relays an upstream SSE answer event by event as it arrives (never buffered to the end), reading
  * each chunk for the record: the response model, the first token, the usage. The usage-only chunk
@@ -144,7 +147,7 @@ export function relayStream(
   void pump();
   return {
     status: 200,
-    headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' },
+    headers: { 'content-type': STREAM_CONTENT_TYPE, 'cache-control': 'no-cache' },
     body: out,
   };
 }

@@ -156,6 +156,21 @@ describe.each(DATABASES)('the response cache through the proxy on $name', (datab
     expect(theirs.headers.get('x-taskhook-cache')).toBe('miss');
   });
 
+  it('never stores a stream that carried an error event, and replays a stream with the Content-Type it had', async () => {
+    for (let i = 0; i < 2; i++) {
+      const inband = await chat({ model: 'fake/inband', messages, stream: true }, { 'x-taskhook-cache': 'max-age=60' });
+      expect(await inband.text()).toContain('provider overloaded');
+      expect(inband.headers.get('x-taskhook-cache')).toBe('miss');
+    }
+    const body = { model: 'fake/gpt-4o', messages: [{ role: 'user', content: 'typed' }], stream: true };
+    const miss = await chat(body, { 'x-taskhook-cache': 'max-age=60' });
+    await miss.text();
+    const hit = await chat(body, { 'x-taskhook-cache': 'max-age=60' });
+    await hit.text();
+    expect(hit.headers.get('x-taskhook-cache')).toBe('hit');
+    expect(hit.headers.get('content-type')).toBe(miss.headers.get('content-type'));
+  });
+
   it('makes entries unreachable when the credential changes', async () => {
     const body = { model: 'fake/gpt-4o', messages: [{ role: 'user', content: 'edit me' }] };
     expect((await chat(body, { 'x-taskhook-cache': 'max-age=60' })).headers.get('x-taskhook-cache')).toBe('miss');
@@ -189,6 +204,36 @@ describe.each(DATABASES)('the response cache through the proxy on $name', (datab
       route: { uuid: created.json().uuid, name: 'cached' },
       provider_credential_uuid: cred.uuid,
     });
+    // A hit of an answer that came from a fallback target names that target, and editing the
+    // route makes its entries unreachable.
+    const down = await createCredential(t, owner, { name: 'down', base_url: 'http://127.0.0.1:9/v1' });
+    const fallback = await call(t.app, 'POST', '/spotlight/routes', {
+      token: owner.token,
+      body: {
+        name: 'fallback',
+        targets: [
+          { provider_credential_uuid: down.uuid, model: 'gpt-4o' },
+          { provider_credential_uuid: cred.uuid, model: 'gpt-4o-mini' },
+        ],
+        cache_ttl_seconds: 600,
+      },
+    });
+    const viaFallback = { model: 'route:fallback', messages };
+    expect((await chat(viaFallback, {}, owner)).headers.get('x-taskhook-cache')).toBe('miss');
+    const fromSecond = await chat(viaFallback, {}, owner);
+    expect(fromSecond.headers.get('x-taskhook-cache')).toBe('hit');
+    expect(await record(owner, fromSecond.headers.get('x-taskhook-call-id'))).toMatchObject({
+      provider_credential_uuid: cred.uuid,
+      upstream_model: 'gpt-4o-mini',
+      attempts: [],
+    });
+    const renamed = await call(t.app, 'PATCH', `/spotlight/routes/${fallback.json().uuid}`, {
+      token: owner.token,
+      body: { retry_on: ['connection'] },
+    });
+    expect(renamed.statusCode).toBe(200);
+    expect((await chat(viaFallback, {}, owner)).headers.get('x-taskhook-cache')).toBe('miss');
+
     const noStore = await chat(body, { 'x-taskhook-cache': 'no-store' }, owner);
     expect(noStore.headers.get('x-taskhook-cache')).toBeNull();
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { createCapturePool, streamCapture } from '../../../src/modules/spotlight/proxy-cache.js';
 import { createResponseCache, ENTRY_OVERHEAD_BYTES } from '../../../src/modules/spotlight/response-cache.js';
 
 const meta = { credentialUuid: 'c', upstreamModel: 'gpt-4o', responseModel: 'gpt-4o-2024' };
@@ -71,5 +72,38 @@ describe('response cache', () => {
     cache.store('s', { kind: 'stream', contentType: 'text/event-stream', events, usageEventIndex: null }, meta, 60);
     cache.store('s', { kind: 'stream', contentType: 'text/event-stream', events, usageEventIndex: null }, meta, 60);
     expect(cache.stats()).toEqual({ entries: 1, bytes: ENTRY_OVERHEAD_BYTES + events.join('').length });
+  });
+});
+
+describe('collecting streams for the cache', () => {
+  const done = 'data: [DONE]';
+  it('keeps every collection in flight within one pool, and gives back its bytes however it ends', () => {
+    const pool = createCapturePool(ENTRY_OVERHEAD_BYTES * 2 + 40);
+    const a = streamCapture(pool);
+    const b = streamCapture(pool);
+    a.onEvent('data: {"x":1}', false);
+    expect(pool.held()).toBe(ENTRY_OVERHEAD_BYTES + 13);
+    b.onEvent(`data: ${'y'.repeat(60)}`, false);
+    // b could not be held: it stops collecting and its answer is not stored; a goes on.
+    expect(b.finish(true, 'text/event-stream')).toBeNull();
+    a.onEvent(done, false);
+    expect(a.finish(true, 'text/event-stream')).toMatchObject({ kind: 'stream', events: ['data: {"x":1}', done] });
+    expect(pool.held()).toBe(0);
+  });
+
+  it('stores nothing of a stream that carried an error event, did not end with [DONE], or was not ok', () => {
+    const pool = createCapturePool(1 << 20);
+    const inband = streamCapture(pool);
+    inband.onEvent('data: {"choices":[]}', false);
+    inband.onEvent('data: {"error":{"message":"overloaded"}}', false);
+    inband.onEvent(done, false);
+    expect(inband.finish(true, 'text/event-stream')).toBeNull();
+    const cut = streamCapture(pool);
+    cut.onEvent('data: {"choices":[]}', false);
+    expect(cut.finish(true, 'text/event-stream')).toBeNull();
+    const left = streamCapture(pool);
+    left.onEvent(done, false);
+    expect(left.finish(false, 'text/event-stream')).toBeNull();
+    expect(pool.held()).toBe(0);
   });
 });
