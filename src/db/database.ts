@@ -49,40 +49,12 @@ export type DbBool = number | boolean;
 export type DbJson = unknown;
 
 // The tables of each room live beside this file; these re-exports keep `database.js` the one import.
-export type {
-  EmailVerificationsTable,
-  IngestTokensTable,
-  OAuthAttemptsTable,
-  OAuthIdentitiesTable,
-  PlatformKeysTable,
-  SigningSecretsTable,
-  UsersTable,
-} from './account-tables.js';
-export type {
-  A2aHistoryIdsTable,
-  A2aMessageIdsTable,
-  A2aTaskContextsTable,
-  McpDeclinedQuestionsTable,
-  McpTasksTable,
-} from './protocol-tables.js';
-export type {
-  ProviderCredentialsTable,
-  SpotlightBudgetsTable,
-  SpotlightCallsTable,
-  SpotlightRoutesTable,
-  SpotlightSpendTable,
-} from './spotlight-tables.js';
-export type {
-  AgentsTable,
-  CallbacksTable,
-  ConcurrencyGroupsTable,
-  IdempotencyKeysTable,
-  PushRunsTable,
-  TaskEventsTable,
-  TasksTable,
-} from './task-tables.js';
-export type { TelemetryLogsTable, TelemetrySpansTable } from './telemetry-tables.js';
-export type { TriggerDeliveriesTable, TriggersTable } from './trigger-tables.js';
+export type * from './account-tables.js';
+export type * from './protocol-tables.js';
+export type * from './spotlight-tables.js';
+export type * from './task-tables.js';
+export type * from './telemetry-tables.js';
+export type * from './trigger-tables.js';
 
 export interface SettingsTable {
   key: string;
