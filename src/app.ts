@@ -1,21 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
-import type { Socket } from 'node:net';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { Config } from './config.js';
 import { listenForChanges } from './db/change-cache.js';
 import { type ConnectionLimits, createConnectionLimits } from './http/connection-limits.js';
 import { registerCors } from './http/cors.js';
 import { errorBody, handleError } from './http/error-handler.js';
-import { invalid } from './http/errors.js';
+import { registerGracefulClose } from './http/graceful-close.js';
 import { answerFrameworkError, registerGuard } from './http/guard.js';
+import { registerJsonBodyParser } from './http/json-body.js';
 import { registerOpenApi } from './http/openapi.js';
 import { createRateLimiter } from './http/rate-limit.js';
 import { lazyChildLogger } from './http/request-logger.js';
 import { registerValidators } from './http/validation.js';
 import { createSecretBox } from './lib/crypto.js';
 import { createEventHub } from './lib/event-hub.js';
-import { jsonHasNul, jsonTooDeep, MAX_JSON_DEPTH } from './lib/json-depth.js';
 import { createA2aServerModule } from './modules/a2a-server/a2a-server-module.js';
 import { createAccountsModule } from './modules/accounts/accounts-module.js';
 import { createAgentsModule } from './modules/agents/agents-module.js';
@@ -110,46 +108,8 @@ export async function buildApp(
   if (opts.closeRuntime) app.addHook('onClose', async () => runtime.close());
 
   registerValidators(app);
-  app.removeContentTypeParser(['application/json', 'text/plain']);
-  const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    // An empty body on a body-less operation (e.g. cancel) is fine; schemas refuse it elsewhere.
-    if (body === '') return done(null, undefined);
-    if (jsonTooDeep(body as string)) {
-      const reason = `nests deeper than ${MAX_JSON_DEPTH} levels`;
-      return done(invalid('body', reason, `Request body ${reason}`), undefined);
-    }
-    if (jsonHasNul(body as string)) {
-      const reason = 'contains a NUL character (U+0000), which cannot be stored';
-      return done(invalid('body', reason, `Request body ${reason}`), undefined);
-    }
-    parseJson(request, body as string, done);
-  });
-
-  // While shutting down, answer in-flight requests with `Connection: close` so keep-alive
-  // clients let go and the process can exit as soon as they are done.
-  let closing = false;
-  // Connections that never sent a request (pre-connects, aborted fetches, TCP probes) would hold
-  // server.close() open forever; idle keep-alive ones Fastify closes itself.
-  const silent = new Set<Socket>();
-  app.server.on('connection', (socket: Socket) => {
-    // One that arrives while closing (accepted before the listener stops) would never be served.
-    if (closing) {
-      socket.destroy();
-      return;
-    }
-    silent.add(socket);
-    socket.once('close', () => silent.delete(socket));
-  });
-  app.server.on('request', (req: IncomingMessage) => silent.delete(req.socket));
-  app.addHook('preClose', async () => {
-    closing = true;
-    for (const socket of silent) socket.destroy();
-  });
-  app.addHook('onSend', (_request, reply, payload, done) => {
-    if (closing) reply.header('connection', 'close');
-    done(null, payload);
-  });
+  registerJsonBodyParser(app);
+  registerGracefulClose(app);
   app.setErrorHandler(handleError);
   app.setNotFoundHandler((request, reply) =>
     reply

@@ -1,5 +1,8 @@
 import { Type } from '@sinclair/typebox';
-import { HTTP_URL, parseList, parseOrigins, parseTrustProxy, setting, stripSlashes } from './settings-fns.js';
+import { DATABASE_SETTINGS } from './settings-database.js';
+import { parseList, parseOrigins, parseTrustProxy, setting } from './settings-fns.js';
+import { OAUTH_SETTINGS } from './settings-oauth.js';
+import { OBSERVABILITY_SETTINGS } from './settings-observability.js';
 
 export const DEFAULT_RETRY_SCHEDULE = [5, 300, 1800, 7200, 18000, 36000, 36000];
 
@@ -209,48 +212,7 @@ export const SETTINGS = {
     default: 60_000,
     doc: 'How often old rows (tasks, deliveries, expired keys, telemetry, model calls) are looked for (one instance at a time on PostgreSQL).',
   }),
-  pgPoolSize: setting({
-    env: 'TASKHOOK_PG_POOL_SIZE',
-    schema: Type.Integer({ minimum: 1, maximum: 1000 }),
-    default: 10,
-    doc: 'PostgreSQL connections per instance (plus one for LISTEN).',
-  }),
-  pgIdleTimeoutMs: setting({
-    env: 'TASKHOOK_PG_IDLE_TIMEOUT_MS',
-    schema: Type.Integer({ minimum: 0 }),
-    default: 10_000,
-    doc: 'An idle pooled PostgreSQL connection is closed after this long (0: never).',
-  }),
-  pgStatementTimeoutMs: setting({
-    env: 'TASKHOOK_PG_STATEMENT_TIMEOUT_MS',
-    schema: Type.Integer({ minimum: 0 }),
-    default: 10_000,
-    doc: "PostgreSQL `statement_timeout` of the pool's connections, so no request's query holds a connection for long (0: the server's own setting). Migrations run without it.",
-  }),
-  pgPreparedStatements: setting({
-    env: 'TASKHOOK_PG_PREPARED_STATEMENTS',
-    schema: Type.Boolean(),
-    default: true,
-    doc: 'Send hot queries as named prepared statements (parsed and planned once per connection). Turn off behind a transaction-mode pooler that cannot keep them.',
-  }),
-  credentialCacheMs: setting({
-    env: 'TASKHOOK_CREDENTIAL_CACHE_MS',
-    schema: Type.Integer({ minimum: 0, maximum: 60_000 }),
-    default: 1000,
-    doc: 'How long a verified key or token is remembered. Revocations and password changes reach every instance at once (PostgreSQL: LISTEN/NOTIFY; SQLite: within 100 ms of any other process writing the file); this bounds the rare lost notification. 0: no cache.',
-  }),
-  agentCacheMs: setting({
-    env: 'TASKHOOK_AGENT_CACHE_MS',
-    schema: Type.Integer({ minimum: 0, maximum: 60_000 }),
-    default: 1000,
-    doc: 'How long an agent read by a submit, a webhook delivery, a claim or a batch complete is remembered. Changes and deletions reach every instance at once (PostgreSQL: LISTEN/NOTIFY; SQLite: within 100 ms of any other process writing the file); this bounds the rare lost notification. 0: no cache.',
-  }),
-  triggerCacheMs: setting({
-    env: 'TASKHOOK_TRIGGER_CACHE_MS',
-    schema: Type.Integer({ minimum: 0, maximum: 60_000 }),
-    default: 1000,
-    doc: 'How long a trigger read by a webhook delivery is remembered. Secret rotations, patches (enable/disable) and deletions reach every instance at once (PostgreSQL: LISTEN/NOTIFY; SQLite: within 100 ms of any other process writing the file); this bounds the rare lost notification. 0: no cache.',
-  }),
+  ...DATABASE_SETTINGS,
   corsOrigins: setting({
     env: 'TASKHOOK_CORS_ORIGINS',
     schema: Type.Array(Type.String()),
@@ -259,126 +221,8 @@ export const SETTINGS = {
     parse: parseOrigins,
     doc: 'Comma-separated browser origins (`https://app.example.com`, or `*`) allowed to call the API from another origin: CORS on every path, preflight included; credentials travel only in headers.',
   }),
-  oauthGoogleClientId: setting({
-    env: 'TASKHOOK_OAUTH_GOOGLE_CLIENT_ID',
-    schema: Type.Optional(Type.String()),
-    doc: 'Google login: the OAuth client id (with its secret, turns the provider on).',
-  }),
-  oauthGoogleClientSecret: setting({
-    env: 'TASKHOOK_OAUTH_GOOGLE_CLIENT_SECRET',
-    schema: Type.Optional(Type.String()),
-    doc: 'Google login: the OAuth client secret.',
-  }),
-  oauthGoogleIssuer: setting({
-    env: 'TASKHOOK_OAUTH_GOOGLE_ISSUER',
-    schema: Type.String({ pattern: HTTP_URL }),
-    default: 'https://accounts.google.com',
-    normalize: stripSlashes,
-    doc: 'The OpenID issuer whose discovery document and keys Google login uses (any compatible provider).',
-  }),
-  oauthGithubClientId: setting({
-    env: 'TASKHOOK_OAUTH_GITHUB_CLIENT_ID',
-    schema: Type.Optional(Type.String()),
-    doc: 'GitHub login: the OAuth app client id (with its secret, turns the provider on).',
-  }),
-  oauthGithubClientSecret: setting({
-    env: 'TASKHOOK_OAUTH_GITHUB_CLIENT_SECRET',
-    schema: Type.Optional(Type.String()),
-    doc: 'GitHub login: the OAuth app client secret.',
-  }),
-  oauthGithubBaseUrl: setting({
-    env: 'TASKHOOK_OAUTH_GITHUB_BASE_URL',
-    schema: Type.String({ pattern: HTTP_URL }),
-    default: 'https://github.com',
-    normalize: stripSlashes,
-    doc: "GitHub's web address (GitHub Enterprise: your server).",
-  }),
-  oauthGithubApiUrl: setting({
-    env: 'TASKHOOK_OAUTH_GITHUB_API_URL',
-    schema: Type.String({ pattern: HTTP_URL }),
-    default: 'https://api.github.com',
-    normalize: stripSlashes,
-    doc: "GitHub's API address (GitHub Enterprise: `https://host/api/v3`).",
-  }),
-  oauthRedirectUrl: setting({
-    env: 'TASKHOOK_OAUTH_REDIRECT_URL',
-    schema: Type.Optional(Type.String({ pattern: HTTP_URL })),
-    normalize: stripSlashes,
-    defaultText: '`$TASKHOOK_PUBLIC_URL/auth/oauth/{provider}/callback`',
-    doc: 'The `redirect_uri` given to both providers; `{provider}` becomes `google` or `github`.',
-  }),
-  oauthStateTtlSeconds: setting({
-    env: 'TASKHOOK_OAUTH_STATE_TTL_SECONDS',
-    schema: Type.Integer({ minimum: 1, maximum: 3600 }),
-    default: 600,
-    doc: 'How long a started login may take to finish.',
-  }),
-  telemetryRetentionDays: setting({
-    env: 'TASKHOOK_TELEMETRY_RETENTION_DAYS',
-    schema: Type.Integer({ minimum: 1, maximum: 3650 }),
-    default: 30,
-    doc: 'Spans that ended, and log records timed, longer ago than this are never returned or counted, and are deleted by housekeeping (every TASKHOOK_HOUSEKEEPING_INTERVAL_MS, in small batches).',
-  }),
-  telemetryMaxBodyBytes: setting({
-    env: 'TASKHOOK_TELEMETRY_MAX_BODY_BYTES',
-    schema: Type.Integer({ minimum: 1024 }),
-    default: 4 * 1024 * 1024,
-    doc: 'Largest OTLP ingest body, counted after gzip inflation (413 beyond). `TASKHOOK_MAX_BODY_BYTES` does not apply to ingest.',
-  }),
-  telemetryMaxRecords: setting({
-    env: 'TASKHOOK_TELEMETRY_MAX_RECORDS',
-    schema: Type.Integer({ minimum: 1000 }),
-    default: 5_000_000,
-    doc: 'Most spans and log records one account keeps within retention. An export that would go beyond is refused whole: 200 with `partialSuccess` rejecting all of it and an `errorMessage` naming this setting (so exporters do not retry).',
-  }),
-  proxyTimeoutMs: setting({
-    env: 'TASKHOOK_PROXY_TIMEOUT_MS',
-    schema: Type.Integer({ minimum: 100 }),
-    default: 600_000,
-    doc: "Model proxy: longest wait for an upstream's response headers, for a whole non-streamed body, and between two streamed chunks (then 504, or an error event ending the stream).",
-  }),
-  proxyMaxBodyBytes: setting({
-    env: 'TASKHOOK_PROXY_MAX_BODY_BYTES',
-    schema: Type.Integer({ minimum: 1024 }),
-    default: 20 * 1024 * 1024,
-    doc: "Model proxy: largest chat-completion request body (413 in OpenAI's error shape).",
-  }),
-  proxyMaxAnswerBytes: setting({
-    env: 'TASKHOOK_PROXY_MAX_ANSWER_BYTES',
-    schema: Type.Integer({ minimum: 1024 }),
-    default: 16 * 1024 * 1024,
-    doc: 'Model proxy: largest non-streamed upstream answer (it is read whole to count usage); a larger one is dropped and answered 502 `upstream_error` naming the limit.',
-  }),
-  proxyMaxEventBytes: setting({
-    env: 'TASKHOOK_PROXY_MAX_EVENT_BYTES',
-    schema: Type.Integer({ minimum: 1024 }),
-    default: 1024 * 1024,
-    doc: 'Model proxy: largest single event of a streamed answer (text up to its blank line); past it the stream ends with an error event and the call is recorded as `upstream_error`.',
-  }),
-  proxyMaxStreamBytes: setting({
-    env: 'TASKHOOK_PROXY_MAX_STREAM_BYTES',
-    schema: Type.Integer({ minimum: 1024 }),
-    default: 32 * 1024 * 1024,
-    doc: 'Model proxy: largest whole streamed answer; past it the stream ends with an error event and the call is recorded as `upstream_error`.',
-  }),
-  proxyMaxInFlightPerAccount: setting({
-    env: 'TASKHOOK_PROXY_MAX_IN_FLIGHT_PER_ACCOUNT',
-    schema: Type.Integer({ minimum: 1 }),
-    default: 32,
-    doc: "Model proxy: calls (`/spotlight/v1/*`) one user may have in flight on one instance; one more is answered 429 `LIMIT_EXCEEDED` in OpenAI's error shape with `Retry-After`.",
-  }),
-  proxyCacheMaxBytes: setting({
-    env: 'TASKHOOK_PROXY_CACHE_MAX_BYTES',
-    schema: Type.Integer({ minimum: 0 }),
-    default: 104_857_600,
-    doc: "Model proxy: memory the response cache may hold on one instance (each answer's bytes plus 1,024 per entry); the least recently used entries are evicted first, across all workspaces. `0` turns the cache off.",
-  }),
-  spotlightRetentionDays: setting({
-    env: 'TASKHOOK_SPOTLIGHT_RETENTION_DAYS',
-    schema: Type.Integer({ minimum: 1, maximum: 36500 }),
-    default: 400,
-    doc: 'Model call records older than this are deleted by housekeeping (every TASKHOOK_HOUSEKEEPING_INTERVAL_MS).',
-  }),
+  ...OAUTH_SETTINGS,
+  ...OBSERVABILITY_SETTINGS,
   auditRetentionDays: setting({
     env: 'TASKHOOK_AUDIT_RETENTION_DAYS',
     schema: Type.Integer({ minimum: 1, maximum: 3650 }),

@@ -1,8 +1,8 @@
 import { api } from '../api';
-import { navigate } from '../router';
 import type { Schedule } from '../types';
-import { Empty, ErrorBox, Link, PageTitle, Time, useAction, useLoad } from '../ui';
+import { ErrorBox, Time, useAction, useLoad } from '../ui';
 import { useCan } from '../workspace';
+import { HookHead, HookLog, HookPage, TaskOr } from './hook-parts';
 import { NextRuns } from './schedules';
 
 function UpcomingRuns({ agentId, schedule }: { agentId: string; schedule: Schedule }) {
@@ -21,57 +21,30 @@ function UpcomingRuns({ agentId, schedule }: { agentId: string; schedule: Schedu
 
 function RecentRuns({ agentId, scheduleId }: { agentId: string; scheduleId: string }) {
   const runs = useLoad(() => api.scheduleRuns(agentId, scheduleId), [agentId, scheduleId]);
-  const list = runs.data?.runs ?? [];
   return (
-    <>
-      <div class="list-head">
-        <h2>Recent runs</h2>
-        <button type="button" class="small" onClick={runs.reload}>
-          Refresh
-        </button>
-      </div>
-      <ErrorBox error={runs.error} />
-      {runs.data && list.length === 0 && (
-        <Empty title="No runs yet">
-          <p>Each occurrence shows up here with the task it created, or why it was skipped.</p>
-        </Empty>
+    <HookLog
+      title="Recent runs"
+      load={runs}
+      items={runs.data?.runs ?? []}
+      empty={['No runs yet', 'Each occurrence shows up here with the task it created, or why it was skipped.']}
+      headers={['Scheduled for', 'Fired', 'Task or reason']}
+      row={(r) => (
+        <tr key={r.run_id}>
+          <td>
+            <Time iso={r.scheduled_for} />
+            {r.manual && <span class="muted small"> (run now)</span>}
+          </td>
+          <td>
+            <Time iso={r.fired_at} />
+          </td>
+          <td>
+            <TaskOr agentId={agentId} taskId={r.task_id}>
+              skipped: {r.skipped_reason}
+            </TaskOr>
+          </td>
+        </tr>
       )}
-      {list.length > 0 && (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Scheduled for</th>
-                <th scope="col">Fired</th>
-                <th scope="col">Task or reason</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((r) => (
-                <tr key={r.run_id}>
-                  <td>
-                    <Time iso={r.scheduled_for} />
-                    {r.manual && <span class="muted small"> (run now)</span>}
-                  </td>
-                  <td>
-                    <Time iso={r.fired_at} />
-                  </td>
-                  <td>
-                    {r.task_id ? (
-                      <Link href={`/agents/${agentId}/tasks/${r.task_id}`} class="mono">
-                        task {r.task_id.slice(-8)}
-                      </Link>
-                    ) : (
-                      <span class="muted">skipped: {r.skipped_reason}</span>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-    </>
+    />
   );
 }
 
@@ -80,53 +53,32 @@ export function SchedulePage({ agentId, scheduleId }: { agentId: string; schedul
   const schedules = useLoad(() => api.schedules(agentId), [agentId]);
   const action = useAction();
   const manage = useCan('admin');
-  const schedule = schedules.data?.schedules.find((s) => s.uuid === scheduleId);
-  if (schedules.data && !schedule) return <ErrorBox error={new Error('This schedule does not exist (any more).')} />;
   return (
-    <section>
-      <p class="crumbs">
-        <Link href="/">Agents</Link> / <Link href={`/agents/${agentId}/schedules`}>Schedules</Link> /{' '}
-        <span>{schedule?.name}</span>
-      </p>
-      <ErrorBox error={schedules.error ?? action.error} />
-      {schedule && (
+    <HookPage
+      agentId={agentId}
+      room="schedules"
+      title="Schedules"
+      hook={schedules.data?.schedules.find((s) => s.uuid === scheduleId)}
+      loaded={schedules.data !== undefined}
+      error={schedules.error ?? action.error}
+      missing="This schedule does not exist (any more)."
+    >
+      {(schedule) => (
         <>
-          <div class="page-head">
-            <PageTitle title={schedule.name}>
-              {schedule.name}{' '}
-              <span class={`status status-${schedule.enabled ? 'enabled' : 'disabled'}`}>
-                {schedule.enabled ? 'active' : 'paused'}
-              </span>
-            </PageTitle>
-            {manage && (
-              <div class="actions">
-                <button
-                  type="button"
-                  disabled={action.busy}
-                  onClick={() =>
-                    action.run(() =>
-                      api.updateSchedule(agentId, scheduleId, { enabled: !schedule.enabled }).then(schedules.reload),
-                    )
-                  }
-                >
-                  {schedule.enabled ? 'Pause' : 'Resume'}
-                </button>
-                <button
-                  type="button"
-                  class="danger"
-                  disabled={action.busy}
-                  onClick={() => {
-                    if (!confirm(`Delete the schedule "${schedule.name}"? It creates no more tasks.`)) return;
-                    void action.run(() =>
-                      api.deleteSchedule(agentId, scheduleId).then(() => navigate(`/agents/${agentId}/schedules`)),
-                    );
-                  }}
-                >
-                  Delete
-                </button>
-              </div>
-            )}
-          </div>
+          <HookHead
+            name={schedule.name}
+            enabled={schedule.enabled}
+            states={['active', 'paused']}
+            toggle={['Pause', 'Resume']}
+            manage={manage}
+            action={action}
+            onToggle={() =>
+              api.updateSchedule(agentId, scheduleId, { enabled: !schedule.enabled }).then(schedules.reload)
+            }
+            onDelete={() => api.deleteSchedule(agentId, scheduleId)}
+            question={`Delete the schedule "${schedule.name}"? It creates no more tasks.`}
+            back={`/agents/${agentId}/schedules`}
+          />
           <dl class="facts wide">
             <dt>Cron</dt>
             <dd class="mono">{schedule.cron}</dd>
@@ -150,6 +102,6 @@ export function SchedulePage({ agentId, scheduleId }: { agentId: string; schedul
           <RecentRuns agentId={agentId} scheduleId={scheduleId} />
         </>
       )}
-    </section>
+    </HookPage>
   );
 }

@@ -1,10 +1,9 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { api } from '../api';
-import { navigate } from '../router';
 import type { Occurrence, Schedule } from '../types';
-import { Empty, ErrorBox, Link, PageTitle, Time, useAction, useLoad } from '../ui';
+import { Empty, ErrorBox, Link, Time, useAction, useLoad } from '../ui';
 import { useCan } from '../workspace';
-import { AgentHeader } from './agent';
+import { AgentHooksPage, HookState, HookTable } from './hook-parts';
 
 type Mode = 'cron' | 'interval';
 type Unit = 'minutes' | 'hours';
@@ -150,7 +149,7 @@ function ScheduleRow({
       <td class="mono small">{s.cron}</td>
       <td class="small">{s.timezone}</td>
       <td>
-        <span class={`status status-${s.enabled ? 'enabled' : 'disabled'}`}>{s.enabled ? 'active' : 'paused'}</span>
+        <HookState enabled={s.enabled} labels={['active', 'paused']} />
       </td>
       <td>{s.next_run_at ? <Time iso={s.next_run_at} /> : <span class="muted">none</span>}</td>
       {manage && (
@@ -216,25 +215,11 @@ function AgentSchedules({ agentId }: { agentId: string }) {
         </Empty>
       )}
       {list.length > 0 && (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Cron</th>
-                <th scope="col">Time zone</th>
-                <th scope="col">State</th>
-                <th scope="col">Next run</th>
-                {manage && <th scope="col">Actions</th>}
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((s) => (
-                <ScheduleRow key={s.uuid} agentId={agentId} s={s} manage={manage} reload={schedules.reload} />
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <HookTable headers={['Name', 'Cron', 'Time zone', 'State', 'Next run', ...(manage ? ['Actions'] : [])]}>
+          {list.map((s) => (
+            <ScheduleRow key={s.uuid} agentId={agentId} s={s} manage={manage} reload={schedules.reload} />
+          ))}
+        </HookTable>
       )}
     </>
   );
@@ -242,36 +227,9 @@ function AgentSchedules({ agentId }: { agentId: string }) {
 
 /** Schedules of one agent; from the main navigation, first pick the agent. */
 export function SchedulesPage({ agentId }: { agentId?: string }) {
-  const agents = useLoad(() => api.agents(), []);
-  const list = agents.data?.agents ?? [];
-  const agent = list.find((a) => a.uuid === agentId);
-  useEffect(() => {
-    if (!agentId && list[0]) navigate(`/agents/${list[0].uuid}/schedules`, { replace: true });
-  }, [agentId, list]);
   return (
-    <section>
-      {agent ? <AgentHeader agent={agent} tab="schedules" /> : <PageTitle title="Schedules">Schedules</PageTitle>}
-      <ErrorBox error={agents.error} />
-      {agents.data && list.length === 0 && (
-        <Empty title="No agents yet">
-          <p>
-            Schedules belong to an agent. <Link href="/">Create an agent</Link> first.
-          </p>
-        </Empty>
-      )}
-      {list.length > 1 && agentId && (
-        <label class="inline">
-          Agent
-          <select value={agentId} onChange={(e) => navigate(`/agents/${e.currentTarget.value}/schedules`)}>
-            {list.map((a) => (
-              <option key={a.uuid} value={a.uuid}>
-                {a.name}
-              </option>
-            ))}
-          </select>
-        </label>
-      )}
-      {agentId && <AgentSchedules agentId={agentId} />}
-    </section>
+    <AgentHooksPage agentId={agentId} room="schedules" title="Schedules">
+      {(id) => <AgentSchedules agentId={id} />}
+    </AgentHooksPage>
   );
 }

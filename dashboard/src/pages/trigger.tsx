@@ -1,65 +1,40 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api';
-import { navigate } from '../router';
 import type { Trigger } from '../types';
-import { Empty, ErrorBox, Link, PageTitle, Time, useAction, useLoad } from '../ui';
+import { Time, useAction, useLoad } from '../ui';
 import { useCan } from '../workspace';
+import { HookHead, HookLog, HookPage, TaskOr } from './hook-parts';
 import { FreshSecret, SCHEMES } from './triggers';
 
 function Deliveries({ agentId, triggerId }: { agentId: string; triggerId: string }) {
   const deliveries = useLoad(() => api.triggerDeliveries(agentId, triggerId), [agentId, triggerId]);
-  const list = deliveries.data?.deliveries ?? [];
   return (
-    <>
-      <div class="list-head">
-        <h2>Deliveries</h2>
-        <button type="button" class="small" onClick={deliveries.reload}>
-          Refresh
-        </button>
-      </div>
-      <ErrorBox error={deliveries.error} />
-      {deliveries.data && list.length === 0 && (
-        <Empty title="No deliveries yet">
-          <p>Every request to the webhook URL shows up here, refused ones included, with the task it created.</p>
-        </Empty>
+    <HookLog
+      title="Deliveries"
+      load={deliveries}
+      items={deliveries.data?.deliveries ?? []}
+      empty={[
+        'No deliveries yet',
+        'Every request to the webhook URL shows up here, refused ones included, with the task it created.',
+      ]}
+      headers={['Received', 'HTTP', 'Delivery id', 'Task or error']}
+      row={(d) => (
+        <tr key={`${d.delivery_id}-${d.received_at}`}>
+          <td>
+            <Time iso={d.received_at} />
+          </td>
+          <td>
+            <span class={`status status-${d.status_code < 300 ? 'delivered' : 'failed'}`}>{d.status_code}</span>
+          </td>
+          <td class="mono small break">{d.delivery_id}</td>
+          <td>
+            <TaskOr agentId={agentId} taskId={d.task_id}>
+              {d.error}
+            </TaskOr>
+          </td>
+        </tr>
       )}
-      {list.length > 0 && (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Received</th>
-                <th scope="col">HTTP</th>
-                <th scope="col">Delivery id</th>
-                <th scope="col">Task or error</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((d) => (
-                <tr key={`${d.delivery_id}-${d.received_at}`}>
-                  <td>
-                    <Time iso={d.received_at} />
-                  </td>
-                  <td>
-                    <span class={`status status-${d.status_code < 300 ? 'delivered' : 'failed'}`}>{d.status_code}</span>
-                  </td>
-                  <td class="mono small break">{d.delivery_id}</td>
-                  <td>
-                    {d.task_id ? (
-                      <Link href={`/agents/${agentId}/tasks/${d.task_id}`} class="mono">
-                        task {d.task_id.slice(-8)}
-                      </Link>
-                    ) : (
-                      <span class="muted">{d.error}</span>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-    </>
+    />
   );
 }
 
@@ -69,63 +44,42 @@ export function TriggerPage({ agentId, triggerId }: { agentId: string; triggerId
   const [rotated, setRotated] = useState<Trigger | null>(null);
   const action = useAction();
   const manage = useCan('admin');
-  const trigger = triggers.data?.triggers.find((t) => t.uuid === triggerId);
-  if (triggers.data && !trigger) return <ErrorBox error={new Error('This trigger does not exist (any more).')} />;
   return (
-    <section>
-      <p class="crumbs">
-        <Link href="/">Agents</Link> / <Link href={`/agents/${agentId}/triggers`}>Triggers</Link> /{' '}
-        <span>{trigger?.name}</span>
-      </p>
-      <ErrorBox error={triggers.error ?? action.error} />
-      {trigger && (
+    <HookPage
+      agentId={agentId}
+      room="triggers"
+      title="Triggers"
+      hook={triggers.data?.triggers.find((t) => t.uuid === triggerId)}
+      loaded={triggers.data !== undefined}
+      error={triggers.error ?? action.error}
+      missing="This trigger does not exist (any more)."
+    >
+      {(trigger) => (
         <>
-          <div class="page-head">
-            <PageTitle title={trigger.name}>
-              {trigger.name}{' '}
-              <span class={`status status-${trigger.enabled ? 'enabled' : 'disabled'}`}>
-                {trigger.enabled ? 'enabled' : 'disabled'}
-              </span>
-            </PageTitle>
-            {manage && (
-              <div class="actions">
-                <button
-                  type="button"
-                  disabled={action.busy}
-                  onClick={() =>
-                    action.run(() =>
-                      api.updateTrigger(agentId, triggerId, { enabled: !trigger.enabled }).then(triggers.reload),
-                    )
-                  }
-                >
-                  {trigger.enabled ? 'Disable' : 'Enable'}
-                </button>
-                <button
-                  type="button"
-                  disabled={action.busy}
-                  onClick={() => {
-                    if (!confirm('Rotate the secret? The old one keeps working for 24 hours.')) return;
-                    void action.run(async () => setRotated(await api.rotateTrigger(agentId, triggerId)));
-                  }}
-                >
-                  Rotate
-                </button>
-                <button
-                  type="button"
-                  class="danger"
-                  disabled={action.busy}
-                  onClick={() => {
-                    if (!confirm(`Delete the trigger "${trigger.name}"? Its webhook URL stops working.`)) return;
-                    void action.run(() =>
-                      api.deleteTrigger(agentId, triggerId).then(() => navigate(`/agents/${agentId}/triggers`)),
-                    );
-                  }}
-                >
-                  Delete
-                </button>
-              </div>
-            )}
-          </div>
+          <HookHead
+            name={trigger.name}
+            enabled={trigger.enabled}
+            states={['enabled', 'disabled']}
+            toggle={['Disable', 'Enable']}
+            manage={manage}
+            action={action}
+            onToggle={() => api.updateTrigger(agentId, triggerId, { enabled: !trigger.enabled }).then(triggers.reload)}
+            onDelete={() => api.deleteTrigger(agentId, triggerId)}
+            question={`Delete the trigger "${trigger.name}"? Its webhook URL stops working.`}
+            back={`/agents/${agentId}/triggers`}
+            extra={
+              <button
+                type="button"
+                disabled={action.busy}
+                onClick={() => {
+                  if (!confirm('Rotate the secret? The old one keeps working for 24 hours.')) return;
+                  void action.run(async () => setRotated(await api.rotateTrigger(agentId, triggerId)));
+                }}
+              >
+                Rotate
+              </button>
+            }
+          />
           {rotated && <FreshSecret trigger={rotated} />}
           <dl class="facts wide">
             <dt>Webhook URL</dt>
@@ -152,6 +106,6 @@ export function TriggerPage({ agentId, triggerId }: { agentId: string; triggerId
           <Deliveries agentId={agentId} triggerId={triggerId} />
         </>
       )}
-    </section>
+    </HookPage>
   );
 }

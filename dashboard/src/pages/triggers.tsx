@@ -1,10 +1,9 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { api } from '../api';
-import { navigate } from '../router';
 import type { Trigger, VerificationType } from '../types';
-import { Empty, ErrorBox, Link, PageTitle, SecretBox, Time, useAction, useLoad } from '../ui';
+import { Empty, ErrorBox, Link, SecretBox, Time, useAction, useLoad } from '../ui';
 import { useCan } from '../workspace';
-import { AgentHeader } from './agent';
+import { AgentHooksPage, HookState, HookTable } from './hook-parts';
 
 /** The signature schemes a trigger may expect, as the create form offers them. */
 export const SCHEMES: Record<VerificationType, string> = {
@@ -144,38 +143,24 @@ function AgentTriggers({ agentId }: { agentId: string }) {
         </Empty>
       )}
       {list.length > 0 && (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">State</th>
-                <th scope="col">Webhook URL</th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((t) => (
-                <tr key={t.uuid}>
-                  <td>
-                    <Link href={`/agents/${agentId}/triggers/${t.uuid}`} class="strong">
-                      {t.name}
-                    </Link>
-                  </td>
-                  <td>
-                    <span class={`status status-${t.enabled ? 'enabled' : 'disabled'}`}>
-                      {t.enabled ? 'enabled' : 'disabled'}
-                    </span>
-                  </td>
-                  <td class="mono small break">{t.webhook_url}</td>
-                  <td>
-                    <Time iso={t.created_at} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <HookTable headers={['Name', 'State', 'Webhook URL', 'Created']}>
+          {list.map((t) => (
+            <tr key={t.uuid}>
+              <td>
+                <Link href={`/agents/${agentId}/triggers/${t.uuid}`} class="strong">
+                  {t.name}
+                </Link>
+              </td>
+              <td>
+                <HookState enabled={t.enabled} labels={['enabled', 'disabled']} />
+              </td>
+              <td class="mono small break">{t.webhook_url}</td>
+              <td>
+                <Time iso={t.created_at} />
+              </td>
+            </tr>
+          ))}
+        </HookTable>
       )}
     </>
   );
@@ -183,37 +168,9 @@ function AgentTriggers({ agentId }: { agentId: string }) {
 
 /** Triggers of one agent; from the main navigation, first pick the agent. */
 export function TriggersPage({ agentId }: { agentId?: string }) {
-  const agents = useLoad(() => api.agents(), []);
-  const list = agents.data?.agents ?? [];
-  const agent = list.find((a) => a.uuid === agentId);
-  useEffect(() => {
-    // The Triggers tab without an agent: go to the first agent's triggers.
-    if (!agentId && list[0]) navigate(`/agents/${list[0].uuid}/triggers`, { replace: true });
-  }, [agentId, list]);
   return (
-    <section>
-      {agent ? <AgentHeader agent={agent} tab="triggers" /> : <PageTitle title="Triggers">Triggers</PageTitle>}
-      <ErrorBox error={agents.error} />
-      {agents.data && list.length === 0 && (
-        <Empty title="No agents yet">
-          <p>
-            Triggers belong to an agent. <Link href="/">Create an agent</Link> first.
-          </p>
-        </Empty>
-      )}
-      {list.length > 1 && agentId && (
-        <label class="inline">
-          Agent
-          <select value={agentId} onChange={(e) => navigate(`/agents/${e.currentTarget.value}/triggers`)}>
-            {list.map((a) => (
-              <option key={a.uuid} value={a.uuid}>
-                {a.name}
-              </option>
-            ))}
-          </select>
-        </label>
-      )}
-      {agentId && <AgentTriggers agentId={agentId} />}
-    </section>
+    <AgentHooksPage agentId={agentId} room="triggers" title="Triggers">
+      {(id) => <AgentTriggers agentId={id} />}
+    </AgentHooksPage>
   );
 }

@@ -8,32 +8,10 @@ import type { CredentialCheck, Principal } from '../../lib/principal.js';
 import type { Clock, Timers } from '../../lib/time.js';
 import type { AcquireConnection } from '../a2a-server/a2a-server-service.js';
 import type { Notifier } from '../tasks/notifier.js';
+import { isRpc, type Rpc, type RpcId, rpcError, runMethod } from './mcp-methods.js';
 import { type McpCall, McpRpcError, type McpService } from './mcp-service.js';
-import {
-  cancelKeyOf,
-  declaresElicitation,
-  isRpcId,
-  type McpSession,
-  PROTOCOL_VERSIONS,
-  signSession,
-  verifySession,
-} from './mcp-session-fns.js';
+import { cancelKeyOf, isRpcId, type McpSession, PROTOCOL_VERSIONS, verifySession } from './mcp-session-fns.js';
 import type { McpChannel } from './mcp-wait.js';
-
-const INSTRUCTIONS =
-  'Each agent of your taskhook workspace is a tool: calling it runs a task on that agent and waits for its result, ' +
-  'with progress. When the agent asks a question you are asked in turn; otherwise answer with reply_to_task. ' +
-  'get_task waits for a task again, cancel_task cancels one. Long tasks can run as MCP tasks.';
-
-type RpcId = string | number | null;
-interface Rpc {
-  jsonrpc: '2.0';
-  id?: RpcId;
-  method?: string;
-  params?: unknown;
-  result?: unknown;
-  error?: unknown;
-}
 
 /** POST /mcp (Streamable HTTP, stateless sessions); GET and DELETE answer 405. */
 export function mcpRoutes(deps: {
@@ -223,7 +201,7 @@ export function mcpRoutes(deps: {
     try {
       // A waiting request holds one of the workspace's waits, from before anything is done.
       if (waits) release = deps.acquire(principal.workspaceUuid, 'wait');
-      const result = await run(reply, principal, call, rpc);
+      const result = await runMethod(deps, reply, principal, call, rpc);
       const response = { jsonrpc: '2.0', id: rpc.id, result };
       const opened = channel as (McpChannel & { end(): void }) | null;
       if (opened) {
@@ -252,67 +230,6 @@ export function mcpRoutes(deps: {
       release?.();
     }
   }
-
-  async function run(reply: FastifyReply, principal: Principal, call: McpCall, rpc: Rpc & { method: string }) {
-    const { service } = deps;
-    switch (rpc.method) {
-      case 'initialize': {
-        const params = (rpc.params ?? {}) as { protocolVersion?: unknown; capabilities?: unknown };
-        const requested = String(params.protocolVersion ?? '');
-        const protocolVersion = (PROTOCOL_VERSIONS as readonly string[]).includes(requested)
-          ? requested
-          : PROTOCOL_VERSIONS[0];
-        const sessionId = signSession(deps.sessionKey, {
-          userUuid: principal.userUuid,
-          workspaceUuid: principal.workspaceUuid,
-          protocolVersion,
-          elicitation: declaresElicitation(params.capabilities),
-        });
-        reply.header('mcp-session-id', sessionId);
-        return {
-          protocolVersion,
-          capabilities: {
-            tools: { listChanged: false },
-            tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
-          },
-          serverInfo: { name: 'taskhook', version: deps.version },
-          instructions: INSTRUCTIONS,
-        };
-      }
-      case 'ping':
-        return {};
-      case 'tools/list':
-        return service.toolsList(principal, (rpc.params as { cursor?: unknown } | undefined)?.cursor);
-      case 'tools/call':
-        return service.toolsCall(call, rpc.params);
-      case 'tasks/get':
-        return service.tasksGet(principal, rpc.params);
-      case 'tasks/result':
-        return service.tasksResult(call, rpc.params);
-      case 'tasks/cancel':
-        return service.tasksCancel(principal, rpc.params);
-      case 'tasks/list':
-        return service.tasksList(principal, rpc.params);
-      default:
-        throw new McpRpcError(-32601, `Method not found: ${rpc.method.slice(0, 100)}`);
-    }
-  }
-}
-
-function isRpc(value: unknown): value is Rpc {
-  if (!value || typeof value !== 'object' || Array.isArray(value)) return false;
-  const m = value as Rpc;
-  if (m.jsonrpc !== '2.0') return false;
-  if (m.id !== undefined && m.id !== null && typeof m.id !== 'string' && typeof m.id !== 'number') return false;
-  if (m.method !== undefined) return typeof m.method === 'string';
-  return m.id !== undefined && ('result' in m || 'error' in m);
-}
-
-function rpcError(reply: FastifyReply, status: number, id: RpcId, code: number, message: string) {
-  return reply
-    .code(status)
-    .header('content-type', 'application/json')
-    .send(JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } }));
 }
 
 /** AppError refusals (429 LIMIT_EXCEEDED) pass through as HTTP errors. */

@@ -1,7 +1,8 @@
 import type { Db, Executor } from '../../db/connect.js';
 import type { TaskRecord } from '../tasks/tasks-record.js';
 import { planDeliveryBatch } from './delivery-batch-fns.js';
-import type { DeliveryRow, TriggersRepo } from './triggers-repo.js';
+import type { DeliveryRow } from './trigger-deliveries-repo.js';
+import type { TriggersRepo } from './triggers-repo.js';
 import type { WebhookAccepted } from './triggers-schemas.js';
 
 /** Most deliveries one batch writes (one statement per table: far below either database's parameter limit). */

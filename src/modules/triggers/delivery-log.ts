@@ -1,7 +1,8 @@
 import type { Db } from '../../db/connect.js';
 import { newId } from '../../lib/ids.js';
 import { type Clock, iso } from '../../lib/time.js';
-import type { DeliveryRow, TriggerRow, TriggersRepo } from './triggers-repo.js';
+import type { DeliveryRow } from './trigger-deliveries-repo.js';
+import type { TriggerRow, TriggersRepo } from './triggers-repo.js';
 
 const HOUR_MS = 60 * 60 * 1000;
 /** Deliveries refused for their secret or signature that the log keeps per trigger per hour. */

@@ -20,8 +20,9 @@ import {
   type SchemeAuth,
   slackChallenge,
 } from './signature-schemes-fns.js';
+import type { DeliveryRow } from './trigger-deliveries-repo.js';
 import { authenticateDelivery, bodyKind, incomingDeliveryId, parsePayload } from './triggers-fns.js';
-import type { DeliveryRow, TriggerRow, TriggersRepo } from './triggers-repo.js';
+import type { TriggerRow, TriggersRepo } from './triggers-repo.js';
 import type { SlackChallengeReply, WebhookAccepted } from './triggers-schemas.js';
 import { checkTemplate, renderConcurrencyKey, renderTemplate } from './triggers-template-fns.js';
 

@@ -1,0 +1,111 @@
+import type { DbBool, DbJson } from './database.js';
+
+// Agents and their tasks: the queue, task events, idempotency keys, callbacks and push runs.
+// Re-exported by database.ts, which holds the `Database` interface.
+
+export interface AgentsTable {
+  uuid: string;
+  /** The workspace that owns the row (a personal workspace has its user's uuid). */
+  workspace_uuid: string;
+  name: string;
+  description: string | null;
+  status: string;
+  runtime: DbJson;
+  concurrency: number;
+  default_timeout_seconds: number;
+  created_at: string;
+  updated_at: string;
+  deleted_at: string | null;
+  /** At most this many tasks of one concurrency key held at once; null: no per-key cap. */
+  concurrency_per_key: number | null;
+}
+
+export interface TasksTable {
+  uuid: string;
+  agent_uuid: string;
+  /** The workspace that owns the row (a personal workspace has its user's uuid). */
+  workspace_uuid: string;
+  status: string;
+  ready: DbBool;
+  priority: number;
+  message: string;
+  messages: DbJson;
+  metadata: DbJson;
+  callback_mode: string;
+  webhook_url: string | null;
+  timeout_seconds: number;
+  attempt: number;
+  lease_id: string | null;
+  lease_seconds: number | null;
+  lease_expires_at: string | null;
+  worker_id: string | null;
+  progress: DbJson | null;
+  input_request: DbJson | null;
+  result: DbJson | null;
+  error: DbJson | null;
+  estimated_start: string;
+  created_at: string;
+  updated_at: string;
+  started_at: string | null;
+  timeout_at: string | null;
+  completed_at: string | null;
+  failed_at: string | null;
+  cancelled_at: string | null;
+  seq: number;
+  trace_id: string | null;
+  trace_parent_span_id: string | null;
+  claimed_at: string | null;
+  concurrency_key: string | null;
+}
+
+/** When each group of an agent's tasks (by concurrency key; '' keyless) was last handed a task. */
+export interface ConcurrencyGroupsTable {
+  agent_uuid: string;
+  group_key: string;
+  /** Orders the groups' last hand-outs (higher: more recent); null: never served. */
+  served_seq: number | null;
+}
+
+export interface TaskEventsTable {
+  task_uuid: string;
+  seq: number;
+  data: DbJson;
+  created_at: string;
+}
+
+export interface IdempotencyKeysTable {
+  /** The workspace that owns the row (a personal workspace has its user's uuid). */
+  workspace_uuid: string;
+  key: string;
+  request_hash: string;
+  task_uuid: string;
+  response: DbJson;
+  created_at: string;
+  expires_at: string;
+}
+
+export interface CallbacksTable {
+  uuid: string;
+  task_uuid: string;
+  /** The workspace that owns the row (a personal workspace has its user's uuid). */
+  workspace_uuid: string;
+  url: string;
+  event_type: string;
+  /** The exact JSON text that is signed and sent, identical on every attempt. */
+  payload: string;
+  status: string;
+  attempts: DbJson;
+  next_attempt_at: string | null;
+  lease_until: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** What a push runtime keeps about a task between runs (deleted when the task finishes). */
+export interface PushRunsTable {
+  task_uuid: string;
+  state: DbJson | null;
+  /** The lease under which an http agent accepted the task (202); null otherwise. */
+  accepted_lease_id: string | null;
+  updated_at: string;
+}
