@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errorResponses } from '../../http/error-schemas.js';
-import { AppError, AuthError } from '../../http/errors.js';
+import { AuthError } from '../../http/errors.js';
 import { principalOf } from '../../http/guard.js';
 import { startEventStream } from '../../http/stream-watch.js';
 import { jsonTooDeep } from '../../lib/json-depth.js';
@@ -231,6 +231,3 @@ export function mcpRoutes(deps: {
     }
   }
 }
-
-/** AppError refusals (429 LIMIT_EXCEEDED) pass through as HTTP errors. */
-export const isHttpRefusal = (err: unknown) => err instanceof AppError;
