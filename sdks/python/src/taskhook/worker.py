@@ -9,8 +9,9 @@ import signal
 import threading
 import time
 from types import FrameType
-from typing import Any, Callable, Dict, List, Mapping, NoReturn, Optional, cast
+from typing import Any, Callable, Dict, List, Mapping, Optional, cast
 
+from ._context import InputRequested, TaskFailure, WorkerContext, _invalid, _Run
 from ._http import Transport, shutdown
 from ._otel import run_context
 from .client import _seg
@@ -20,89 +21,6 @@ from .types import ClaimedTask
 log = logging.getLogger("taskhook")
 
 Handler = Callable[[ClaimedTask, "WorkerContext"], Any]
-
-
-class InputRequested(Exception):
-    """Raised by ``ctx.ask_for_input``: ends this run of the handler. Let it through."""
-
-    def __init__(self, question: str) -> None:
-        super().__init__("The task is waiting for input")
-        self.question = question
-
-
-class TaskFailure(Exception):
-    """Raise it from a handler to fail the task with a code, optionally queueing it again."""
-
-    def __init__(self, message: str, *, code: Optional[str] = None, retryable: bool = False) -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
-        self.retryable = retryable
-
-
-class WorkerContext:
-    """What a handler gets besides its task: progress, input requests, cancellation."""
-
-    def __init__(self, worker: "Worker", task: ClaimedTask) -> None:
-        self._worker = worker
-        self._task = task
-        self._lock = threading.Lock()
-        self._progress: Dict[str, Any] = {"current_step": "", "steps_completed": 0, "total_steps": 0}
-        self._reported = False
-        self.traceparent: str = task["traceparent"]
-        self.cancel_event = threading.Event()
-        self.abort_reason: Optional[str] = None
-
-    @property
-    def cancelled(self) -> bool:
-        """True once the task was aborted (cancelled, lease lost, or released at shutdown)."""
-        return self.cancel_event.is_set()
-
-    def progress(self, current_step: str, steps_completed: int, total_steps: int, *, flush: bool = False) -> None:
-        """Stores progress; it goes out with the next heartbeat, or at once with ``flush``."""
-        with self._lock:
-            self._progress = {
-                "current_step": current_step,
-                "steps_completed": steps_completed,
-                "total_steps": total_steps,
-            }
-        if flush:
-            self._heartbeat()
-
-    def ask_for_input(self, question: str) -> NoReturn:
-        """Puts the task in awaiting_input with this question and ends this run of the handler."""
-        self._reported = True
-        if not self.cancelled:
-            self._worker._report(self._task, "input_request", {"message": question})
-        raise InputRequested(question)
-
-    def _abort(self, reason: str) -> None:
-        if not self.cancel_event.is_set():
-            self.abort_reason = reason
-            self.cancel_event.set()
-
-    def _heartbeat(self) -> None:
-        if self.cancelled:
-            return
-        with self._lock:
-            body = {"lease_id": self._task["lease_id"], **self._progress}
-        path = f"{self._worker._base}/task/{_seg(self._task['task_id'])}/progress"
-        try:
-            answer = self._worker._http.request("POST", path, body, retry=True)
-            if isinstance(answer, dict) and answer.get("status") == "cancelled":
-                self._abort("cancelled")
-        except TaskhookError as err:
-            if err.status == 400:
-                self._abort("lease_lost")
-            else:
-                log.warning("heartbeat of task %s failed: %s", self._task["task_id"], err)
-
-
-class _Run:
-    def __init__(self, task: ClaimedTask, ctx: WorkerContext) -> None:
-        self.task = task
-        self.ctx = ctx
-        self.ended = threading.Event()
 
 
 class Worker:
@@ -349,10 +267,6 @@ class Worker:
             run.ctx._abort("shutdown")
             run.ended.set()
             self._release(run.task)
-
-
-def _invalid(message: str) -> Dict[str, Any]:
-    return {"error": {"code": "INVALID_RESULT", "message": message}, "retryable": False}
 
 
 def run_worker(
