@@ -345,5 +345,5 @@ describe.runIf(redisUrl).each(DATABASES)('rate limit counters in Redis, $name st
     } finally {
       await Promise.all([first.close(), second.close()]);
     }
-  });
+  }, 90_000);
 });

@@ -279,5 +279,5 @@ describe.each(DATABASES)('schedules on $name', (shared) => {
     expect(over.json().error).toMatchObject({ code: 'LIMIT_EXCEEDED', details: { field: 'schedules' } });
     expect((await call(t.app, 'DELETE', `/agent/${agent.uuid}`, { token: user.token })).statusCode).toBe(204);
     expect((await call(t.app, 'GET', `${base(agent.uuid)}/${s.uuid}`, { token: user.token })).statusCode).toBe(404);
-  });
+  }, 90_000);
 });
