@@ -1,4 +1,5 @@
 import { api } from '../api';
+import type { ModelUsageTotals } from '../types';
 import { Empty, ErrorBox, useLoad } from '../ui';
 import { byCredentialAndModel, hitRate, lastDays, usd } from '../usage-fns';
 
@@ -62,26 +63,14 @@ export function ModelUsageSection() {
                 <tr key={`${l.provider_credential_uuid} ${l.model}`}>
                   <td class="strong">{l.provider_credential_name ?? <span class="muted">deleted credential</span>}</td>
                   <td class="mono small break">{l.model}</td>
-                  <td class="num">{n(l.calls)}</td>
-                  <td class="num">{n(l.errors)}</td>
-                  <td class="num wide-only">{n(l.input_tokens)}</td>
-                  <td class="num wide-only">{n(l.output_tokens)}</td>
-                  <td class="num">{usd(l.cost_usd)}</td>
-                  <td class="num">{n(l.cache_hits)}</td>
-                  <td class="num">{hitRate(l.cache_hits, l.calls)}</td>
+                  <Counters of={l} />
                 </tr>
               ))}
             </tbody>
             <tfoot>
               <tr>
                 <td colSpan={2}>Total</td>
-                <td class="num">{n(totals.calls)}</td>
-                <td class="num">{n(totals.errors)}</td>
-                <td class="num wide-only">{n(totals.input_tokens)}</td>
-                <td class="num wide-only">{n(totals.output_tokens)}</td>
-                <td class="num">{usd(totals.cost_usd)}</td>
-                <td class="num">{n(totals.cache_hits)}</td>
-                <td class="num">{hitRate(totals.cache_hits, totals.calls)}</td>
+                <Counters of={totals} />
               </tr>
             </tfoot>
           </table>
@@ -92,5 +81,20 @@ export function ModelUsageSection() {
         response cache without going upstream; it still counts as a call.
       </p>
     </section>
+  );
+}
+
+/** The counters of one row or of the totals, one cell each. */
+function Counters({ of: t }: { of: ModelUsageTotals }) {
+  return (
+    <>
+      <td class="num">{n(t.calls)}</td>
+      <td class="num">{n(t.errors)}</td>
+      <td class="num wide-only">{n(t.input_tokens)}</td>
+      <td class="num wide-only">{n(t.output_tokens)}</td>
+      <td class="num">{usd(t.cost_usd)}</td>
+      <td class="num">{n(t.cache_hits)}</td>
+      <td class="num">{hitRate(t.cache_hits, t.calls)}</td>
+    </>
   );
 }

@@ -58,6 +58,9 @@ export function createResponseCache(deps: { maxBytes: number; now: () => number 
   };
 
   return {
+    /** The bound in bytes (0: the cache is off). */
+    maxBytes: deps.maxBytes,
+
     /** An entry stored less than `policySeconds` ago and not expired, marked most recently used; else null. */
     lookup(key: string, policySeconds: number): CacheEntry | null {
       const entry = entries.get(key);

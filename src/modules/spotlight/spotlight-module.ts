@@ -60,7 +60,6 @@ export function createSpotlightModule(deps: {
     },
     // In memory, per instance: answers are never written to disk or the database.
     cache: createResponseCache({ maxBytes: config.proxyCacheMaxBytes, now: runtime.clock.now }),
-    cacheMaxBytes: config.proxyCacheMaxBytes,
     upstream: {
       dispatcher,
       outbound,

@@ -171,9 +171,14 @@ export async function relayWhole(
 export function failedOutcome(err: unknown, now: number): CallOutcome {
   const status = err instanceof ProxyError ? err.status : 502;
   const code = (err instanceof ProxyError ? err.body.error.code : 'upstream_unreachable') as CallError['code'];
+  return bareOutcome(status, { code, message: err instanceof Error ? err.message : String(err) }, now);
+}
+
+/** An outcome with nothing read from an answer: no model, tokens or timing (a failure, a refusal, a hit). */
+export function bareOutcome(statusCode: number, error: CallError | null, now: number): CallOutcome {
   return {
-    statusCode: status,
-    error: { code, message: err instanceof Error ? err.message : String(err) },
+    statusCode,
+    error,
     responseModel: null,
     responseId: null,
     finishReasons: [],

@@ -13,7 +13,7 @@ import type { ResponseCache } from './response-cache.js';
 import { checkChatBody, proxyError, upstreamChatBody } from './spotlight-fns.js';
 import { createModelLists } from './spotlight-models.js';
 import { costNanos, type PriceTable } from './spotlight-prices.js';
-import { type CallOutcome, failedOutcome, type ProxyAnswer, type UpstreamDeps } from './spotlight-proxy.js';
+import { bareOutcome, type CallOutcome, type ProxyAnswer, type UpstreamDeps } from './spotlight-proxy.js';
 import type { CallAttempt, SpotlightRepo } from './spotlight-repo.js';
 import { STREAM_CONTENT_TYPE } from './spotlight-stream.js';
 import type { CallObserver, RecordedCall } from './spotlight-telemetry.js';
@@ -57,13 +57,11 @@ export function createSpotlightService(deps: {
   log: (err: unknown, msg: string) => void;
   /** Budgets: the check before a call goes upstream, and the spend each record adds (same transaction). */
   budgets: Pick<BudgetsService, 'check'> & { addSpend: (trx: Executor, call: SpendOf) => Promise<void> };
-  /** The cache's bound in bytes (0: off), to stop collecting a stream that could never be stored. */
-  cacheMaxBytes: number;
 }) {
   const { db, repo } = deps;
 
   // Streams being collected for the cache hold at most the cache's bound on top of it.
-  const capturePool = createCapturePool(deps.cacheMaxBytes);
+  const capturePool = createCapturePool(deps.cache.maxBytes);
   const touch = (credentialUuid: string) =>
     void deps.providers.touch(credentialUuid, (err) => deps.log(err, 'could not record last_used_at'));
   const { attribution, select } = createSelection({
@@ -166,7 +164,7 @@ export function createSpotlightService(deps: {
             request: { ...base.request, baseUrl: replayed.credential.baseUrl },
           };
           const now = deps.clock.now();
-          await record(hit, arrivedAt, { ...hitOutcome(now), responseModel: entry.meta.responseModel }, []);
+          await record(hit, arrivedAt, { ...bareOutcome(200, null, now), responseModel: entry.meta.responseModel }, []);
           return answered(replayAnswer(entry, deps.cache.ageSeconds(entry), upstream.callerWantsUsage));
         }
       }
@@ -227,15 +225,9 @@ function metaOf(target: Target, outcome: CallOutcome | null) {
   };
 }
 
-/** The record of a hit: 200, nothing went upstream, no tokens (cost 0 is set by `record`). */
-function hitOutcome(now: number): CallOutcome {
-  return { ...failedOutcome(new Error('cache hit'), now), statusCode: 200, error: null };
-}
-
 /** The record of a call a budget refused: 429 `budget_exceeded`, nothing went upstream. */
 function refusedOutcome(refusal: { message: string }, now: number): CallOutcome {
-  const error = { code: 'budget_exceeded' as const, message: refusal.message };
-  return { ...failedOutcome(new Error(refusal.message), now), statusCode: 429, error };
+  return bareOutcome(429, { code: 'budget_exceeded', message: refusal.message }, now);
 }
 
 export type SpotlightService = ReturnType<typeof createSpotlightService>;

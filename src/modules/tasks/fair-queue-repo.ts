@@ -21,12 +21,20 @@ const toCandidates = (rows: { rows: CandidateRow[] }): Candidate[] =>
   }));
 
 /**
- * PostgreSQL: the walk over the agent's keys and every group's first tasks in one statement (a
- * lateral join per key). Planning a union of a hundred branches cost PostgreSQL far more than
- * running it: 200 ms a claim at 1,000 keys (npm run bench:keys), against a few ms for this.
+ * The walk over the agent's keys and every group's first tasks, in one statement of fixed text:
+ * the keys by a skip scan of `tasks_keyed_ready_idx`, then each key's first `limit` tasks and the
+ * keyless ones'. PostgreSQL reads a key's tasks with a lateral join; SQLite, which has none, with a
+ * correlated `IN (… limit n)`. Both replaced unions of a hundred branches per statement, which
+ * cost more to plan than to run: 200 ms (PostgreSQL) and 65 ms (SQLite) a claim at 1,000 keys
+ * (npm run bench:keys), against a few ms and 20 ms for this.
  */
-function candidatesAtOnce(agentUuid: string, limit: number, readyBy?: string) {
+function candidatesAtOnce(agentUuid: string, limit: number, readyBy: string | undefined, lateral: boolean) {
   const backoff = readyBy === undefined ? sql`` : sql`and (attempt = 1 or estimated_start <= ${readyBy})`;
+  const ofKey = sql`from tasks where agent_uuid = ${agentUuid} and ready = true and concurrency_key = walk.k
+    ${backoff} order by priority desc, created_at, uuid limit ${limit}`;
+  const keyed = lateral
+    ? sql`cross join lateral (select uuid, concurrency_key, priority, created_at ${ofKey}) as t`
+    : sql`join tasks t on t.uuid in (select uuid ${ofKey})`;
   return sql<CandidateRow>`with recursive walk(k) as (
       select (select min(concurrency_key) from tasks where agent_uuid = ${agentUuid} and ready = true
         and concurrency_key is not null)
@@ -34,34 +42,7 @@ function candidatesAtOnce(agentUuid: string, limit: number, readyBy?: string) {
       select (select min(concurrency_key) from tasks where agent_uuid = ${agentUuid} and ready = true
         and concurrency_key is not null and concurrency_key > walk.k) from walk where walk.k is not null
     )
-    select g.* from walk cross join lateral (select uuid, concurrency_key, priority, created_at from tasks
-      where agent_uuid = ${agentUuid} and ready = true and concurrency_key = walk.k ${backoff}
-      order by priority desc, created_at, uuid limit ${limit}) as g
-    where walk.k is not null
-    union all
-    select * from (select uuid, concurrency_key, priority, created_at from tasks
-      where agent_uuid = ${agentUuid} and ready = true and concurrency_key is null ${backoff}
-      order by priority desc, created_at, uuid limit ${limit}) as keyless`;
-}
-
-/**
- * SQLite: the same walk in one statement of fixed text (so it is prepared once), each key's first
- * tasks by a correlated `IN (… limit n)` where PostgreSQL uses a lateral join (SQLite has none).
- * It replaced unions of a hundred branches per statement, rebuilt and planned on every claim.
- */
-function candidatesInOneSqlite(agentUuid: string, limit: number, readyBy?: string) {
-  const backoff = readyBy === undefined ? sql`` : sql`and (attempt = 1 or estimated_start <= ${readyBy})`;
-  return sql<CandidateRow>`with recursive walk(k) as (
-      select (select min(concurrency_key) from tasks where agent_uuid = ${agentUuid} and ready = true
-        and concurrency_key is not null)
-      union all
-      select (select min(concurrency_key) from tasks where agent_uuid = ${agentUuid} and ready = true
-        and concurrency_key is not null and concurrency_key > walk.k) from walk where walk.k is not null
-    )
-    select t.uuid, t.concurrency_key, t.priority, t.created_at from walk
-      join tasks t on t.uuid in (select uuid from tasks
-        where agent_uuid = ${agentUuid} and ready = true and concurrency_key = walk.k ${backoff}
-        order by priority desc, created_at, uuid limit ${limit})
+    select t.uuid, t.concurrency_key, t.priority, t.created_at from walk ${keyed}
     where walk.k is not null
     union all
     select * from (select uuid, concurrency_key, priority, created_at from tasks
@@ -136,10 +117,8 @@ export const fairQueueRepo = {
    * and the keyless ones' (`tasks_claim_idx`), so the cost follows the keys, not the backlog.
    */
   async candidates(trx: Executor, agentUuid: string, perGroup: number, readyBy?: string): Promise<Candidate[]> {
-    if (!(trx.getExecutor().adapter instanceof SqliteAdapter)) {
-      return toCandidates(await withDbErrors(candidatesAtOnce(agentUuid, perGroup, readyBy).execute(trx)));
-    }
-    return toCandidates(await withDbErrors(candidatesInOneSqlite(agentUuid, perGroup, readyBy).execute(trx)));
+    const lateral = !(trx.getExecutor().adapter instanceof SqliteAdapter);
+    return toCandidates(await withDbErrors(candidatesAtOnce(agentUuid, perGroup, readyBy, lateral).execute(trx)));
   },
 
   /** The tasks of `uuids` still claimable, row-locked; rows a concurrent transaction holds are skipped. */
