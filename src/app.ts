@@ -70,6 +70,7 @@ export async function buildApp(
     limit: config.rateLimit,
     store: runtime.rateLimitStore,
     clock: runtime.clock,
+    storeTimeoutMs: config.rateLimitStoreTimeoutMs,
     onStoreError: (err) => runtime.logger.warn({ err }, 'rate-limit store unavailable; request not counted'),
   });
   const app = Fastify({

@@ -86,6 +86,12 @@ export const SETTINGS = {
     default: 1000,
     doc: 'Requests per minute per scope.',
   }),
+  rateLimitStoreTimeoutMs: setting({
+    env: 'TASKHOOK_RATE_LIMIT_STORE_TIMEOUT_MS',
+    schema: Type.Integer({ minimum: 1 }),
+    default: 1000,
+    doc: 'How long a request waits for the shared rate-limit counter (PostgreSQL or Redis) before it is let through uncounted, so a slow or failed counter store never stalls the API.',
+  }),
   smtpUrl: setting({
     env: 'TASKHOOK_SMTP_URL',
     schema: Type.Optional(Type.String({ pattern: '^smtps?://' })),

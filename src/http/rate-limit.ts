@@ -13,14 +13,11 @@ export interface RateLimitResult {
   retryAfter: number;
 }
 
-/** How long a request waits for the counter store before it is let through uncounted. */
-export const STORE_TIMEOUT_MS = 1000;
-
-/** The store's count, or an error when it fails or does not answer within STORE_TIMEOUT_MS. */
-async function countWithin(hit: Promise<number>): Promise<number> {
+/** The store's count, or an error when it fails or does not answer within `timeoutMs`. */
+async function countWithin(hit: Promise<number>, timeoutMs: number): Promise<number> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error('rate-limit store timed out')), STORE_TIMEOUT_MS);
+    timer = setTimeout(() => reject(new Error('rate-limit store timed out')), timeoutMs);
   });
   hit.catch(() => undefined);
   try {
@@ -39,6 +36,8 @@ export function createRateLimiter(opts: {
   limit: number;
   store: RateLimitStore;
   clock: Clock;
+  /** How long a request waits for the store before it is let through uncounted. */
+  storeTimeoutMs: number;
   onStoreError?: (err: unknown) => void;
 }) {
   return async function hit(scope: string): Promise<RateLimitResult> {
@@ -48,7 +47,7 @@ export function createRateLimiter(opts: {
     try {
       const hit = opts.store.hit(scope, window);
       // A store that answers at once (memory) needs no timeout, and no timer per request.
-      count = typeof hit === 'number' ? hit : await countWithin(hit);
+      count = typeof hit === 'number' ? hit : await countWithin(hit, opts.storeTimeoutMs);
     } catch (err) {
       opts.onStoreError?.(err);
     }

@@ -10,12 +10,22 @@ export interface TestDatabase {
   databaseUrl: string | undefined;
 }
 
-const pgUrl = process.env.TEST_DATABASE_URL;
+/**
+ * `TEST_DATABASES=sqlite` leaves PostgreSQL out on purpose, and says so once (global-setup.ts):
+ * CI's second Node.js pass, after the first ran every test on both databases. Unset: both.
+ */
+const only = process.env.TEST_DATABASES;
+if (only !== undefined && only !== '' && only !== 'sqlite') {
+  throw new Error(`TEST_DATABASES must be unset or "sqlite", not ${JSON.stringify(only)}`);
+}
+export const SQLITE_ONLY = only === 'sqlite';
 
-if (!pgUrl && process.env.CI) {
+const pgUrl = SQLITE_ONLY ? undefined : process.env.TEST_DATABASE_URL;
+
+if (!pgUrl && process.env.CI && !SQLITE_ONLY) {
   throw new Error('TEST_DATABASE_URL is not set: in CI every storage test must also run on PostgreSQL');
 }
-if (!pgUrl) {
+if (!pgUrl && !SQLITE_ONLY) {
   console.warn('\n*** TEST_DATABASE_URL is not set: PostgreSQL tests are NOT running (CI fails in this case) ***\n');
 }
 

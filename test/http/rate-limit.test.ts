@@ -4,6 +4,7 @@ import net from 'node:net';
 import type { LightMyRequestResponse } from 'fastify';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRateLimiter } from '../../src/http/rate-limit.js';
 import { buildTestApp, manualClock, type TestApp } from '../helpers/app.js';
 import { DATABASES, type TestDatabase } from '../helpers/databases.js';
 import { createUser, type TestUser } from '../helpers/factories.js';
@@ -81,7 +82,12 @@ describe.each(DATABASES)('rate limit on $name', (database) => {
   afterAll(() => t.close());
 
   it('lets one user make exactly 1,000 requests a minute; the 1,001st is 429 RATE_LIMITED with Retry-After', async () => {
-    const big = await buildTestApp(database, { clock, config: { rateLimit: 1000 } });
+    // Exact counts need every hit counted: on a loaded machine PostgreSQL can take longer than the
+    // default second to answer a hit, which then passes uncounted (failing open, as designed).
+    const big = await buildTestApp(database, {
+      clock,
+      config: { rateLimit: 1000, rateLimitStoreTimeoutMs: 60_000 },
+    });
     try {
       expect(big.config.rateLimit).toBe(1000);
       const user = await createUser(big);
@@ -308,6 +314,33 @@ describe('rate limit counters when their store is unreachable', () => {
     } finally {
       await t.close();
     }
+  });
+});
+
+describe('a counter store that does not answer', () => {
+  it('is waited for only rateLimitStoreTimeoutMs; the request then passes uncounted and the error is reported', async () => {
+    const errors: unknown[] = [];
+    const hit = createRateLimiter({
+      limit: 3,
+      store: { hit: () => new Promise<number>(() => undefined) },
+      clock: manualClock(120_000),
+      storeTimeoutMs: 20,
+      onStoreError: (err) => errors.push(err),
+    });
+    const result = await hit('user:slow');
+    expect(result).toEqual({ limit: 3, remaining: 3, reset: 180, exceeded: false, retryAfter: 60 });
+    expect(errors).toHaveLength(1);
+    expect(String(errors[0])).toContain('timed out');
+  });
+
+  it('is not timed out when it answers in time', async () => {
+    const hit = createRateLimiter({
+      limit: 3,
+      store: { hit: async () => 4 },
+      clock: manualClock(120_000),
+      storeTimeoutMs: 60_000,
+    });
+    expect(await hit('user:busy')).toMatchObject({ remaining: 0, exceeded: true });
   });
 });
 
