@@ -26,7 +26,7 @@ import { createMcpModule } from './modules/mcp/mcp-module.js';
 import { createMetricsModule } from './modules/metrics/metrics-module.js';
 import { createOAuthModule } from './modules/oauth/oauth-module.js';
 import { createProvidersModule } from './modules/providers/providers-module.js';
-import { createRuntimeCheck } from './modules/runtimes/runtime-check.js';
+import { createRuntimeCheck, registeredRuntimeSchemas } from './modules/runtimes/adapters.js';
 import { createRuntimesModule } from './modules/runtimes/runtimes-module.js';
 import { createSchedulesModule } from './modules/schedules/schedules-module.js';
 import { routesRepo } from './modules/spotlight/routes-repo.js';
@@ -127,7 +127,7 @@ export async function buildApp(
   // Built in dependency order; each capability subscribes on the event hub to what it reacts to,
   // inside its own module: tasks and triggers to agent:deleted, callbacks and runtimes to
   // task:statusChanged, telemetry's task tracer, metrics and the push dispatcher to task:changed.
-  const providers = createProvidersModule({ config, runtime, box });
+  const providers = createProvidersModule({ config, runtime, box, routesNaming: routesRepo.namingCredential });
   const outboundPolicy = { allowPrivate: config.allowPrivateUrls, lookup: runtime.lookup };
   // The one hub where rooms announce task and agent changes and hear each other's.
   const events = createEventHub();
@@ -135,9 +135,13 @@ export async function buildApp(
     runtime,
     events,
     box,
-    checkRuntime: createRuntimeCheck(providers.service, outboundPolicy, async (workspaceUuid, routeUuid) =>
-      Boolean(await routesRepo.findOwned(runtime.db.kysely, workspaceUuid, routeUuid)),
-    ),
+    runtimeSchemas: registeredRuntimeSchemas(),
+    checkRuntime: createRuntimeCheck({
+      policy: outboundPolicy,
+      providers: providers.service,
+      routeExists: async (workspaceUuid, routeUuid) =>
+        Boolean(await routesRepo.findOwned(runtime.db.kysely, workspaceUuid, routeUuid)),
+    }),
     cacheMs: config.agentCacheMs,
   });
   const connections = createConnectionLimits();

@@ -1,5 +1,5 @@
 import type { Generated } from 'kysely';
-import type { DbBool } from './database.js';
+import type { DbBool } from './column-types.js';
 
 // Accounts and their credentials: users, e-mail tokens, keys, signing secrets, OAuth logins.
 // Re-exported by database.ts, which holds the `Database` interface.

@@ -36,18 +36,6 @@ import type { TelemetryLogsTable, TelemetrySpansTable } from './telemetry-tables
 import type { TriggerDeliveriesTable, TriggersTable } from './trigger-tables.js';
 import type { AuditLogTable, InvitationsTable, WorkspaceMembersTable, WorkspacesTable } from './workspace-tables.js';
 
-/**
- * Table types shared by both dialects. Portable choices: ids made by the app, timestamps as
- * ISO 8601 text, booleans written as 1/0 (integer on SQLite, boolean on PostgreSQL: read them
- * with `Boolean(x)`), JSON as text on SQLite and jsonb on PostgreSQL (see json.ts).
- */
-export type DbBool = number | boolean;
-/**
- * A JSON column as the driver returns it: text from SQLite, already parsed from PostgreSQL's jsonb.
- * Unknown until `fromDbJson` reads it; written as text (`toDbJson`).
- */
-export type DbJson = unknown;
-
 // The tables of each room live beside this file; these re-exports keep `database.js` the one import.
 export type * from './account-tables.js';
 export type * from './protocol-tables.js';

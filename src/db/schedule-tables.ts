@@ -1,4 +1,4 @@
-import type { DbBool, DbJson } from './database.js';
+import type { DbBool, DbJson } from './column-types.js';
 
 /** A cron schedule that creates tasks on its agent (docs/schedules.md). */
 export interface SchedulesTable {

@@ -1,4 +1,4 @@
-import type { DbBool, DbJson } from './database.js';
+import type { DbBool, DbJson } from './column-types.js';
 
 // The model proxy: provider credentials, fallback routes, call records, budgets and spend.
 // Re-exported by database.ts, which holds the `Database` interface.

@@ -1,4 +1,4 @@
-import type { DbBool, DbJson } from './database.js';
+import type { DbBool, DbJson } from './column-types.js';
 
 // Agents and their tasks: the queue, task events, idempotency keys, callbacks and push runs.
 // Re-exported by database.ts, which holds the `Database` interface.

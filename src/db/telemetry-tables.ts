@@ -1,4 +1,4 @@
-import type { DbJson } from './database.js';
+import type { DbJson } from './column-types.js';
 
 // The telemetry store: OTLP spans and log records.
 // Re-exported by database.ts, which holds the `Database` interface.

@@ -1,5 +1,5 @@
 import type { Generated } from 'kysely';
-import type { DbBool, DbJson } from './database.js';
+import type { DbBool, DbJson } from './column-types.js';
 
 // Webhook triggers and the log of their deliveries.
 // Re-exported by database.ts, which holds the `Database` interface.

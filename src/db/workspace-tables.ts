@@ -1,4 +1,4 @@
-import type { DbBool, DbJson } from './database.js';
+import type { DbBool, DbJson } from './column-types.js';
 
 /** A tenant: it owns agents, keys, telemetry and the rest (docs/workspaces.md). */
 export interface WorkspacesTable {

@@ -1,7 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach } from 'vitest';
-import { type A2aRuntime, createA2aRuntime } from '../../src/modules/runtimes/a2a/a2a-runtime.js';
+import { createA2aRuntime } from '../../src/modules/runtimes/a2a/a2a-runtime.js';
+import type { A2aRuntime } from '../../src/modules/runtimes/a2a/a2a-schema.js';
 import type { PushOutcome, PushRuntime } from '../../src/modules/runtimes/push-runtime.js';
 import type { TaskRecord } from '../../src/modules/tasks/tasks-record.js';
 import { type A2aAgent, type A2aAgentOptions, startA2aAgent } from './a2a-agent.js';

@@ -3,6 +3,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
 import { createSecretBox } from '../../src/lib/crypto.js';
 import { createProvidersModule } from '../../src/modules/providers/providers-module.js';
+import { routesRepo } from '../../src/modules/spotlight/routes-repo.js';
 import { call, type TestApp } from './app.js';
 import { actingAs, createAgent, type TestUser } from './factories.js';
 
@@ -816,6 +817,7 @@ async function createContextModelCall(t: TestApp, user: TestUser) {
     config: { ...t.config, allowPrivateUrls: true },
     runtime: t.runtime,
     box: createSecretBox(t.runtime.secrets.encryptionKey),
+    routesNaming: routesRepo.namingCredential,
   }).service;
   const credentialName = `context-${randomUUID().slice(0, 8)}`;
   const credential = await providers.create(actingAs(user), {
@@ -850,6 +852,7 @@ async function createContextModelRoute(t: TestApp, user: TestUser): Promise<stri
     config: { ...t.config, allowPrivateUrls: true },
     runtime: t.runtime,
     box: createSecretBox(t.runtime.secrets.encryptionKey),
+    routesNaming: routesRepo.namingCredential,
   }).service;
   const credential = await providers.create(actingAs(user), {
     name: `route-target-${randomUUID().slice(0, 8)}`,

@@ -5,6 +5,7 @@ import type { ProcessDeps } from '../../process-deps.js';
 import { type AgentRow, agentChanges, agentsRepo } from './agents-repo.js';
 import { agentsRoutes } from './agents-routes.js';
 import { createAgentsService, type RuntimeCheck } from './agents-service.js';
+import type { RuntimeSchemas } from './runtime-schemas.js';
 
 /**
  * Wires agent management. Capabilities that own something of an agent subscribe to the hub's
@@ -13,6 +14,8 @@ import { createAgentsService, type RuntimeCheck } from './agents-service.js';
  */
 export function createAgentsModule(deps: {
   runtime: ProcessDeps;
+  /** The `runtime` field's schemas, from the registered runtime variants. */
+  runtimeSchemas: RuntimeSchemas;
   checkRuntime: RuntimeCheck;
   box: SecretBox;
   /** How long an agent read outside a transaction is remembered (0: no cache). */
@@ -31,7 +34,7 @@ export function createAgentsModule(deps: {
   });
   return {
     service,
-    routes: agentsRoutes(service),
+    routes: agentsRoutes(service, deps.runtimeSchemas),
     /** What the app listens for to let the agent cache serve (null: no cache). */
     changeFeed: deps.cacheMs > 0 ? { channel: agentChanges, cache } : null,
   };

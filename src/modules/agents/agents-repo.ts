@@ -6,7 +6,8 @@ import { withDbErrors } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
 import { prepareQuery } from '../../db/prepared.js';
 import { lockRows } from '../../db/transactions.js';
-import type { Agent, AgentStatus, Runtime } from './agents-schemas.js';
+import type { Agent, AgentStatus } from './agents-schemas.js';
+import type { Runtime } from './runtime-schemas.js';
 
 export interface AgentRow extends Agent {
   workspaceUuid: string;

@@ -3,22 +3,17 @@ import type { FastifyInstance } from 'fastify';
 import { NoContent, pagination } from '../../http/common-schemas.js';
 import { errorResponses } from '../../http/error-schemas.js';
 import { actingOf, principalOf } from '../../http/guard.js';
-import {
-  AgentListQuery,
-  AgentListReply,
-  AgentParams,
-  AgentSchema,
-  CreateAgentBody,
-  PatchAgentBody,
-} from './agents-schemas.js';
+import { AgentListQuery, AgentParams, agentSchemas } from './agents-schemas.js';
 import type { AgentsService } from './agents-service.js';
+import type { RuntimeSchemas } from './runtime-schemas.js';
 
 const tags = ['agents'];
 const config = { auth: 'user' as const, feature: 'agents' as const };
 const notFound = errorResponses([404]);
 
-/** HTTP routes of agent management. */
-export function agentsRoutes(service: AgentsService) {
+/** HTTP routes of agent management; `runtime` is the `runtime` field's schemas the app registered. */
+export function agentsRoutes(service: AgentsService, runtime: RuntimeSchemas) {
+  const { AgentSchema, AgentListReply, CreateAgentBody, PatchAgentBody } = agentSchemas(runtime);
   return async function routes(base: FastifyInstance) {
     const app = base.withTypeProvider<TypeBoxTypeProvider>();
 

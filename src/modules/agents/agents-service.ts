@@ -8,8 +8,9 @@ import type { Acting } from '../../lib/principal.js';
 import { type Clock, iso } from '../../lib/time.js';
 import { recordAudit } from '../audit/audit-repo.js';
 import type { AgentRow, AgentsRepo } from './agents-repo.js';
-import type { Agent, CreateAgentInput, PatchAgentInput, Runtime } from './agents-schemas.js';
+import type { Agent, CreateAgentInput, PatchAgentInput } from './agents-schemas.js';
 import { maskRuntimeHeaders, openRuntimeHeaders, sealRuntimeHeaders } from './runtime-headers.js';
+import type { Runtime } from './runtime-schemas.js';
 
 export const DEFAULT_CONCURRENCY = 10;
 export const DEFAULT_TIMEOUT_SECONDS = 3600;

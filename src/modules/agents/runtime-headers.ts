@@ -1,6 +1,6 @@
 import { invalid } from '../../http/errors.js';
 import type { SecretBox } from '../../lib/crypto.js';
-import { HEADER_MASK, type Runtime } from './agents-schemas.js';
+import { HEADER_MASK, type Runtime } from './runtime-schemas.js';
 
 type Headers = Record<string, string>;
 
@@ -10,12 +10,13 @@ type Headers = Record<string, string>;
  */
 const INVALID_HEADER_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 
+/** A runtime's headers: the variants that call the agent over HTTP have them (their schema says so). */
 function headersOf(runtime: Runtime | null | undefined): Headers | undefined {
-  return runtime && (runtime.type === 'http' || runtime.type === 'a2a') ? runtime.headers : undefined;
+  return runtime?.headers;
 }
 
 function withHeaders(runtime: Runtime, headers: Headers): Runtime {
-  return runtime.type === 'http' || runtime.type === 'a2a' ? { ...runtime, headers } : runtime;
+  return { ...runtime, headers };
 }
 
 /**

@@ -7,7 +7,6 @@ import { checkOutboundUrl, type OutboundPolicy, OutboundUrlError } from '../../l
 import type { Acting } from '../../lib/principal.js';
 import { type Clock, iso } from '../../lib/time.js';
 import { recordAudit } from '../audit/audit-repo.js';
-import { routesRepo } from '../spotlight/routes-repo.js';
 import { apiKeyHint, DEFAULT_BASE_URL, normaliseBaseUrl } from './providers-fns.js';
 import type { CredentialRow, ProvidersRepo } from './providers-repo.js';
 import {
@@ -44,6 +43,11 @@ export function createProvidersService(deps: {
   box: SecretBox;
   clock: Clock;
   outbound: OutboundPolicy;
+  /**
+   * Names of the workspace's fallback routes that have this credential as a target (the model
+   * proxy's, given by the app: that room sits above this one). A credential in use is not deleted.
+   */
+  routesNaming: (ex: Executor, workspaceUuid: string, credentialUuid: string) => Promise<string[]>;
 }) {
   const { db, repo } = deps;
   const now = () => iso(deps.clock.now());
@@ -184,7 +188,7 @@ export function createProvidersService(deps: {
             `The credential is used by agent ${agents.map((a) => JSON.stringify(a)).join(', ')}; change their runtime first`,
           );
         }
-        const routes = await routesRepo.namingCredential(trx, workspaceUuid, uuid);
+        const routes = await deps.routesNaming(trx, workspaceUuid, uuid);
         if (routes.length > 0) {
           throw new AppError(
             'CREDENTIAL_IN_USE',

@@ -4,7 +4,7 @@ import type { EventHub } from '../../lib/event-hub.js';
 import type { Log } from '../../lib/log.js';
 import { createLoop } from '../../lib/loop.js';
 import type { Clock } from '../../lib/time.js';
-import type { Runtime } from '../agents/agents-schemas.js';
+import type { Runtime } from '../agents/runtime-schemas.js';
 import type { Lifecycle } from '../tasks/lifecycle.js';
 import type { Notifier } from '../tasks/notifier.js';
 import type { WaitingAgent } from '../tasks/queue-repo.js';
@@ -17,14 +17,6 @@ export const PUSH_LEASE_SECONDS = 60;
 const AGENTS_PER_PASS = 500;
 /** How long an agent seen to be a worker is believed to be one. */
 const WORKER_MEMORY_MS = 30_000;
-
-/**
- * The lease a run holds: an http agent's `lease_seconds` (also the lease after its 202, so a
- * crashed instance's push comes back as soon as an abandoned 202 would), else the default.
- */
-export function leaseSecondsOf(runtime: Runtime): number {
-  return runtime.type === 'http' ? (runtime.lease_seconds ?? PUSH_LEASE_SECONDS) : PUSH_LEASE_SECONDS;
-}
 
 /**
  * Hands queued tasks of push-runtime agents (those `isPush` names: openai, http, a2a) to their
@@ -43,6 +35,8 @@ export function createPushDispatcher(deps: {
   runner: TaskRunner;
   /** Whether the service runs tasks of this runtime type itself. */
   isPush: (type: Runtime['type']) => boolean;
+  /** The lease a run of an agent with this runtime holds. */
+  leaseSeconds: (runtime: Runtime) => number;
   /** The runtime as the runner uses it (header values in clear). */
   openRuntime: (runtime: Runtime) => Runtime;
   clock: Clock;
@@ -68,7 +62,7 @@ export function createPushDispatcher(deps: {
     const { runtime, tasks } = await db.transaction((trx) =>
       deps.lifecycle.claim(trx, agent.uuid, room, {
         accepts: (stored) => deps.isPush(stored.type),
-        lease: (stored) => ({ leaseSeconds: leaseSecondsOf(stored), workerId: `runtime:${stored.type}` }),
+        lease: (stored) => ({ leaseSeconds: deps.leaseSeconds(stored), workerId: `runtime:${stored.type}` }),
         respectBackoff: true,
       }),
     );

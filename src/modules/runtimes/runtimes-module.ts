@@ -13,20 +13,10 @@ import { FINAL_STATUSES } from '../tasks/tasks-fns.js';
 import type { TasksModule } from '../tasks/tasks-module.js';
 import { tasksRepo } from '../tasks/tasks-repo.js';
 import type { TaskChangeEvent } from '../tasks/tasks-writer.js';
-import { a2aAdapter } from './a2a/a2a-adapter.js';
-import { createPushDispatcher } from './dispatcher.js';
-import { httpAdapter } from './http/http-adapter.js';
-import { modelAdapter } from './model/model-adapter.js';
-import type { PushAdapter } from './push-adapter.js';
+import { ADAPTERS_BY_TYPE } from './adapters.js';
+import { createPushDispatcher, PUSH_LEASE_SECONDS } from './dispatcher.js';
 import { runtimesRepo } from './runtimes-repo.js';
 import { createTaskRunner, type PushRuntimes } from './task-runner.js';
-
-/** The push runtimes by agent runtime `type`: a new runtime is a folder `runtimes/<name>/` and a line here. */
-const ADAPTERS = {
-  openai: modelAdapter,
-  http: httpAdapter,
-  a2a: a2aAdapter,
-} satisfies Partial<Record<keyof PushRuntimes, PushAdapter>>;
 
 /**
  * Wires push runtimes: the dispatcher that hands queued tasks of `openai`, `http` and `a2a`
@@ -60,7 +50,7 @@ export function createRuntimesModule(deps: {
   };
   const ctx = { config, deps: runtime, accounts: deps.accounts, spotlight: deps.spotlight, lanes };
   const runtimes: PushRuntimes = {
-    ...Object.fromEntries(Object.entries(ADAPTERS).map(([type, adapter]) => [type, adapter(ctx)])),
+    ...Object.fromEntries(Object.entries(ADAPTERS_BY_TYPE).map(([type, adapter]) => [type, adapter.build(ctx)])),
     ...deps.extra,
   };
   let wakeAfter: (delayMs: number) => void = () => undefined;
@@ -80,6 +70,7 @@ export function createRuntimesModule(deps: {
     notifier: deps.tasks.notifier,
     runner,
     isPush: (type) => runtimes[type] !== undefined,
+    leaseSeconds: (stored) => ADAPTERS_BY_TYPE[stored.type]?.leaseSeconds?.(stored) ?? PUSH_LEASE_SECONDS,
     openRuntime: (stored) => openRuntimeHeaders(stored, deps.box),
     clock: runtime.clock,
     intervalMs: config.sweepIntervalMs,

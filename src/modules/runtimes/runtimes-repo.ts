@@ -1,7 +1,7 @@
 import type { Executor } from '../../db/connect.js';
 import { withDbErrors } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
-import type { Runtime } from '../agents/agents-schemas.js';
+import type { Runtime } from '../agents/runtime-schemas.js';
 
 /** What a push runtime keeps about a task between runs. */
 export interface PushRunRow {

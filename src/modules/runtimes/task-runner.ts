@@ -3,7 +3,7 @@ import { AppError } from '../../http/errors.js';
 import { retryDelayMs } from '../../lib/backoff.js';
 import type { Log } from '../../lib/log.js';
 import { type Clock, iso } from '../../lib/time.js';
-import type { Runtime } from '../agents/agents-schemas.js';
+import type { Runtime } from '../agents/runtime-schemas.js';
 import type { Lifecycle } from '../tasks/lifecycle.js';
 import { MAX_ATTEMPTS } from '../tasks/tasks-fns.js';
 import type { TaskRecord } from '../tasks/tasks-repo.js';

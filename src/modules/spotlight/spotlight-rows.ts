@@ -1,9 +1,56 @@
 import type { Selectable } from 'kysely';
 import type { SpotlightCallsTable } from '../../db/database.js';
 import { fromDbJson } from '../../db/json.js';
-import type { CallAttempt, CallError, CallRow, NamedCallRow } from './spotlight-repo.js';
 
 /** Rows of spotlight_calls to records and back: the dialects' bigints and booleans, JSON columns. */
+
+export interface CallError {
+  code: 'upstream_error' | 'upstream_unreachable' | 'upstream_timeout' | 'client_closed' | 'budget_exceeded';
+  message: string;
+}
+
+/** One upstream exchange of a call: a plain call has one, a route call one per target tried. */
+export interface CallAttempt {
+  providerCredentialUuid: string;
+  upstreamModel: string;
+  /** The upstream's HTTP status; null when none came (timeout, unreachable). */
+  statusCode: number | null;
+  error: CallError | null;
+  latencyMs: number;
+}
+
+/** One model call, as recorded. */
+export interface CallRow {
+  uuid: string;
+  workspaceUuid: string;
+  createdAt: string;
+  source: 'api' | 'runtime';
+  model: string;
+  upstreamModel: string;
+  responseModel: string | null;
+  providerCredentialUuid: string;
+  stream: boolean;
+  statusCode: number;
+  error: CallError | null;
+  latencyMs: number;
+  timeToFirstTokenMs: number | null;
+  inputTokens: number | null;
+  outputTokens: number | null;
+  costNanos: number | null;
+  agentUuid: string | null;
+  taskUuid: string | null;
+  /** The platform key that authenticated the call; null for a session JWT and the openai runtime. */
+  platformKeyUuid: string | null;
+  /** The route the call went through, its name as at the call; null for a plain call. */
+  route: { uuid: string; name: string } | null;
+  /** Every upstream exchange in order; [] when nothing went upstream (budget refusal, cache hit). */
+  attempts: CallAttempt[];
+  /** Answered from the response cache. */
+  cacheHit: boolean;
+}
+
+/** A record with the name its credential has now (null once deleted). */
+export type NamedCallRow = CallRow & { providerCredentialName: string | null };
 
 const num = (v: number | string | null) => (v === null ? null : Number(v));
 

@@ -2,7 +2,7 @@ import type { Executor } from '../../db/connect.js';
 import { AppError } from '../../http/errors.js';
 import { newId } from '../../lib/ids.js';
 import { type Clock, iso } from '../../lib/time.js';
-import type { Runtime } from '../agents/agents-schemas.js';
+import type { Runtime } from '../agents/runtime-schemas.js';
 import { lockFairly } from './fair-claim.js';
 import type { fairQueueRepo } from './fair-queue-repo.js';
 import type { TaskRecord, TasksRepo } from './tasks-repo.js';

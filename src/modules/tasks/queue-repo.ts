@@ -4,7 +4,7 @@ import { withDbErrors } from '../../db/errors.js';
 import { fromDbJson } from '../../db/json.js';
 import { prepareQuery } from '../../db/prepared.js';
 import { lockRows } from '../../db/transactions.js';
-import type { Runtime } from '../agents/agents-schemas.js';
+import type { Runtime } from '../agents/runtime-schemas.js';
 import { OPEN_STATUSES } from './tasks-fns.js';
 import { type TaskRecord, toRecord } from './tasks-record.js';
 

@@ -9,6 +9,7 @@ import { createEventHub } from '../../../src/lib/event-hub.js';
 import { createAgentsModule } from '../../../src/modules/agents/agents-module.js';
 import { type AgentRow, agentsRepo } from '../../../src/modules/agents/agents-repo.js';
 import { createAgentsService } from '../../../src/modules/agents/agents-service.js';
+import { registeredRuntimeSchemas } from '../../../src/modules/runtimes/adapters.js';
 import { buildTestApp, call, type TestApp } from '../../helpers/app.js';
 import { DATABASES } from '../../helpers/databases.js';
 import { actingAs, createAgent, createUser, type TestUser } from '../../helpers/factories.js';
@@ -38,6 +39,7 @@ function serverless(t: TestApp) {
   return createAgentsModule({
     runtime: t.runtime,
     box,
+    runtimeSchemas: registeredRuntimeSchemas(),
     checkRuntime: async () => undefined,
     cacheMs: 0,
     events: createEventHub(),

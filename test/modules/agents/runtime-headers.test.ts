@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/http/errors.js';
 import { createSecretBox } from '../../../src/lib/crypto.js';
-import type { Runtime } from '../../../src/modules/agents/agents-schemas.js';
 import {
   maskRuntimeHeaders,
   openRuntimeHeaders,
   sealRuntimeHeaders,
 } from '../../../src/modules/agents/runtime-headers.js';
+import type { Runtime } from '../../../src/modules/agents/runtime-schemas.js';
 
 const box = createSecretBox('a test encryption key of enough length');
 const http = (headers?: Record<string, string>): Runtime => ({

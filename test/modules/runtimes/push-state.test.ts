@@ -6,7 +6,8 @@ import { createSecretBox } from '../../../src/lib/crypto.js';
 import { createEventHub } from '../../../src/lib/event-hub.js';
 import { createAccountsModule } from '../../../src/modules/accounts/accounts-module.js';
 import { createAgentsModule } from '../../../src/modules/agents/agents-module.js';
-import type { A2aRuntime } from '../../../src/modules/agents/agents-schemas.js';
+import type { A2aRuntime } from '../../../src/modules/runtimes/a2a/a2a-schema.js';
+import { registeredRuntimeSchemas } from '../../../src/modules/runtimes/adapters.js';
 import type { PushRun, PushRuntime } from '../../../src/modules/runtimes/push-runtime.js';
 import { createRuntimesModule } from '../../../src/modules/runtimes/runtimes-module.js';
 import { runtimesRepo } from '../../../src/modules/runtimes/runtimes-repo.js';
@@ -43,7 +44,14 @@ describe.each(DATABASES)('push runtime state between runs on $name', (shared) =>
     const box = createSecretBox(rt.secrets.encryptionKey);
     const accounts = createAccountsModule({ config, runtime: rt, box });
     const events = createEventHub();
-    const agents = createAgentsModule({ runtime: rt, box, checkRuntime: async () => undefined, cacheMs: 0, events });
+    const agents = createAgentsModule({
+      runtime: rt,
+      box,
+      runtimeSchemas: registeredRuntimeSchemas(),
+      checkRuntime: async () => undefined,
+      cacheMs: 0,
+      events,
+    });
     const tasks = createTasksModule({
       config,
       runtime: rt,

@@ -7,6 +7,7 @@ import { createSecretBox } from '../../../src/lib/crypto.js';
 import { createEventHub } from '../../../src/lib/event-hub.js';
 import { createAgentsModule } from '../../../src/modules/agents/agents-module.js';
 import { agentsRepo } from '../../../src/modules/agents/agents-repo.js';
+import { registeredRuntimeSchemas } from '../../../src/modules/runtimes/adapters.js';
 import { type TriggerRow, triggersRepo } from '../../../src/modules/triggers/triggers-repo.js';
 import { createTriggersService } from '../../../src/modules/triggers/triggers-service.js';
 import { createWebhookService } from '../../../src/modules/triggers/webhook-service.js';
@@ -36,6 +37,7 @@ function serverless(t: TestApp) {
   const agents = createAgentsModule({
     runtime: t.runtime,
     box,
+    runtimeSchemas: registeredRuntimeSchemas(),
     checkRuntime: async () => undefined,
     cacheMs: 0,
     events: createEventHub(),

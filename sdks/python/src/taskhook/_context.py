@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Any, Dict, NoReturn, Optional
+from typing import Any, Dict, NoReturn, Optional, Protocol
 
+from ._http import Transport
 from .client import _seg
 from .errors import TaskhookError
 from .types import ClaimedTask
-
-if TYPE_CHECKING:
-    from .worker import Worker
 
 log = logging.getLogger("taskhook")
 
@@ -34,10 +32,20 @@ class TaskFailure(Exception):
         self.retryable = retryable
 
 
+class _WorkerLink(Protocol):
+    """What a context needs of its worker (the ``Worker`` has it): where the agent's tasks are,
+    the connection, and how a run's outcome is reported."""
+
+    _base: str
+    _http: Transport
+
+    def _report(self, task: ClaimedTask, kind: str, body: Dict[str, Any]) -> None: ...
+
+
 class WorkerContext:
     """What a handler gets besides its task: progress, input requests, cancellation."""
 
-    def __init__(self, worker: "Worker", task: ClaimedTask) -> None:
+    def __init__(self, worker: _WorkerLink, task: ClaimedTask) -> None:
         self._worker = worker
         self._task = task
         self._lock = threading.Lock()

@@ -14,13 +14,6 @@ import type { ConversationMessage } from '../../tasks/tasks-schemas.js';
 import { findingsResultOf } from '../findings-fns.js';
 import type { PushOutcome, TaskResultOut } from '../push-runtime.js';
 
-/** An agent whose runtime is a remote A2A agent; header values already decrypted. */
-export interface A2aRuntime {
-  type: 'a2a';
-  agent_card_url: string;
-  headers?: Record<string, string>;
-}
-
 export type A2aBinding = 'JSONRPC' | 'HTTP+JSON';
 
 /** The interface of a card this client talks to. */

@@ -7,7 +7,6 @@ import { type Clock, systemClock } from '../../../lib/time.js';
 import type { PushOutcome, PushRuntime } from '../push-runtime.js';
 import {
   type A2aEndpoint,
-  type A2aRuntime,
   type AskedQuestion,
   applyStreamEvent,
   CardError,
@@ -23,8 +22,7 @@ import {
   type TaskView,
 } from './a2a-client-fns.js';
 import { type A2aSession, createCardCache, headersOf, openSession, transportOf } from './a2a-client-http.js';
-
-export type { A2aRuntime } from './a2a-client-fns.js';
+import type { A2aRuntime } from './a2a-schema.js';
 
 export interface A2aRuntimeDeps {
   /** The outbound guard's policy (TASKHOOK_ALLOW_PRIVATE_URLS, the resolver). */

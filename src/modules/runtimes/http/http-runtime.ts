@@ -6,7 +6,6 @@ import type { FairOutbound } from '../../../lib/outbound-fair.js';
 import { retryAfterMs } from '../../../lib/retry-after.js';
 import { signatureHeader } from '../../../lib/standard-webhooks.js';
 import { iso } from '../../../lib/time.js';
-import type { HttpRuntime } from '../../agents/agents-schemas.js';
 import { claimItemOf } from '../../tasks/tasks-view.js';
 import type { PushOutcome, PushRun, PushRuntime } from '../push-runtime.js';
 import {
@@ -17,6 +16,7 @@ import {
   taskCancelledBody,
   taskRunBody,
 } from './http-runtime-fns.js';
+import type { HttpRuntime } from './http-schema.js';
 
 /** How long the one `task.cancelled` attempt may take. */
 const CANCEL_TIMEOUT_MS = 10_000;

@@ -1,19 +1,7 @@
 /** Pure rules of agents that are a model: the request, reading the answer, and failures. */
 
 import { type Finding, findingsResultOf } from '../findings-fns.js';
-
-/** The stored runtime of such an agent. */
-export interface OpenAiRuntime {
-  type: 'openai';
-  /** With `model`: one credential. Or, instead of both, `route_uuid`: a fallback route. */
-  provider_credential_uuid?: string;
-  model?: string;
-  route_uuid?: string;
-  system_prompt?: string;
-  temperature?: number;
-  max_output_tokens?: number;
-  allow_input_requests?: boolean;
-}
+import type { OpenAiRuntime } from './model-schema.js';
 
 export interface ConversationMessage {
   role: 'user' | 'agent';

@@ -8,9 +8,9 @@ import {
   chatRequestOf,
   isRetryableStatus,
   type ModelOutcome,
-  type OpenAiRuntime,
   outcomeOfAnswer,
 } from './model-runtime-fns.js';
+import type { OpenAiRuntime } from './model-schema.js';
 
 /** One run of a task by its model: who, which task, the whole conversation so far. */
 export interface ModelRun {

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import type { A2aRuntime } from '../../../../src/modules/runtimes/a2a/a2a-runtime.js';
+import type { A2aRuntime } from '../../../../src/modules/runtimes/a2a/a2a-schema.js';
 import { a2aServers, loopback, runnerFor, TRACEPARENT, taskOf } from '../../../helpers/a2a-runs.js';
 
 const { agentWith } = a2aServers();

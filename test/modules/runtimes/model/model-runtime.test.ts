@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSecretBox } from '../../../../src/lib/crypto.js';
 import { createProvidersModule } from '../../../../src/modules/providers/providers-module.js';
 import { createModelRuntime, type ModelRun } from '../../../../src/modules/runtimes/model/model-runtime.js';
+import { routesRepo } from '../../../../src/modules/spotlight/routes-repo.js';
 import { createSpotlightModule } from '../../../../src/modules/spotlight/spotlight-module.js';
 import { buildTestApp, call, type TestApp } from '../../../helpers/app.js';
 import { DATABASES } from '../../../helpers/databases.js';
@@ -30,7 +31,12 @@ describe.each(DATABASES)('the model runtime on $name', (database) => {
     t = await buildTestApp(database, { config: { allowPrivateUrls: true, proxyTimeoutMs: 1500 } });
     // The runtime uses the proxy path of the production modules, over the test app's storage.
     const box = createSecretBox(t.runtime.secrets.encryptionKey);
-    const providers = createProvidersModule({ config: t.config, runtime: t.runtime, box }).service;
+    const providers = createProvidersModule({
+      config: t.config,
+      runtime: t.runtime,
+      box,
+      routesNaming: routesRepo.namingCredential,
+    }).service;
     const spotlight = createSpotlightModule({ config: t.config, runtime: t.runtime, providers });
     closeSpotlight = spotlight.close;
     runtime = createModelRuntime({ spotlight: spotlight.service, now: Date.now });

@@ -1,0 +1,37 @@
+import type { RuntimeCheck } from '../agents/agents-service.js';
+import { type RuntimeSchemas, runtimeSchemas } from '../agents/runtime-schemas.js';
+import { a2aAdapter } from './a2a/a2a-adapter.js';
+import { httpAdapter } from './http/http-adapter.js';
+import { modelAdapter } from './model/model-adapter.js';
+import type { CheckContext, PushAdapter } from './push-adapter.js';
+
+/**
+ * The registered push runtimes. A new runtime is a folder `runtimes/<name>/` (its schema, its
+ * check, its push runtime, and `<name>-adapter.ts` joining them) and one line here: the agent
+ * routes, the runtime check and the dispatcher all read this list.
+ */
+const ADAPTERS: readonly PushAdapter[] = [modelAdapter, httpAdapter, a2aAdapter];
+
+/** An adapter's runtime `type`: the literal of its schema's `type` field. */
+export function typeOfAdapter(adapter: PushAdapter): string {
+  const literal: unknown = adapter.schema.properties.type?.const;
+  if (typeof literal !== 'string') throw new Error("a push adapter's schema needs a string literal `type`");
+  return literal;
+}
+
+/** The registered push runtimes by agent runtime `type`. */
+export const ADAPTERS_BY_TYPE: Readonly<Record<string, PushAdapter>> = Object.fromEntries(
+  ADAPTERS.map((adapter) => [typeOfAdapter(adapter), adapter]),
+);
+
+/** The agent's `runtime` field as the routes validate and document it: the worker's and each adapter's. */
+export function registeredRuntimeSchemas(): RuntimeSchemas {
+  return runtimeSchemas(ADAPTERS.map((adapter) => adapter.schema));
+}
+
+/** The check of a runtime when an agent is created or its runtime changed: its adapter's, if any. */
+export function createRuntimeCheck(ctx: CheckContext): RuntimeCheck {
+  return async (workspaceUuid, runtime) => {
+    await ADAPTERS_BY_TYPE[runtime.type]?.check?.(ctx, workspaceUuid, runtime);
+  };
+}
