@@ -10,6 +10,15 @@ import pg from 'pg';
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const cli = path.join(root, 'dist/cli/index.js');
+/**
+ * The Node.js flags `npm start` gives the server (package.json's start script), so the benchmark
+ * measures the server as the README runs it.
+ */
+const startFlags = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).scripts.start.match(
+  /^node((?: --\S+)*) /,
+)?.[1] ?? '')
+  .split(' ')
+  .filter(Boolean);
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** A process's CPU time so far (user + system, µs) from /proc, whose times are in 1/100 s; 0 once it is gone. */
@@ -106,7 +115,9 @@ export async function setupTaskhook({ mode, port, extraEnv = {}, nodeArgs = [] }
   const email = `bench-${Date.now()}@example.test`;
   cliJson(['user', 'create', '--email', email, '--password', 'benchmark-password', '--verified'], env);
   const { key } = cliJson(['key', 'create', '--email', email, '--name', 'bench'], env);
-  const child = spawn(process.execPath, [...nodeArgs, cli, 'serve'], {
+  // BENCH_SERVER_NODE_ARGS: Node.js flags for the server process only (e.g. a V8 heap setting to compare).
+  const benchArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...startFlags, ...benchArgs, ...nodeArgs, cli, 'serve'], {
     env: { ...process.env, ...env },
     stdio: 'inherit',
   });
