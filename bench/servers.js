@@ -14,11 +14,8 @@ const cli = path.join(root, 'dist/cli/index.js');
  * The Node.js flags `npm start` gives the server (package.json's start script), so the benchmark
  * measures the server as the README runs it.
  */
-const startFlags = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).scripts.start.match(
-  /^node((?: --\S+)*) /,
-)?.[1] ?? '')
-  .split(' ')
-  .filter(Boolean);
+const startScript = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).scripts.start;
+const startFlags = (startScript.match(/^node((?: --\S+)*) /)?.[1] ?? '').split(' ').filter(Boolean);
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** A process's CPU time so far (user + system, µs) from /proc, whose times are in 1/100 s; 0 once it is gone. */
