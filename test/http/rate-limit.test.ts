@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import net from 'node:net';
 import type { LightMyRequestResponse } from 'fastify';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createRateLimiter } from '../../src/http/rate-limit.js';
 import { buildTestApp, manualClock, type TestApp } from '../helpers/app.js';
 import { DATABASES, type TestDatabase } from '../helpers/databases.js';
@@ -318,29 +318,72 @@ describe('rate limit counters when their store is unreachable', () => {
 });
 
 describe('a counter store that does not answer', () => {
-  it('is waited for only rateLimitStoreTimeoutMs; the request then passes uncounted and the error is reported', async () => {
+  afterEach(() => vi.useRealTimers());
+
+  async function settledAfter(hit: Promise<unknown>, ms: number): Promise<boolean> {
+    let settled = false;
+    void hit.then(() => {
+      settled = true;
+    });
+    await vi.advanceTimersByTimeAsync(ms);
+    return settled;
+  }
+
+  it('is waited for rateLimitStoreTimeoutMs, no longer; the request then passes uncounted and the error is reported', async () => {
+    vi.useFakeTimers();
     const errors: unknown[] = [];
     const hit = createRateLimiter({
       limit: 3,
       store: { hit: () => new Promise<number>(() => undefined) },
       clock: manualClock(120_000),
-      storeTimeoutMs: 20,
+      storeTimeoutMs: 5_000,
       onStoreError: (err) => errors.push(err),
     });
-    const result = await hit('user:slow');
-    expect(result).toEqual({ limit: 3, remaining: 3, reset: 180, exceeded: false, retryAfter: 60 });
+    const result = hit('user:slow');
+    expect(await settledAfter(result, 4_999)).toBe(false);
+    expect(await settledAfter(result, 1)).toBe(true);
+    expect(await result).toEqual({ limit: 3, remaining: 3, reset: 180, exceeded: false, retryAfter: 60 });
     expect(errors).toHaveLength(1);
     expect(String(errors[0])).toContain('timed out');
   });
 
-  it('is not timed out when it answers in time', async () => {
+  it('counts a hit whose store answers just before the wait ends', async () => {
+    vi.useFakeTimers();
     const hit = createRateLimiter({
       limit: 3,
-      store: { hit: async () => 4 },
+      store: { hit: () => new Promise<number>((resolve) => setTimeout(() => resolve(4), 4_999)) },
       clock: manualClock(120_000),
-      storeTimeoutMs: 60_000,
+      storeTimeoutMs: 5_000,
     });
-    expect(await hit('user:busy')).toMatchObject({ remaining: 0, exceeded: true });
+    const result = hit('user:busy');
+    expect(await settledAfter(result, 4_999)).toBe(true);
+    expect(await result).toMatchObject({ remaining: 0, exceeded: true });
+  });
+
+  it('is waited for as long as the app is told (rateLimitStoreTimeoutMs), not the default second', async () => {
+    // A Redis that accepts connections and never answers.
+    const sockets = new Set<net.Socket>();
+    const silent = net.createServer((socket) => sockets.add(socket)).listen(0, '127.0.0.1');
+    await once(silent, 'listening');
+    const { port } = silent.address() as net.AddressInfo;
+    const t = await buildTestApp(DATABASES[0] as TestDatabase, {
+      config: { rateLimit: LIMIT, redisUrl: `redis://127.0.0.1:${port}/0`, rateLimitStoreTimeoutMs: 5_000 },
+    });
+    try {
+      let answered = false;
+      const health = get(t, '/health').then((res) => {
+        answered = true;
+        return res;
+      });
+      // Past the default wait of one second, the request still waits for its count.
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      expect(answered).toBe(false);
+      expect((await health).statusCode).toBe(200);
+    } finally {
+      await t.close();
+      for (const socket of sockets) socket.destroy();
+      silent.close();
+    }
   });
 });
 

@@ -25,7 +25,7 @@ export function agentsRoutes(service: AgentsService, runtime: RuntimeSchemas) {
           tags,
           summary: 'Create an agent',
           description:
-            'New agents are active, with the worker runtime unless another is given: openai (a model), http (an endpoint each task is POSTed to, signed like callbacks) or a2a (a remote A2A agent). A bad runtime field is a 400 naming its path (runtime.model, runtime.headers.Host); runtime header values are stored encrypted and always shown as "********".',
+            'New agents are active, with the worker runtime unless another is given (the runtime field lists the types). A bad runtime field is a 400 naming its path (runtime.model, runtime.headers.Host); runtime header values are stored encrypted and always shown as "********".',
           body: CreateAgentBody,
           response: { 201: AgentSchema },
         },

@@ -55,9 +55,6 @@ export const WorkerRuntimeSchema = StrictObject(
   { title: 'WorkerRuntime' },
 );
 
-const RUNTIME_DESCRIPTION =
-  'How the agent carries out tasks: pulled by workers (default {"type": "worker"}), or pushed by the service to a model (openai), an HTTP endpoint (http) or a remote A2A agent (a2a).';
-
 export interface RuntimeSchemas {
   /** An agent's runtime as answered (header values masked): the plain union of the variants. */
   response: TUnsafe<Runtime>;
@@ -75,6 +72,9 @@ export interface RuntimeSchemas {
  */
 export function runtimeSchemas(variants: readonly TObject[]): RuntimeSchemas {
   const all = [WorkerRuntimeSchema, ...variants];
+  // Each variant in a few words: its type literal's own description.
+  const kinds = all.map((v) => `${v.properties.type?.const}: ${v.properties.type?.description}`);
+  const RUNTIME_DESCRIPTION = `How the agent carries out tasks (default {"type": "worker"}). ${kinds.join(' ')}`;
   return {
     response: Type.Unsafe<Runtime>(Type.Union(all, { description: RUNTIME_DESCRIPTION })),
     input: Type.Unsafe<Runtime>({

@@ -1,5 +1,5 @@
 import type { RuntimeCheck } from '../agents/agents-service.js';
-import { type RuntimeSchemas, runtimeSchemas } from '../agents/runtime-schemas.js';
+import { RuntimeHeadersSchema, type RuntimeSchemas, runtimeSchemas } from '../agents/runtime-schemas.js';
 import { a2aAdapter } from './a2a/a2a-adapter.js';
 import { httpAdapter } from './http/http-adapter.js';
 import { modelAdapter } from './model/model-adapter.js';
@@ -19,10 +19,28 @@ export function typeOfAdapter(adapter: PushAdapter): string {
   return literal;
 }
 
+/**
+ * The push runtimes by agent runtime `type`, after checking the list: each type once, none of them
+ * the built-in `worker`, and a `headers` field (which the agents room seals at rest and masks in
+ * answers) only in the one shape that sealing knows.
+ * @throws Error naming the registration that breaks a rule, when the module loads.
+ */
+export function adaptersByType(adapters: readonly PushAdapter[]): Readonly<Record<string, PushAdapter>> {
+  const byType: Record<string, PushAdapter> = {};
+  for (const adapter of adapters) {
+    const type = typeOfAdapter(adapter);
+    if (type === 'worker') throw new Error('a push adapter cannot take the built-in type "worker"');
+    if (byType[type]) throw new Error(`two push adapters register the type "${type}"`);
+    const headers = adapter.schema.properties.headers;
+    if (headers && JSON.stringify(headers) !== JSON.stringify(RuntimeHeadersSchema))
+      throw new Error(`the push adapter "${type}" has a headers field that is not RuntimeHeadersSchema`);
+    byType[type] = adapter;
+  }
+  return byType;
+}
+
 /** The registered push runtimes by agent runtime `type`. */
-export const ADAPTERS_BY_TYPE: Readonly<Record<string, PushAdapter>> = Object.fromEntries(
-  ADAPTERS.map((adapter) => [typeOfAdapter(adapter), adapter]),
-);
+export const ADAPTERS_BY_TYPE = adaptersByType(ADAPTERS);
 
 /** The agent's `runtime` field as the routes validate and document it: the worker's and each adapter's. */
 export function registeredRuntimeSchemas(): RuntimeSchemas {

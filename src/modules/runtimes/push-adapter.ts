@@ -1,4 +1,4 @@
-import type { TObject } from '@sinclair/typebox';
+import type { Static, TObject } from '@sinclair/typebox';
 import type { Config } from '../../config.js';
 import type { OutboundPolicy } from '../../lib/outbound.js';
 import type { FairOutbound } from '../../lib/outbound-fair.js';
@@ -59,4 +59,17 @@ export interface PushAdapter {
   leaseSeconds?: (runtime: Runtime) => number;
   /** Builds the push runtime, once per process. */
   build: (ctx: PushContext) => PushRuntime<never>;
+}
+
+/**
+ * An adapter's registration, typed by its schema: its check, lease and push runtime see the
+ * runtime as the schema describes it. The type is erased here, in one place, for the list.
+ */
+export function definePushAdapter<S extends TObject>(adapter: {
+  schema: S;
+  check?: (ctx: CheckContext, workspaceUuid: string, runtime: Static<S>) => Promise<void>;
+  leaseSeconds?: (runtime: Static<S>) => number;
+  build: (ctx: PushContext) => PushRuntime<Static<S>>;
+}): PushAdapter {
+  return adapter as unknown as PushAdapter;
 }

@@ -19,11 +19,11 @@ import { runtimesRepo } from './runtimes-repo.js';
 import { createTaskRunner, type PushRuntimes } from './task-runner.js';
 
 /**
- * Wires push runtimes: the dispatcher that hands queued tasks of `openai`, `http` and `a2a`
- * agents to their runtime, started with the server and stopped (calls in flight
- * handed back) when it closes. When a task finishes its push run row goes; when a task an http
- * agent accepted (202) is cancelled or times out, the agent is told once, by the instance that
- * made the change.
+ * Wires push runtimes: the dispatcher that hands queued tasks of agents whose runtime type a
+ * registered adapter runs (`adapters.ts`) to their push runtime, started with the server and
+ * stopped (calls in flight handed back) when it closes. When a task finishes its push run row
+ * goes; when a task an agent had accepted (an http agent's 202) is cancelled or times out, the
+ * agent is told once, by the instance that made the change.
  */
 export function createRuntimesModule(deps: {
   config: Config;

@@ -1,8 +1,10 @@
-import { Type } from '@sinclair/typebox';
+import { type TSchema, Type } from '@sinclair/typebox';
 import { describe, expect, it } from 'vitest';
 import { AppError, notFound } from '../../../src/http/errors.js';
+import { RuntimeHeadersSchema } from '../../../src/modules/agents/runtime-schemas.js';
 import {
   ADAPTERS_BY_TYPE,
+  adaptersByType,
   createRuntimeCheck,
   registeredRuntimeSchemas,
   typeOfAdapter,
@@ -60,6 +62,21 @@ describe('the push runtime registrations', () => {
   it('refuse a schema without a string literal type', () => {
     const adapter: PushAdapter = { schema: Type.Object({ type: Type.String() }), build: () => ({}) as never };
     expect(() => typeOfAdapter(adapter)).toThrow(/literal/);
+  });
+
+  it('refuse the built-in type worker, a type registered twice, and a headers field of another shape', () => {
+    const adapter = (type: string, extra: Record<string, TSchema> = {}): PushAdapter => ({
+      schema: Type.Object({ type: Type.Literal(type), ...extra }, { additionalProperties: false }),
+      build: () => ({}) as never,
+    });
+    expect(() => adaptersByType([adapter('worker')])).toThrow(/built-in type "worker"/);
+    expect(() => adaptersByType([adapter('x'), adapter('y'), adapter('x')])).toThrow(/two push adapters .* "x"/);
+    expect(() => adaptersByType([adapter('x', { headers: Type.Optional(Type.String()) })])).toThrow(
+      /"x" has a headers field/,
+    );
+    expect(Object.keys(adaptersByType([adapter('x', { headers: Type.Optional(RuntimeHeadersSchema) })]))).toEqual([
+      'x',
+    ]);
   });
 
   it('make the runtime field: the worker variant first, then each adapter’s, discriminated by type on input', () => {

@@ -1,6 +1,5 @@
 import { AppError, invalid } from '../../../http/errors.js';
-import type { CheckContext, PushAdapter } from '../push-adapter.js';
-import type { PushRuntime } from '../push-runtime.js';
+import { type CheckContext, definePushAdapter } from '../push-adapter.js';
 import { createModelRuntime, modelPushRuntime } from './model-runtime.js';
 import { type OpenAiRuntime, OpenAiRuntimeSchema } from './model-schema.js';
 
@@ -29,11 +28,8 @@ async function checkModelRuntime(ctx: CheckContext, workspaceUuid: string, runti
 }
 
 /** The `openai` push runtime: each run is one chat completion through the model proxy's path. */
-export const modelAdapter: PushAdapter = {
+export const modelAdapter = definePushAdapter({
   schema: OpenAiRuntimeSchema,
-  check: (ctx, workspaceUuid, runtime) => checkModelRuntime(ctx, workspaceUuid, runtime as OpenAiRuntime),
-  build: (ctx) =>
-    modelPushRuntime(
-      createModelRuntime({ spotlight: ctx.spotlight, now: () => ctx.deps.clock.now() }),
-    ) as PushRuntime<never>,
-};
+  check: checkModelRuntime,
+  build: (ctx) => modelPushRuntime(createModelRuntime({ spotlight: ctx.spotlight, now: () => ctx.deps.clock.now() })),
+});
