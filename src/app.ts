@@ -264,6 +264,7 @@ export async function buildApp(
     metrics.metrics.watchOutbound(`${feature}_runtime`, lanes.stats);
   }
   metrics.metrics.watchPushRuns(runtimes.dispatcher.stats);
+  metrics.metrics.watchSubmits(tasks.submitStats);
 
   // Background work on demand, so tests need not wait for its timers.
   app.decorate('background', {

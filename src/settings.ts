@@ -88,7 +88,7 @@ export const SETTINGS = {
   }),
   rateLimitStoreTimeoutMs: setting({
     env: 'TASKHOOK_RATE_LIMIT_STORE_TIMEOUT_MS',
-    schema: Type.Integer({ minimum: 1 }),
+    schema: Type.Integer({ minimum: 1, maximum: 60_000 }),
     default: 1000,
     doc: 'How long a request waits for the shared rate-limit counter (PostgreSQL or Redis) before it is let through uncounted, so a slow or failed counter store never stalls the API.',
   }),
@@ -163,6 +163,12 @@ export const SETTINGS = {
     schema: Type.Integer({ minimum: 1, maximum: 10_000 }),
     default: 32,
     doc: "Tasks of one account's push agents (`openai`, `http`, `a2a`) that one instance runs at once, all its agents together; the rest stay queued until one of its runs ends.",
+  }),
+  submitsPerAccount: setting({
+    env: 'TASKHOOK_SUBMITS_PER_ACCOUNT',
+    schema: Type.Integer({ minimum: 1, maximum: 10_000 }),
+    default: 100,
+    doc: "Submits of one account (`POST /agent/request/:id` and MCP tool calls, all its keys and sessions) that one instance works on at once; the rest wait in the account's own queue, in order. So one account's burst puts at most this many tasks ahead of another account's submit in the database's queue.",
   }),
   a2aMaxWaitSeconds: setting({
     env: 'TASKHOOK_A2A_MAX_WAIT_SECONDS',

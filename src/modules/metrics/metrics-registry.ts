@@ -1,5 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Db } from '../../db/connect.js';
+import type { AccountLanesStats } from '../../lib/account-lanes.js';
 import type { Clock } from '../../lib/time.js';
 import { createMetricsRepo } from './metrics-repo.js';
 import { RequestDurations } from './request-durations.js';
@@ -137,7 +138,32 @@ function createFairnessGauges(registry: Registry) {
       this.set({ state: 'accounts_at_cap' }, accountsAtCap);
     },
   });
+  let submits: () => AccountLanesStats = () => ({ inProgress: 0, waiting: 0, waitedTotal: 0 });
+  new Gauge({
+    name: 'taskhook_submits',
+    help: "Submits on this instance: in_progress, and waiting (for a slot of their account's lane, TASKHOOK_SUBMITS_PER_ACCOUNT).",
+    labelNames: ['state'] as const,
+    registers: [registry],
+    collect() {
+      const { inProgress, waiting } = submits();
+      this.set({ state: 'in_progress' }, inProgress);
+      this.set({ state: 'waiting' }, waiting);
+    },
+  });
+  new Counter({
+    name: 'taskhook_submits_waited_total',
+    help: "Submits that waited for a slot of their account's lane (TASKHOOK_SUBMITS_PER_ACCOUNT) before being worked on.",
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(submits().waitedTotal);
+    },
+  });
   return {
+    /** Reports the submits' per-account lanes. */
+    watchSubmits(read: () => AccountLanesStats) {
+      submits = read;
+    },
     /** Reports a feature's per-account outbound lanes under `feature`. */
     watchOutbound(feature: string, read: () => OutboundCounts) {
       outbound.set(feature, read);

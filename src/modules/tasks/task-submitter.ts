@@ -1,6 +1,7 @@
 import type { Db, Executor } from '../../db/connect.js';
 import { UniqueViolationError } from '../../db/errors.js';
 import { AppError, invalid } from '../../http/errors.js';
+import type { AccountLanes } from '../../lib/account-lanes.js';
 import { newId } from '../../lib/ids.js';
 import { type Clock, iso } from '../../lib/time.js';
 import type { AgentRow } from '../agents/agents-repo.js';
@@ -40,6 +41,8 @@ export function createTaskSubmitter(deps: {
   publicUrl: string;
   /** @throws AppError INVALID_REQUEST when the callback address may not be called. */
   checkWebhookUrl: (url: string) => Promise<void>;
+  /** Per-account lanes every submit passes through (TASKHOOK_SUBMITS_PER_ACCOUNT). */
+  lanes: Pick<AccountLanes, 'run'>;
 }) {
   const { db, writer } = deps;
   const batcher = createInsertBatcher({ db, writer });
@@ -139,7 +142,7 @@ export function createTaskSubmitter(deps: {
      * else records the task, e.g. the MCP server's list); a replay does not run it.
      * @throws AppError NOT_FOUND, AGENT_UNAVAILABLE, INVALID_REQUEST, IDEMPOTENCY_KEY_REUSED.
      */
-    async submit(
+    submit(
       workspaceUuid: string,
       agentUuid: string,
       input: SubmitInput,
@@ -147,50 +150,64 @@ export function createTaskSubmitter(deps: {
       parent: TraceParent | null = null,
       alsoWrite?: (trx: Executor, task: { uuid: string; createdAt: string }) => Promise<unknown>,
     ): Promise<{ response: SubmitResult; replayed: boolean }> {
-      await validate(input);
-      const agent = await deps.agents.requireOwned(workspaceUuid, agentUuid);
-      const nowMs = deps.clock.now();
-      // Only a submit with an Idempotency-Key is compared with another: hashing costs the others.
-      const hash = idempotencyKey ? requestHash(agentUuid, input) : '';
-      // A retry gets the first answer whatever happened since, e.g. the agent was paused.
-      const earlier = idempotencyKey ? await replayOf(workspaceUuid, idempotencyKey, hash, nowMs) : null;
-      if (earlier) return { response: earlier, replayed: true };
-      if (agent.status !== 'active') {
-        throw new AppError('AGENT_UNAVAILABLE', `Agent is ${agent.status} and does not accept tasks`);
-      }
-      const { task, response } = await prepare(agent, workspaceUuid, input, nowMs, parent);
-      const now = task.createdAt;
-      const uuid = task.uuid;
-      const key: IdempotencyRecord | null = idempotencyKey
-        ? {
-            workspaceUuid,
-            key: idempotencyKey,
-            requestHash: hash,
-            taskUuid: uuid,
-            response,
-            createdAt: now,
-            expiresAt: iso(nowMs + DAY_MS),
-          }
-        : null;
-      // Without an Idempotency-Key the insert is the whole write: it joins the submits of this
-      // turn of the event loop in one transaction (see insert-batcher.ts).
-      if (!key && !alsoWrite) {
-        await batcher.insert(task);
-        return { response, replayed: false };
-      }
-      try {
-        await db.transaction(async (trx) => {
-          if (key) await deps.idempotency.claim(trx, key);
-          await writer.insert(trx, task);
-          await alsoWrite?.(trx, task);
-        });
-      } catch (err) {
-        if (!(err instanceof UniqueViolationError) || !key) throw err;
-        const first = await replayOf(workspaceUuid, key.key, hash, nowMs);
-        if (!first) throw new AppError('CONFLICT', 'A request with this Idempotency-Key is in flight; retry');
-        return { response: first, replayed: true };
-      }
-      return { response, replayed: false };
+      // In the account's lane: a burst of one account waits in its own queue, not ahead of others.
+      return deps.lanes.run(workspaceUuid, () =>
+        submitNow(workspaceUuid, agentUuid, input, idempotencyKey, parent, alsoWrite),
+      );
     },
   };
+
+  async function submitNow(
+    workspaceUuid: string,
+    agentUuid: string,
+    input: SubmitInput,
+    idempotencyKey: string | undefined,
+    parent: TraceParent | null,
+    alsoWrite: ((trx: Executor, task: { uuid: string; createdAt: string }) => Promise<unknown>) | undefined,
+  ): Promise<{ response: SubmitResult; replayed: boolean }> {
+    await validate(input);
+    const agent = await deps.agents.requireOwned(workspaceUuid, agentUuid);
+    const nowMs = deps.clock.now();
+    // Only a submit with an Idempotency-Key is compared with another: hashing costs the others.
+    const hash = idempotencyKey ? requestHash(agentUuid, input) : '';
+    // A retry gets the first answer whatever happened since, e.g. the agent was paused.
+    const earlier = idempotencyKey ? await replayOf(workspaceUuid, idempotencyKey, hash, nowMs) : null;
+    if (earlier) return { response: earlier, replayed: true };
+    if (agent.status !== 'active') {
+      throw new AppError('AGENT_UNAVAILABLE', `Agent is ${agent.status} and does not accept tasks`);
+    }
+    const { task, response } = await prepare(agent, workspaceUuid, input, nowMs, parent);
+    const now = task.createdAt;
+    const uuid = task.uuid;
+    const key: IdempotencyRecord | null = idempotencyKey
+      ? {
+          workspaceUuid,
+          key: idempotencyKey,
+          requestHash: hash,
+          taskUuid: uuid,
+          response,
+          createdAt: now,
+          expiresAt: iso(nowMs + DAY_MS),
+        }
+      : null;
+    // Without an Idempotency-Key the insert is the whole write: it joins the submits of this
+    // turn of the event loop in one transaction (see insert-batcher.ts).
+    if (!key && !alsoWrite) {
+      await batcher.insert(task);
+      return { response, replayed: false };
+    }
+    try {
+      await db.transaction(async (trx) => {
+        if (key) await deps.idempotency.claim(trx, key);
+        await writer.insert(trx, task);
+        await alsoWrite?.(trx, task);
+      });
+    } catch (err) {
+      if (!(err instanceof UniqueViolationError) || !key) throw err;
+      const first = await replayOf(workspaceUuid, key.key, hash, nowMs);
+      if (!first) throw new AppError('CONFLICT', 'A request with this Idempotency-Key is in flight; retry');
+      return { response: first, replayed: true };
+    }
+    return { response, replayed: false };
+  }
 }

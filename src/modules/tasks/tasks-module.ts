@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
 import type { ConnectionLimits } from '../../http/connection-limits.js';
 import { invalid } from '../../http/errors.js';
+import { createAccountLanes } from '../../lib/account-lanes.js';
 import type { EventHub } from '../../lib/event-hub.js';
 import { checkOutboundUrl, OutboundUrlError } from '../../lib/outbound.js';
 import type { ProcessDeps } from '../../process-deps.js';
@@ -43,6 +44,7 @@ export function createTasksModule(deps: {
   const writer = createTaskWriter({ repo: tasksRepo, notifier, events: deps.events });
   const lifecycle = createLifecycle({ repo: tasksRepo, writer, clock: runtime.clock });
   const policy = { allowPrivate: config.allowPrivateUrls, lookup: runtime.lookup };
+  const submitLanes = createAccountLanes(config.submitsPerAccount);
   const service = createTasksService({
     db,
     repo: tasksRepo,
@@ -62,6 +64,7 @@ export function createTasksModule(deps: {
         throw err;
       }
     },
+    lanes: submitLanes,
   });
   const worker = createWorkerService({
     db,
@@ -114,6 +117,8 @@ export function createTasksModule(deps: {
     /** The one door for changing and claiming tasks (see lifecycle.ts). */
     lifecycle,
     routes,
+    /** Submits in progress and waiting in their account's lane (for metrics). */
+    submitStats: () => submitLanes.stats(),
     /** A task's trace context fields by id (undefined when it is gone), for spans of work done later. */
     traceFields: (taskUuid: string) => tasksRepo.traceFields(db.kysely, taskUuid),
   };

@@ -1,5 +1,6 @@
 import type { Db, Executor } from '../../db/connect.js';
 import { notFound } from '../../http/errors.js';
+import type { AccountLanes } from '../../lib/account-lanes.js';
 import type { Clock } from '../../lib/time.js';
 import type { AgentsService } from '../agents/agents-service.js';
 import type { createEstimator } from './estimator.js';
@@ -38,6 +39,8 @@ export function createTasksService(deps: {
   publicUrl: string;
   /** @throws AppError INVALID_REQUEST when the callback address may not be called. */
   checkWebhookUrl: (url: string) => Promise<void>;
+  /** Per-account lanes every submit passes through. */
+  lanes: Pick<AccountLanes, 'run'>;
 }) {
   const { db, repo, writer, lifecycle } = deps;
   const submitter = createTaskSubmitter(deps);
