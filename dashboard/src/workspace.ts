@@ -82,6 +82,17 @@ export function loadWorkspaces(): Promise<void> {
   return loading;
 }
 
+/**
+ * After the user left a workspace: acts in `next` (null: the first listed, the personal one) and
+ * asks for the list afresh. A load begun before the change may answer with the list as it was,
+ * so it is waited out rather than shared.
+ */
+export async function leftWorkspace(next: string | null): Promise<void> {
+  rememberWorkspace(next);
+  await loading;
+  await loadWorkspaces();
+}
+
 /** Acts in another workspace from now on; the caller re-renders every page for it. */
 export async function switchWorkspace(uuid: string): Promise<void> {
   rememberWorkspace(uuid);

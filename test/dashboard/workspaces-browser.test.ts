@@ -315,7 +315,13 @@ describe.skipIf(!chromiumAvailable()).each(DATABASES)('workspaces in the dashboa
       // The teammate leaves and is back in their personal workspace.
       await teammatePage.goto(`${t.url}/dashboard/members`);
       await teammatePage.getByRole('button', { name: 'Leave workspace' }).click();
-      await teammatePage.getByText('No agents yet').waitFor();
+      await teammatePage
+        .getByText('No agents yet')
+        .waitFor()
+        .catch(async (err: unknown) => {
+          // What the page shows instead (an error box, a stale workspace) says why.
+          throw new Error(`${String(err)}\nthe page shows: ${await teammatePage.locator('body').innerText()}`);
+        });
       expect(await workspaceBox(teammatePage).locator('option').allTextContents()).toEqual(['Personal (personal)']);
       expect((await api(teammate, 'GET', `/workspaces/${team}`)).status).toBe(404);
     },

@@ -4,7 +4,7 @@ import { navigate } from '../router';
 import { getEmail } from '../session';
 import { type Invitation, type Member, ROLES, type Role, type Workspace } from '../types';
 import { Empty, ErrorBox, PageTitle, Time, useAction, useLoad } from '../ui';
-import { loadWorkspaces, roleAtLeast, switchWorkspace, useWorkspace } from '../workspace';
+import { leftWorkspace, loadWorkspaces, roleAtLeast, useWorkspace } from '../workspace';
 
 /** The roles `me` may give (only an owner makes owners). */
 function assignable(me: Role): Role[] {
@@ -201,8 +201,7 @@ function LeaveButton({ ws }: { ws: Workspace }) {
           if (!confirm(`Leave "${ws.name}"? The keys and ingest tokens you made here are revoked.`)) return;
           void action.run(async () => {
             await api.leave(ws.uuid);
-            if (personal) await switchWorkspace(personal.uuid);
-            else await loadWorkspaces();
+            await leftWorkspace(personal?.uuid ?? null);
             navigate('/', { replace: true });
           });
         }}
