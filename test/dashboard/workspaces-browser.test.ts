@@ -320,7 +320,7 @@ describe.skipIf(!chromiumAvailable()).each(DATABASES)('workspaces in the dashboa
         .waitFor()
         .catch(async (err: unknown) => {
           // What the page shows instead (an error box, a stale workspace) says why.
-          throw new Error(`${String(err)}\nthe page shows: ${await teammatePage.locator('body').innerText()}`);
+          throw new Error(`${String(err)}\nthe page shows: ${await teammatePage.locator('body').textContent()}`);
         });
       expect(await workspaceBox(teammatePage).locator('option').allTextContents()).toEqual(['Personal (personal)']);
       expect((await api(teammate, 'GET', `/workspaces/${team}`)).status).toBe(404);
