@@ -38,6 +38,13 @@ export const DATABASES: TestDatabase[] = [
 export const POSTGRES_URL = pgUrl;
 
 /**
+ * For files that need PostgreSQL itself (several instances on one database): use it as
+ * `describe.runIf(POSTGRES_URL).each(POSTGRES_ONLY)`. It holds its one entry even without
+ * PostgreSQL, so the file still registers a (skipped) suite: vitest fails a file that has none.
+ */
+export const POSTGRES_ONLY: TestDatabase[] = [{ name: 'postgres', databaseUrl: pgUrl }];
+
+/**
  * The secrets every PostgreSQL test app and server is given: PostgreSQL mode takes them only from
  * the environment, and every app on the shared test database must agree on them.
  */

@@ -1,15 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from '../../helpers/app.js';
-import { DATABASES } from '../../helpers/databases.js';
+import { POSTGRES_ONLY, POSTGRES_URL } from '../../helpers/databases.js';
 import { uniqueEmail } from '../../helpers/factories.js';
 import { type GoogleLike, startGoogleLike } from '../../helpers/google-like.js';
 import { buildOAuthApp, consentAt, postCallback, startLogin } from '../../helpers/oauth.js';
 
-const shared = DATABASES.filter((d) => d.name === 'postgres');
-
 // Two instances on one database: SQLite is one process's file, so this is PostgreSQL's case.
-describe.skipIf(shared.length === 0).each(shared)('OAuth across instances on $name', (database) => {
+describe.runIf(POSTGRES_URL).each(POSTGRES_ONLY)('OAuth across instances on $name', (database) => {
   let google: GoogleLike;
   let a: TestApp;
   let b: TestApp;

@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, call, manualClock, manualTimers, type TestApp } from '../../helpers/app.js';
-import { DATABASES, ownDatabase } from '../../helpers/databases.js';
+import { ownDatabase, POSTGRES_ONLY, POSTGRES_URL } from '../../helpers/databases.js';
 import { createAgent, createUser } from '../../helpers/factories.js';
 
 // Two instances need one shared database: PostgreSQL (a SQLite file has one writer process).
-const postgres = DATABASES.filter((d) => d.name === 'postgres');
 
-describe.each(postgres)('exactly once across instances on $name', (shared) => {
+describe.runIf(POSTGRES_URL).each(POSTGRES_ONLY)('exactly once across instances on $name', (shared) => {
   const clock = manualClock(Date.parse('2026-07-01T00:00:30.000Z'));
   let a: TestApp;
   let b: TestApp;

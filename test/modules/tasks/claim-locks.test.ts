@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentsRepo } from '../../../src/modules/agents/agents-repo.js';
 import { buildTestApp, type TestApp } from '../../helpers/app.js';
-import { DATABASES } from '../../helpers/databases.js';
+import { POSTGRES_ONLY, POSTGRES_URL } from '../../helpers/databases.js';
 import { createAgent, createUser } from '../../helpers/factories.js';
 
 /*
@@ -11,7 +11,7 @@ import { createAgent, createUser } from '../../helpers/factories.js';
  * FOR UPDATE every submit of a busy agent waited for the claims in flight (PostgreSQL only: SQLite
  * has one writer and no row locks).
  */
-describe.each(DATABASES.filter((d) => d.name === 'postgres'))('the agent lock of a claim on $name', (database) => {
+describe.runIf(POSTGRES_URL).each(POSTGRES_ONLY)('the agent lock of a claim on $name', (database) => {
   let t: TestApp;
   let probe: pg.Client;
   beforeAll(async () => {
