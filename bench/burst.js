@@ -3,28 +3,12 @@
 // and how long the burst took as a whole. Not part of `npm run bench`; run it on an idle machine.
 // TASKHOOK_SUBMITS_PER_ACCOUNT=10000 (passed through to the server) turns the per-account submit
 // lanes off in effect, for a comparison.
-import { execFileSync } from 'node:child_process';
-import path from 'node:path';
-import { root, setupTaskhook, sleep } from './servers.js';
+import { cliJson, post, setupTaskhook, sleep } from './servers.js';
 
 const MODE = process.argv[2] ?? 'sqlite';
 const BURST = Number(process.env.BURST_SUBMITS ?? 1000);
 const ROUNDS = Number(process.env.BURST_ROUNDS ?? 7);
 const PORT = Number(process.env.BENCH_PORT ?? 18997);
-
-async function post(url, headers, body) {
-  const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body) });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`POST ${url}: ${res.status} ${text}`);
-  return JSON.parse(text);
-}
-
-function cli(env, args) {
-  const out = execFileSync(process.execPath, [path.join(root, 'dist/cli/index.js'), ...args], {
-    env: { ...process.env, ...env },
-  });
-  return JSON.parse(out.toString());
-}
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -32,8 +16,8 @@ async function main() {
   const th = await setupTaskhook({ mode: MODE, port: PORT });
   try {
     const email = `quiet-${Date.now()}@example.test`;
-    cli(th.env, ['user', 'create', '--email', email, '--password', 'benchmark-password', '--verified']);
-    const { key } = cli(th.env, ['key', 'create', '--email', email, '--name', 'quiet']);
+    cliJson(['user', 'create', '--email', email, '--password', 'benchmark-password', '--verified'], th.env);
+    const { key } = cliJson(['key', 'create', '--email', email, '--name', 'quiet'], th.env);
     const quietHeaders = { 'x-api-key': key, 'content-type': 'application/json' };
     const quietAgent = await post(`${th.base}/agent`, quietHeaders, { name: 'quiet' });
     const body = JSON.parse(th.submitBody);

@@ -74,11 +74,13 @@ export async function startBare(port) {
   return { pid: child.pid, base: `http://127.0.0.1:${port}`, kill: () => child.kill() };
 }
 
-function cliJson(args, env) {
+/** Runs the taskhook CLI with `env` and returns its JSON answer. */
+export function cliJson(args, env) {
   return JSON.parse(execFileSync(process.execPath, [cli, ...args], { env: { ...process.env, ...env } }).toString());
 }
 
-async function post(url, headers, body) {
+/** POSTs a JSON body and returns the JSON answer; throws on a non-2xx status. */
+export async function post(url, headers, body) {
   const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body) });
   if (!res.ok) throw new Error(`POST ${url}: ${res.status} ${await res.text()}`);
   return res.json();
