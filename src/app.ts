@@ -176,7 +176,7 @@ export async function buildApp(
     box,
     agents,
     events,
-    tasks: tasks.service,
+    tasks: tasks.submitter,
     traceSpans: telemetry.tracer.enqueue,
     onUnloggedRefusal: () => metrics.metrics.webhookRefusalsUnlogged.inc(),
   });
@@ -194,7 +194,7 @@ export async function buildApp(
   await app.register(agents.routes);
   await app.register(tasks.routes);
   await app.register(triggers.routes);
-  const schedules = createSchedulesModule({ config, runtime, agents, events, tasks: tasks.service });
+  const schedules = createSchedulesModule({ config, runtime, agents, events, tasks: tasks.submitter });
   await app.register(schedules.routes);
   await app.register(callbacks.routes);
   const workspaces = createWorkspacesModule({

@@ -8,7 +8,7 @@ import { recoveryRepo } from '../accounts/accounts-recovery-repo.js';
 import { auditRepo } from '../audit/audit-repo.js';
 import { budgetsRepo } from '../spotlight/budgets-repo.js';
 import { spotlightRepo } from '../spotlight/spotlight-repo.js';
-import { idempotencyRepo } from '../tasks/idempotency-repo.js';
+import { idempotencyRepo } from '../tasks/submit/idempotency-repo.js';
 import { taskQueries } from '../tasks/task-queries.js';
 import { telemetryRepo } from '../telemetry/telemetry-repo.js';
 import { createHousekeepingRepo } from './housekeeping-repo.js';

@@ -1,20 +1,20 @@
-import type { Db, Executor } from '../../db/connect.js';
-import { UniqueViolationError } from '../../db/errors.js';
-import { AppError, invalid } from '../../http/errors.js';
-import type { AccountLanes } from '../../lib/account-lanes.js';
-import { newId } from '../../lib/ids.js';
-import { type Clock, iso } from '../../lib/time.js';
-import type { AgentRow } from '../agents/agents-repo.js';
-import type { AgentsService } from '../agents/agents-service.js';
+import type { Db, Executor } from '../../../db/connect.js';
+import { UniqueViolationError } from '../../../db/errors.js';
+import { AppError, invalid } from '../../../http/errors.js';
+import type { AccountLanes } from '../../../lib/account-lanes.js';
+import { newId } from '../../../lib/ids.js';
+import { type Clock, iso } from '../../../lib/time.js';
+import type { AgentRow } from '../../agents/agents-repo.js';
+import type { AgentsService } from '../../agents/agents-service.js';
+import type { TaskWriter } from '../lifecycle/tasks-writer.js';
+import { isClaimable } from '../lifecycle/transition-fns.js';
+import { requestHash } from '../tasks-fns.js';
+import { queuedTask } from '../tasks-record.js';
+import type { TaskRecord } from '../tasks-repo.js';
+import { MAX_METADATA_BYTES, type SubmitInput, type SubmitResult } from '../tasks-schemas.js';
 import type { createEstimator } from './estimator.js';
 import type { IdempotencyRecord, idempotencyRepo } from './idempotency-repo.js';
 import { createInsertBatcher } from './insert-batcher.js';
-import { requestHash } from './tasks-fns.js';
-import { queuedTask } from './tasks-record.js';
-import type { TaskRecord } from './tasks-repo.js';
-import { MAX_METADATA_BYTES, type SubmitInput, type SubmitResult } from './tasks-schemas.js';
-import type { TaskWriter } from './tasks-writer.js';
-import { isClaimable } from './transition-fns.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** The priority of a task submitted without one. */
@@ -29,7 +29,7 @@ export interface TraceParent {
 /**
  * Submitting tasks: the checks of a submit, Idempotency-Key replays, preparing a queued task and
  * writing it (batched with the other submits of the turn when nothing else is written with it).
- * Part of the tasks service, which spreads it in.
+ * Other rooms that create tasks (webhook triggers, schedules, the A2A server, MCP) come here too.
  */
 export function createTaskSubmitter(deps: {
   db: Db;
@@ -136,6 +136,11 @@ export function createTaskSubmitter(deps: {
      */
     prepare,
 
+    /** Writes a task made by `prepare` in the caller's transaction (workers are woken once it commits). */
+    insert: (trx: Executor, task: TaskRecord) => writer.insert(trx, task),
+    /** `insert` for several tasks in one multi-row INSERT (a batch of webhook deliveries). */
+    insertMany: (trx: Executor, tasks: TaskRecord[]) => writer.insertMany(trx, tasks),
+
     /**
      * Queues a task. With an idempotency key, a repeat of the same request within 24 h answers
      * the first response and creates nothing. `alsoWrite` commits with the task's insert (what
@@ -211,3 +216,5 @@ export function createTaskSubmitter(deps: {
     return { response, replayed: false };
   }
 }
+
+export type TaskSubmitter = ReturnType<typeof createTaskSubmitter>;

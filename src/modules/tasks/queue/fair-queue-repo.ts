@@ -1,9 +1,9 @@
 import { SqliteAdapter, sql } from 'kysely';
-import type { Executor } from '../../db/connect.js';
-import { withDbErrors } from '../../db/errors.js';
-import { lockRows } from '../../db/transactions.js';
+import type { Executor } from '../../../db/connect.js';
+import { withDbErrors } from '../../../db/errors.js';
+import { lockRows } from '../../../db/transactions.js';
+import { type TaskRecord, toRecord } from '../tasks-record.js';
 import { type Candidate, KEYLESS } from './fair-claim-fns.js';
-import { type TaskRecord, toRecord } from './tasks-record.js';
 
 interface CandidateRow {
   uuid: string;
@@ -53,7 +53,7 @@ function candidatesAtOnce(agentUuid: string, limit: number, readyBy: string | un
 /**
  * The statements of fair claiming (concurrency keys), used only by a claim of an agent that has
  * keyed work or remembered groups; an agent without either claims through `lockClaimable` alone.
- * Part of `tasksRepo`. Every method runs under the claim's lock of the agent row.
+ * Every method runs under the claim's lock of the agent row.
  */
 export const fairQueueRepo = {
   /**
@@ -142,3 +142,5 @@ export const fairQueueRepo = {
     );
   },
 };
+
+export type FairQueueRepo = typeof fairQueueRepo;

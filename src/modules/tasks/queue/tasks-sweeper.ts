@@ -1,10 +1,11 @@
-import type { Db } from '../../db/connect.js';
-import { AppError } from '../../http/errors.js';
-import type { Log } from '../../lib/log.js';
-import { createLoop } from '../../lib/loop.js';
-import { type Clock, iso } from '../../lib/time.js';
-import type { Lifecycle } from './lifecycle.js';
-import type { TaskRecord, TasksRepo } from './tasks-repo.js';
+import type { Db } from '../../../db/connect.js';
+import { AppError } from '../../../http/errors.js';
+import type { Log } from '../../../lib/log.js';
+import { createLoop } from '../../../lib/loop.js';
+import { type Clock, iso } from '../../../lib/time.js';
+import type { Lifecycle } from '../lifecycle/lifecycle.js';
+import type { TaskRecord } from '../tasks-record.js';
+import type { QueueRepo } from './queue-repo.js';
 
 const BATCH = 200;
 
@@ -15,13 +16,13 @@ const BATCH = 200;
  */
 export function createSweeper(deps: {
   db: Db;
-  repo: Pick<TasksRepo, 'expiredLeases' | 'timedOut'>;
+  queue: Pick<QueueRepo, 'expiredLeases' | 'timedOut'>;
   lifecycle: Pick<Lifecycle, 'apply'>;
   clock: Clock;
   intervalMs: number;
   log: Log;
 }) {
-  const { db, repo, lifecycle } = deps;
+  const { db, queue, lifecycle } = deps;
 
   /** Re-reads the task under a lock and applies the sweeper's rules to it; null when nothing changed. */
   function settle(uuid: string, nowMs: number): Promise<TaskRecord | null> {
@@ -42,8 +43,8 @@ export function createSweeper(deps: {
     const nowMs = deps.clock.now();
     const now = iso(nowMs);
     const uuids = new Set([
-      ...(await repo.expiredLeases(db.kysely, now, BATCH)),
-      ...(await repo.timedOut(db.kysely, now, BATCH)),
+      ...(await queue.expiredLeases(db.kysely, now, BATCH)),
+      ...(await queue.timedOut(db.kysely, now, BATCH)),
     ]);
     const settled = await Promise.all([...uuids].map((uuid) => settle(uuid, nowMs)));
     return settled.filter((t): t is TaskRecord => t !== null);

@@ -1,7 +1,7 @@
-import type { Executor } from '../../db/connect.js';
+import type { Executor } from '../../../db/connect.js';
+import type { TaskRecord } from '../tasks-record.js';
 import { type Candidate, chooseFair, groupOf, KEYLESS } from './fair-claim-fns.js';
-import type { fairQueueRepo } from './fair-queue-repo.js';
-import type { TaskRecord } from './tasks-record.js';
+import type { FairQueueRepo } from './fair-queue-repo.js';
 
 /** Rounds of choosing again when a chosen task was taken meanwhile (locked by another transaction). */
 const ROUNDS = 3;
@@ -12,7 +12,7 @@ const ROUNDS = 3;
  * the agent row, so claims of one agent (on any instance) see each other's groups and holds.
  */
 export async function lockFairly(
-  repo: typeof fairQueueRepo,
+  repo: FairQueueRepo,
   trx: Executor,
   agent: { uuid: string; concurrencyPerKey: number | null },
   limit: number,
@@ -48,7 +48,7 @@ export async function lockFairly(
  * single group the order needs no memory, and the agent goes back to the plain claim.
  */
 async function recordServed(
-  repo: typeof fairQueueRepo,
+  repo: FairQueueRepo,
   trx: Executor,
   agentUuid: string,
   c: { remembered: Map<string, number | null>; served: Map<string, number | null>; out: Candidate[]; lastSeq: number },

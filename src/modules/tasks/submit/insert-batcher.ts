@@ -1,6 +1,6 @@
-import type { Db } from '../../db/connect.js';
-import type { TaskRecord } from './tasks-record.js';
-import type { TaskWriter } from './tasks-writer.js';
+import type { Db } from '../../../db/connect.js';
+import type { TaskWriter } from '../lifecycle/tasks-writer.js';
+import type { TaskRecord } from '../tasks-record.js';
 
 /** Most tasks one batch inserts (one statement: 100 rows stay far below either database's parameter limit). */
 export const MAX_INSERT_BATCH = 100;

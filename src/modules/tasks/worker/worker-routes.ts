@@ -1,10 +1,10 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import { errorResponses } from '../../http/error-schemas.js';
-import { principalOf, taskRefOf } from '../../http/guard.js';
-import { watchStream } from '../../http/stream-watch.js';
-import type { CredentialCheck } from '../../lib/principal.js';
-import type { Timers } from '../../lib/time.js';
+import { errorResponses } from '../../../http/error-schemas.js';
+import { principalOf, taskRefOf } from '../../../http/guard.js';
+import { watchStream } from '../../../http/stream-watch.js';
+import type { CredentialCheck } from '../../../lib/principal.js';
+import type { Timers } from '../../../lib/time.js';
 import {
   AgentIdParams,
   ClaimBody,
@@ -19,7 +19,7 @@ import {
   ProgressReply,
   TaskBody,
   TaskParams,
-} from './tasks-schemas.js';
+} from '../tasks-schemas.js';
 import type { WorkerService } from './worker-service.js';
 
 const tags = ['worker protocol'];

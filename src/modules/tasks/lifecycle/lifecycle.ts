@@ -1,12 +1,13 @@
-import type { Executor } from '../../db/connect.js';
-import { AppError } from '../../http/errors.js';
-import { newId } from '../../lib/ids.js';
-import { type Clock, iso } from '../../lib/time.js';
-import type { Runtime } from '../agents/runtime-schemas.js';
-import { lockFairly } from './fair-claim.js';
-import type { fairQueueRepo } from './fair-queue-repo.js';
-import type { TaskRecord, TasksRepo } from './tasks-repo.js';
-import { taskView } from './tasks-view.js';
+import type { Executor } from '../../../db/connect.js';
+import { AppError } from '../../../http/errors.js';
+import { newId } from '../../../lib/ids.js';
+import { type Clock, iso } from '../../../lib/time.js';
+import type { Runtime } from '../../agents/runtime-schemas.js';
+import { lockFairly } from '../queue/fair-claim.js';
+import type { FairQueueRepo } from '../queue/fair-queue-repo.js';
+import type { QueueRepo } from '../queue/queue-repo.js';
+import type { TaskRecord, TasksRepo } from '../tasks-repo.js';
+import { taskView } from '../tasks-view.js';
 import type { SavedTask, TaskWriter } from './tasks-writer.js';
 import { type Change, type TaskInput, transition } from './transition-fns.js';
 
@@ -46,15 +47,14 @@ export interface Claimed {
  * the caller's transaction `trx` and adds no round trip beyond those steps.
  */
 export function createLifecycle(deps: {
-  repo: Pick<
-    TasksRepo,
-    'lockTask' | 'lockByUuid' | 'lockTasks' | 'lockOpenOfAgent' | 'lockClaimable' | 'countHeld' | 'lockAgentForClaim'
-  > &
-    typeof fairQueueRepo;
+  repo: Pick<TasksRepo, 'lockTask' | 'lockByUuid' | 'lockTasks'>;
+  queue: Pick<QueueRepo, 'lockOpenOfAgent' | 'lockClaimable' | 'countHeld' | 'lockAgentForClaim'>;
+  /** The statements of claiming with concurrency keys. */
+  fair: FairQueueRepo;
   writer: Pick<TaskWriter, 'save' | 'saveMany'>;
   clock: Clock;
 }) {
-  const { repo, writer } = deps;
+  const { repo, queue, writer } = deps;
 
   async function lock(trx: Executor, target: TaskTarget): Promise<TaskRecord | undefined> {
     return 'workspaceUuid' in target ? repo.lockTask(trx, target) : repo.lockByUuid(trx, target.taskUuid);
@@ -143,7 +143,7 @@ export function createLifecycle(deps: {
      * `cancel` would each. @returns how many open tasks were found (fewer than `limit`: none left).
      */
     async cancelOpenOfAgent(trx: Executor, agentUuid: string, limit: number, nowMs?: number): Promise<number> {
-      const open = await repo.lockOpenOfAgent(trx, agentUuid, limit);
+      const open = await queue.lockOpenOfAgent(trx, agentUuid, limit);
       await decideAll(
         trx,
         open.map((task) => ({ task, input: { op: 'cancel' } })),
@@ -161,19 +161,25 @@ export function createLifecycle(deps: {
      * An agent with keyed work hands out in the fair order of concurrency keys (`lockFairly`).
      */
     async claim(trx: Executor, agentUuid: string, max: number, opts: ClaimOptions): Promise<Claimed> {
-      const agent = await repo.lockAgentForClaim(trx, agentUuid);
+      const agent = await queue.lockAgentForClaim(trx, agentUuid);
       if (agent?.status !== 'active' || (opts.accepts && !opts.accepts(agent.runtime))) {
         return { runtime: null, tasks: [] };
       }
-      const limit = Math.min(max, agent.concurrency - (await repo.countHeld(trx, agentUuid)));
+      const limit = Math.min(max, agent.concurrency - (await queue.countHeld(trx, agentUuid)));
       if (limit <= 0) return { runtime: agent.runtime, tasks: [] };
       const nowMs = deps.clock.now();
       const readyBy = opts.respectBackoff ? iso(nowMs) : undefined;
       const lease = opts.lease(agent.runtime);
       const accepted: Array<{ before: TaskRecord; change: Change }> = [];
       const claimable = agent.keyed
-        ? await lockFairly(repo, trx, { uuid: agentUuid, concurrencyPerKey: agent.concurrencyPerKey }, limit, readyBy)
-        : await repo.lockClaimable(trx, agentUuid, limit, readyBy);
+        ? await lockFairly(
+            deps.fair,
+            trx,
+            { uuid: agentUuid, concurrencyPerKey: agent.concurrencyPerKey },
+            limit,
+            readyBy,
+          )
+        : await queue.lockClaimable(trx, agentUuid, limit, readyBy);
       for (const task of claimable) {
         const decided = transition(task, { op: 'claim', leaseId: newId(), ...lease }, nowMs);
         if (decided instanceof AppError) throw decided;

@@ -1,12 +1,12 @@
-import type { Executor } from '../../db/connect.js';
-import { afterCommit } from '../../db/transactions.js';
-import type { EventHub } from '../../lib/event-hub.js';
-import type { Notifier } from './notifier.js';
-import { toStoredEvent } from './task-events-fns.js';
-import type { TaskOperation } from './tasks-fns.js';
-import type { TaskRecord, TasksRepo } from './tasks-repo.js';
-import type { TaskView } from './tasks-schemas.js';
-import { taskView } from './tasks-view.js';
+import type { Executor } from '../../../db/connect.js';
+import { afterCommit } from '../../../db/transactions.js';
+import type { EventHub } from '../../../lib/event-hub.js';
+import { toStoredEvent } from '../events/task-events-fns.js';
+import type { Notifier } from '../notifier.js';
+import type { TaskOperation } from '../tasks-fns.js';
+import type { TaskRecord, TasksRepo } from '../tasks-repo.js';
+import type { TaskView } from '../tasks-schemas.js';
+import { taskView } from '../tasks-view.js';
 import type { Change } from './transition-fns.js';
 
 /**
@@ -29,7 +29,7 @@ export interface SavedTask {
 
 export type TaskChangeListener = (event: TaskChangeEvent) => Promise<void> | void;
 
-declare module '../../lib/event-hub.js' {
+declare module '../../../lib/event-hub.js' {
   interface HubEvents {
     /**
      * A task's status changed, or a task was submitted: heard inside the change's transaction (a

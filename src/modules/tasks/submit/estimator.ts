@@ -1,6 +1,6 @@
-import type { Db } from '../../db/connect.js';
-import { estimateStart } from './tasks-fns.js';
-import type { TasksRepo } from './tasks-repo.js';
+import type { Db } from '../../../db/connect.js';
+import type { QueueRepo } from '../queue/queue-repo.js';
+import { estimateStart } from '../tasks-fns.js';
 
 /** Assumed run time of an agent's task until it has completed some. */
 export const DEFAULT_RUN_MS = 60_000;
@@ -20,7 +20,7 @@ export const AHEAD_CAP = 10_000;
  */
 export function createEstimator(deps: {
   db: Db;
-  repo: Pick<TasksRepo, 'countHeld' | 'countAhead' | 'recentRunTimes'>;
+  queue: Pick<QueueRepo, 'countHeld' | 'countAhead' | 'recentRunTimes'>;
 }) {
   const runTimes = new Map<string, { avg: number; at: number }>();
   const depths = new Map<string, { held: number; ahead: number; at: number }>();
@@ -33,8 +33,8 @@ export function createEstimator(deps: {
       return { held: cached.held, ahead: cached.ahead - 1 };
     }
     const [held, ahead] = await Promise.all([
-      deps.repo.countHeld(deps.db.kysely, agentUuid),
-      deps.repo.countAhead(deps.db.kysely, agentUuid, priority, AHEAD_CAP),
+      deps.queue.countHeld(deps.db.kysely, agentUuid),
+      deps.queue.countAhead(deps.db.kysely, agentUuid, priority, AHEAD_CAP),
     ]);
     if (depths.size > 10_000) depths.clear();
     depths.set(key, { held, ahead: ahead + 1, at: now });
@@ -44,7 +44,7 @@ export function createEstimator(deps: {
   async function averageRunMs(agentUuid: string, now: number): Promise<number> {
     const cached = runTimes.get(agentUuid);
     if (cached && now - cached.at < CACHE_MS) return cached.avg;
-    const samples = await deps.repo.recentRunTimes(deps.db.kysely, agentUuid, SAMPLE);
+    const samples = await deps.queue.recentRunTimes(deps.db.kysely, agentUuid, SAMPLE);
     const avg = samples.length ? samples.reduce((a, b) => a + b, 0) / samples.length : DEFAULT_RUN_MS;
     if (runTimes.size > 10_000) runTimes.clear();
     runTimes.set(agentUuid, { avg, at: now });

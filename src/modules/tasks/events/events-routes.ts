@@ -1,17 +1,17 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import type { ConnectionLimits } from '../../http/connection-limits.js';
-import { errorResponses } from '../../http/error-schemas.js';
-import { principalOf, taskRefOf } from '../../http/guard.js';
-import { startEventStream } from '../../http/stream-watch.js';
-import type { Timers } from '../../lib/time.js';
-import type { CredentialCheck } from '../accounts/accounts-module.js';
+import type { ConnectionLimits } from '../../../http/connection-limits.js';
+import { errorResponses } from '../../../http/error-schemas.js';
+import { principalOf, taskRefOf } from '../../../http/guard.js';
+import { startEventStream } from '../../../http/stream-watch.js';
+import type { Timers } from '../../../lib/time.js';
+import type { CredentialCheck } from '../../accounts/accounts-module.js';
+import type { Notifier } from '../notifier.js';
+import { FINAL_STATUSES, type TaskStatus } from '../tasks-fns.js';
+import { TaskParams } from '../tasks-schemas.js';
+import { EVENTS_PAGE, type TasksService } from '../tasks-service.js';
 import { createEventWaker } from './event-waker.js';
-import type { Notifier } from './notifier.js';
-import { FINAL_STATUSES, type TaskStatus } from './tasks-fns.js';
-import { TaskParams } from './tasks-schemas.js';
-import { EVENTS_PAGE, type TasksService } from './tasks-service.js';
 
 const EventHeaders = Type.Object({
   'last-event-id': Type.Optional(

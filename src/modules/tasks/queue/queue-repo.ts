@@ -1,12 +1,12 @@
 import { sql } from 'kysely';
-import type { Executor } from '../../db/connect.js';
-import { withDbErrors } from '../../db/errors.js';
-import { fromDbJson } from '../../db/json.js';
-import { prepareQuery } from '../../db/prepared.js';
-import { lockRows } from '../../db/transactions.js';
-import type { Runtime } from '../agents/runtime-schemas.js';
-import { OPEN_STATUSES } from './tasks-fns.js';
-import { type TaskRecord, toRecord } from './tasks-record.js';
+import type { Executor } from '../../../db/connect.js';
+import { withDbErrors } from '../../../db/errors.js';
+import { fromDbJson } from '../../../db/json.js';
+import { prepareQuery } from '../../../db/prepared.js';
+import { lockRows } from '../../../db/transactions.js';
+import type { Runtime } from '../../agents/runtime-schemas.js';
+import { OPEN_STATUSES } from '../tasks-fns.js';
+import { type TaskRecord, toRecord } from '../tasks-record.js';
 
 /** An active agent with tasks waiting, as the push dispatcher needs it. */
 export interface WaitingAgent {
@@ -64,7 +64,7 @@ export interface AgentForClaim {
 /**
  * The hot statements of the queue: the agent row a claim locks, claiming (the lifecycle's `claim`), what a claim and an
  * estimate count, the push dispatcher's look for work, and what the sweeper and agent deletion
- * lock. Part of `tasksRepo`; kept apart as graphile-worker keeps one file per hot statement.
+ * lock. Kept apart from `tasksRepo` as graphile-worker keeps one file per hot statement.
  */
 export const queueRepo = {
   /**
@@ -223,3 +223,5 @@ export const queueRepo = {
     return rows.map((r) => r.uuid);
   },
 };
+
+export type QueueRepo = typeof queueRepo;

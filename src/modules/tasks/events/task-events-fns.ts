@@ -1,4 +1,4 @@
-import { type ConversationMessage, TaskBody, type TaskView } from './tasks-schemas.js';
+import { type ConversationMessage, TaskBody, type TaskView } from '../tasks-schemas.js';
 
 /**
  * What `task_events` stores for one change: the task body without its conversation (`message`

@@ -1,15 +1,15 @@
-import type { Db } from '../../db/connect.js';
-import type { ConnectionLimits } from '../../http/connection-limits.js';
-import { AppError, invalid } from '../../http/errors.js';
-import type { Clock } from '../../lib/time.js';
-import type { AgentsService } from '../agents/agents-service.js';
-import type { Lifecycle } from './lifecycle.js';
-import { type Notifier, waitFor } from './notifier.js';
-import type { TaskRecord } from './tasks-repo.js';
-import type { ClaimedTask, ClaimInput, CompleteBatchItem, Progress, TaskResult, TaskView } from './tasks-schemas.js';
-import type { TaskRef } from './tasks-service.js';
-import { claimItemOf } from './tasks-view.js';
-import { DEFAULT_LEASE_SECONDS, type TaskInput } from './transition-fns.js';
+import type { Db } from '../../../db/connect.js';
+import type { ConnectionLimits } from '../../../http/connection-limits.js';
+import { AppError, invalid } from '../../../http/errors.js';
+import type { Clock } from '../../../lib/time.js';
+import type { AgentsService } from '../../agents/agents-service.js';
+import type { Lifecycle } from '../lifecycle/lifecycle.js';
+import { DEFAULT_LEASE_SECONDS, type TaskInput } from '../lifecycle/transition-fns.js';
+import { type Notifier, waitFor } from '../notifier.js';
+import type { TaskRecord } from '../tasks-repo.js';
+import type { ClaimedTask, ClaimInput, CompleteBatchItem, Progress, TaskResult, TaskView } from '../tasks-schemas.js';
+import type { TaskRef } from '../tasks-service.js';
+import { claimItemOf } from '../tasks-view.js';
 
 /** The worker protocol: claim with long poll, heartbeat progress, ask for input, complete, fail. */
 export function createWorkerService(deps: {

@@ -1,8 +1,8 @@
-import { AppError, type ErrorCode } from '../../http/errors.js';
-import { iso } from '../../lib/time.js';
-import { MAX_ATTEMPTS, outcomeOf, type TaskOperation, type TaskStatus } from './tasks-fns.js';
-import type { TaskRecord } from './tasks-record.js';
-import type { ConversationMessage, Progress, TaskResult } from './tasks-schemas.js';
+import { AppError, type ErrorCode } from '../../../http/errors.js';
+import { iso } from '../../../lib/time.js';
+import { MAX_ATTEMPTS, outcomeOf, type TaskOperation, type TaskStatus } from '../tasks-fns.js';
+import type { TaskRecord } from '../tasks-record.js';
+import type { ConversationMessage, Progress, TaskResult } from '../tasks-schemas.js';
 
 /** How long a claim or a heartbeat holds a task when the worker does not say. */
 export const DEFAULT_LEASE_SECONDS = 60;

@@ -1,6 +1,6 @@
-import type { Executor } from '../../db/connect.js';
-import { withDbErrors } from '../../db/errors.js';
-import { fromDbJson, toDbJson } from '../../db/json.js';
+import type { Executor } from '../../../db/connect.js';
+import { withDbErrors } from '../../../db/errors.js';
+import { fromDbJson, toDbJson } from '../../../db/json.js';
 
 export interface IdempotencyRecord {
   workspaceUuid: string;
