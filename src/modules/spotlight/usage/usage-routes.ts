@@ -1,16 +1,16 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import { pagination } from '../../http/common-schemas.js';
-import { errorResponses } from '../../http/error-schemas.js';
-import { principalOf } from '../../http/guard.js';
-import type { SpotlightQueries } from './spotlight-queries.js';
-import { CallListQuery, CallListReply, CallParams, CallSchema, UsageQuery, UsageReply } from './spotlight-schemas.js';
+import { pagination } from '../../../http/common-schemas.js';
+import { errorResponses } from '../../../http/error-schemas.js';
+import { principalOf } from '../../../http/guard.js';
+import type { UsageQueries } from './usage-queries.js';
+import { CallListQuery, CallListReply, CallParams, CallSchema, UsageQuery, UsageReply } from './usage-schemas.js';
 
 const tags = ['model proxy'];
 const config = { auth: 'user' as const };
 
 /** The records of model calls and their totals (a JWT or a platform key). */
-export function usageRoutes(queries: SpotlightQueries) {
+export function usageRoutes(queries: UsageQueries) {
   return async function routes(base: FastifyInstance) {
     const app = base.withTypeProvider<TypeBoxTypeProvider>();
     const who = (request: Parameters<typeof principalOf>[0]) => principalOf(request).workspaceUuid;

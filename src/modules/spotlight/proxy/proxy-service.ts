@@ -1,22 +1,23 @@
-import type { Db, Executor } from '../../db/connect.js';
-import { newId } from '../../lib/ids.js';
-import { type Clock, iso } from '../../lib/time.js';
-import type { ProvidersService } from '../providers/providers-service.js';
-import { refusalAnswer } from './budget-fns.js';
-import type { SpendOf } from './budgets-repo.js';
-import type { BudgetsService, CallScopes } from './budgets-service.js';
-import { cacheKey, cachePolicySeconds, parseCacheHeader } from './cache-key-fns.js';
+import type { Db, Executor } from '../../../db/connect.js';
+import { newId } from '../../../lib/ids.js';
+import { type Clock, iso } from '../../../lib/time.js';
+import type { ProvidersService } from '../../providers/providers-service.js';
+import { refusalAnswer } from '../budgets/budgets-fns.js';
+import type { SpendOf } from '../budgets/budgets-repo.js';
+import type { BudgetsService, CallScopes } from '../budgets/budgets-service.js';
+import { createCapturePool, replayAnswer, streamCapture, wholeEntry } from '../cache/cache-answers.js';
+import { cacheKey, cachePolicySeconds, parseCacheHeader } from '../cache/cache-key-fns.js';
+import type { ResponseCache } from '../cache/cache-store.js';
+import type { CallObserver, RecordedCall } from '../usage/call-spans.js';
+import type { CallsRepo } from '../usage/calls-repo.js';
+import type { CallAttempt } from '../usage/calls-rows.js';
+import { costNanos, type PriceTable } from '../usage/prices.js';
 import { attemptTargets, type Target } from './proxy-attempts.js';
-import { createCapturePool, replayAnswer, streamCapture, wholeEntry } from './proxy-cache.js';
+import { checkChatBody, proxyError, upstreamChatBody } from './proxy-fns.js';
+import { createModelLists } from './proxy-models.js';
 import { createSelection, keyTarget, ROUTE_PREFIX, type RouteLookup } from './proxy-selection.js';
-import type { ResponseCache } from './response-cache.js';
-import { checkChatBody, proxyError, upstreamChatBody } from './spotlight-fns.js';
-import { createModelLists } from './spotlight-models.js';
-import { costNanos, type PriceTable } from './spotlight-prices.js';
-import { bareOutcome, type CallOutcome, type ProxyAnswer, type UpstreamDeps } from './spotlight-proxy.js';
-import type { CallAttempt, SpotlightRepo } from './spotlight-repo.js';
-import { STREAM_CONTENT_TYPE } from './spotlight-stream.js';
-import type { CallObserver, RecordedCall } from './spotlight-telemetry.js';
+import { STREAM_CONTENT_TYPE } from './proxy-stream.js';
+import { bareOutcome, type CallOutcome, type ProxyAnswer, type UpstreamDeps } from './proxy-upstream.js';
 
 /** Who calls and for what: the proxy's request, as plain data. */
 export interface ChatRequest {
@@ -44,9 +45,11 @@ export interface ChatAnswer extends ProxyAnswer {
 }
 
 /** The model proxy: credential or route selection, the cache, budgets, forwarding, one record per call. */
-export function createSpotlightService(deps: {
+export function createProxyService(deps: {
   db: Db;
-  repo: SpotlightRepo;
+  repo: CallsRepo;
+  /** The task of X-Taskhook-Task-Id with its agent, when it is the workspace's (the tasks room answers). */
+  findTask: (workspaceUuid: string, taskUuid: string) => Promise<{ uuid: string; agent_uuid: string } | undefined>;
   providers: Pick<ProvidersService, 'resolve' | 'touch' | 'openAll'>;
   routes: RouteLookup;
   cache: ResponseCache;
@@ -65,7 +68,7 @@ export function createSpotlightService(deps: {
   const touch = (credentialUuid: string) =>
     void deps.providers.touch(credentialUuid, (err) => deps.log(err, 'could not record last_used_at'));
   const { attribution, select } = createSelection({
-    findTask: (workspaceUuid, taskUuid) => repo.findTask(db.kysely, workspaceUuid, taskUuid),
+    findTask: deps.findTask,
     providers: deps.providers,
     routes: deps.routes,
   });
@@ -230,4 +233,4 @@ function refusedOutcome(refusal: { message: string }, now: number): CallOutcome 
   return bareOutcome(429, { code: 'budget_exceeded', message: refusal.message }, now);
 }
 
-export type SpotlightService = ReturnType<typeof createSpotlightService>;
+export type ProxyService = ReturnType<typeof createProxyService>;

@@ -1,6 +1,6 @@
-import type { OpenedCredential, ProvidersService } from '../providers/providers-service.js';
-import { proxyError } from './spotlight-fns.js';
-import { callUpstream, type ProxyAnswer, relayWhole, type UpstreamDeps } from './spotlight-proxy.js';
+import type { OpenedCredential, ProvidersService } from '../../providers/providers-service.js';
+import { proxyError } from './proxy-fns.js';
+import { callUpstream, type ProxyAnswer, relayWhole, type UpstreamDeps } from './proxy-upstream.js';
 
 /** How long one credential's model list may take when listing all of them. */
 const MODEL_LIST_TIMEOUT_MS = 15_000;

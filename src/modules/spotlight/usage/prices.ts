@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { ConfigError } from '../../config.js';
+import { ConfigError } from '../../../config.js';
 
 /** US dollars per million tokens. */
 export interface ModelPrice {

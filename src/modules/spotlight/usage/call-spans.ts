@@ -1,6 +1,6 @@
-import type { ServiceSpan } from '../telemetry/service-spans-fns.js';
-import { newSpanId, newTraceId, parseTraceparent } from '../telemetry/trace-context-fns.js';
-import type { CallRow } from './spotlight-repo.js';
+import type { ServiceSpan } from '../../telemetry/service-spans-fns.js';
+import { newSpanId, newTraceId, parseTraceparent } from '../../telemetry/trace-context-fns.js';
+import type { CallRow } from './calls-rows.js';
 
 /** A recorded call with what a span needs beyond the record (never prompt or completion text). */
 export interface RecordedCall extends CallRow {

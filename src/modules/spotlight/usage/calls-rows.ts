@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
-import type { SpotlightCallsTable } from '../../db/database.js';
-import { fromDbJson } from '../../db/json.js';
+import type { SpotlightCallsTable } from '../../../db/database.js';
+import { fromDbJson } from '../../../db/json.js';
 
 /** Rows of spotlight_calls to records and back: the dialects' bigints and booleans, JSON columns. */
 

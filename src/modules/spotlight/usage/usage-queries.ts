@@ -1,8 +1,9 @@
-import type { Db } from '../../db/connect.js';
-import { invalid, notFound } from '../../http/errors.js';
-import type { Clock } from '../../lib/time.js';
-import type { CallFilter, NamedCallRow, SpotlightRepo } from './spotlight-repo.js';
-import type { CallView, UsageView } from './spotlight-schemas.js';
+import type { Db } from '../../../db/connect.js';
+import { invalid, notFound } from '../../../http/errors.js';
+import type { Clock } from '../../../lib/time.js';
+import type { CallFilter, CallsRepo } from './calls-repo.js';
+import type { NamedCallRow } from './calls-rows.js';
+import type { CallView, UsageView } from './usage-schemas.js';
 
 const DAY_MS = 86_400_000;
 const MAX_RANGE_DAYS = 366;
@@ -50,7 +51,7 @@ function dayMs(field: string, value: string): number {
 }
 
 /** Reading the call records: one record, a filtered page, totals per day. */
-export function createSpotlightQueries(deps: { db: Db; repo: SpotlightRepo; clock: Clock }) {
+export function createUsageQueries(deps: { db: Db; repo: CallsRepo; clock: Clock }) {
   const { db, repo } = deps;
   return {
     async list(workspaceUuid: string, filter: CallFilter, page: number, limit: number) {
@@ -127,4 +128,4 @@ export function createSpotlightQueries(deps: { db: Db; repo: SpotlightRepo; cloc
   };
 }
 
-export type SpotlightQueries = ReturnType<typeof createSpotlightQueries>;
+export type UsageQueries = ReturnType<typeof createUsageQueries>;

@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { StrictObject, UuidSchema } from '../../http/common-schemas.js';
-import { MAX_LIMIT_USD } from './budget-fns.js';
+import { StrictObject, UuidSchema } from '../../../http/common-schemas.js';
+import { MAX_LIMIT_USD } from './budgets-fns.js';
 
 const Usd = (description: string) => Type.Number({ description });
 const NullableUsd = (description: string) => Type.Union([Usd(description), Type.Null()], { description });

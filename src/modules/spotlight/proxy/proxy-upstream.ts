@@ -1,10 +1,10 @@
 import type { Readable } from 'node:stream';
 import { type Dispatcher, request } from 'undici';
-import { checkOutboundUrl, type OutboundPolicy, OutboundUrlError } from '../../lib/outbound.js';
-import type { FairOutbound } from '../../lib/outbound-fair.js';
-import type { OpenedCredential } from '../providers/providers-service.js';
-import { chunkFacts, openAiError, ProxyError, upstreamErrorBody } from './spotlight-fns.js';
-import type { CallError } from './spotlight-repo.js';
+import { checkOutboundUrl, type OutboundPolicy, OutboundUrlError } from '../../../lib/outbound.js';
+import type { FairOutbound } from '../../../lib/outbound-fair.js';
+import type { OpenedCredential } from '../../providers/providers-service.js';
+import type { CallError } from '../usage/calls-rows.js';
+import { chunkFacts, openAiError, ProxyError, upstreamErrorBody } from './proxy-fns.js';
 
 const RELAYED_HEADERS = ['retry-after', 'retry-after-ms'];
 

@@ -1,11 +1,8 @@
 import { sql } from 'kysely';
-import type { Executor } from '../../db/connect.js';
-import { withDbErrors } from '../../db/errors.js';
-import { toDbJson } from '../../db/json.js';
-import { taskQueries } from '../tasks/task-queries.js';
-import { attemptToDb, type CallRow, type NamedCallRow, toNamedCall } from './spotlight-rows.js';
-
-export type { CallAttempt, CallError, CallRow, NamedCallRow } from './spotlight-rows.js';
+import type { Executor } from '../../../db/connect.js';
+import { withDbErrors } from '../../../db/errors.js';
+import { toDbJson } from '../../../db/json.js';
+import { attemptToDb, type CallRow, type NamedCallRow, toNamedCall } from './calls-rows.js';
 
 export interface CallFilter {
   taskUuid?: string | undefined;
@@ -36,7 +33,7 @@ function callsOf(ex: Executor, workspaceUuid: string) {
 }
 
 /** The only code that touches the spotlight_calls table. */
-export const spotlightRepo = {
+export const callsRepo = {
   insert(ex: Executor, c: CallRow) {
     return withDbErrors(
       ex
@@ -146,12 +143,6 @@ export const spotlightRepo = {
     }));
   },
 
-  /** The task when it is the user's, with its agent (the proxy's attribution header). */
-  findTask(ex: Executor, workspaceUuid: string, taskUuid: string) {
-    // Attribution needs only owner and agent; the tasks room answers it.
-    return taskQueries.ownedBy(ex, workspaceUuid, taskUuid);
-  },
-
   /** Deletes up to `batch` records created before `before`; returns how many went. */
   async deleteExpiredCalls(ex: Executor, before: string, batch: number): Promise<number> {
     const old = ex.selectFrom('spotlight_calls').select('uuid').where('created_at', '<', before).limit(batch);
@@ -160,4 +151,4 @@ export const spotlightRepo = {
   },
 };
 
-export type SpotlightRepo = typeof spotlightRepo;
+export type CallsRepo = typeof callsRepo;

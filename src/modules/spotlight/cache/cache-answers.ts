@@ -1,11 +1,11 @@
 import { Readable } from 'node:stream';
-import { type CachedAnswer, type CacheEntry, ENTRY_OVERHEAD_BYTES } from './response-cache.js';
-import { sseData } from './spotlight-fns.js';
-import type { ProxyAnswer } from './spotlight-proxy.js';
+import { sseData } from '../proxy/proxy-fns.js';
+import type { ProxyAnswer } from '../proxy/proxy-upstream.js';
+import { type CachedAnswer, type CacheEntry, ENTRY_OVERHEAD_BYTES } from './cache-store.js';
 
 /**
  * The response cache at the proxy's edge: what a hit answers, and which answers of a miss are
- * kept. The store itself (bounds, LRU, expiry) is response-cache.ts; the key is cache-key-fns.ts.
+ * kept. The store itself (bounds, LRU, expiry) is cache-store.ts; the key is cache-key-fns.ts.
  */
 
 /**

@@ -1,8 +1,8 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import { NoContent } from '../../http/common-schemas.js';
-import { errorResponses } from '../../http/error-schemas.js';
-import { actingOf, principalOf } from '../../http/guard.js';
+import { NoContent } from '../../../http/common-schemas.js';
+import { errorResponses } from '../../../http/error-schemas.js';
+import { actingOf, principalOf } from '../../../http/guard.js';
 import { CreateRouteBody, PatchRouteBody, RouteListReply, RouteParams, RouteSchema } from './routes-schemas.js';
 import type { RoutesService } from './routes-service.js';
 

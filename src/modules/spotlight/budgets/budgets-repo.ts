@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
-import type { Executor } from '../../db/connect.js';
-import { withDbErrors } from '../../db/errors.js';
-import { type BudgetScope, dbNanos, WINDOW_OF, windowStartOf } from './budget-fns.js';
+import type { Executor } from '../../../db/connect.js';
+import { withDbErrors } from '../../../db/errors.js';
+import { type BudgetScope, dbNanos, WINDOW_OF, windowStartOf } from './budgets-fns.js';
 
 /** A scope's limits in nano-dollars; null is no limit. */
 export interface Limits {
@@ -45,9 +45,9 @@ export function spendKeysOf(call: SpendOf): SpendKey[] {
 }
 
 /**
- * Storage of budgets: limits (spotlight_budgets) and running spend (spotlight_spend). It also
- * reads the few facts of agents, tasks and keys a budget names (existence in the workspace, a
- * task's created_at), which no other room exposes in that form.
+ * Storage of budgets: limits (spotlight_budgets) and running spend (spotlight_spend), the only
+ * code that touches those tables. What a budget names (an agent, a key, a task) is asked of the
+ * rooms that own them (see BudgetOwners in budgets-service.ts).
  */
 export const budgetsRepo = {
   /**
@@ -136,95 +136,74 @@ export const budgetsRepo = {
     );
   },
 
-  /** Ids of the scope's budgets with at least one limit, ascending (live agents only). */
+  /** Ids of the scope's budgets with at least one limit, ascending. */
   async limitedIds(ex: Executor, workspaceUuid: string, scope: 'agent' | 'platform_key'): Promise<string[]> {
-    let q = ex
-      .selectFrom('spotlight_budgets as b')
-      .select('b.scope_id')
-      .where('b.workspace_uuid', '=', workspaceUuid)
-      .where('b.scope', '=', scope)
-      .where((eb) =>
-        eb.or([
-          eb('b.monthly_nanos', 'is not', null),
-          eb('b.daily_nanos', 'is not', null),
-          eb('b.per_task_nanos', 'is not', null),
-        ]),
-      );
-    if (scope === 'agent') {
-      q = q.where((eb) =>
-        eb.exists(
-          eb
-            .selectFrom('agents as a')
-            .select('a.uuid')
-            .whereRef('a.uuid', '=', 'b.scope_id')
-            .where('a.workspace_uuid', '=', workspaceUuid)
-            .where('a.deleted_at', 'is', null),
-        ),
-      );
-    }
-    const rows = await withDbErrors(q.orderBy('b.scope_id').execute());
+    const rows = await withDbErrors(
+      ex
+        .selectFrom('spotlight_budgets')
+        .select('scope_id')
+        .where('workspace_uuid', '=', workspaceUuid)
+        .where('scope', '=', scope)
+        .where((eb) =>
+          eb.or([
+            eb('monthly_nanos', 'is not', null),
+            eb('daily_nanos', 'is not', null),
+            eb('per_task_nanos', 'is not', null),
+          ]),
+        )
+        .orderBy('scope_id')
+        .execute(),
+    );
     return rows.map((r) => r.scope_id);
   },
 
   /**
-   * Deletes up to `batch` spend totals never read again: month and day windows that started before
-   * `before` (the records' retention cutoff; only current windows are checked or shown), and the
-   * totals of tasks that no longer exist. Returns how many went.
+   * Deletes up to `batch` month and day totals of windows that started before `before` (the
+   * records' retention cutoff: only current windows are checked or shown). Returns how many went.
    */
-  async deleteExpiredSpend(ex: Executor, before: string, batch: number): Promise<number> {
+  async deleteExpiredWindows(ex: Executor, before: string, batch: number): Promise<number> {
     const result = await withDbErrors(
       sql`delete from spotlight_spend where (workspace_uuid, scope, scope_id, window_start) in (
         select s.workspace_uuid, s.scope, s.scope_id, s.window_start from spotlight_spend s
-        where (s.scope <> 'task' and s.window_start < ${before})
-           or (s.scope = 'task' and not exists (select 1 from tasks t where t.uuid = s.scope_id))
+        where s.scope <> 'task' and s.window_start < ${before}
         limit ${batch})`.execute(ex),
     );
     return Number(result.numAffectedRows ?? 0n);
+  },
+
+  /** Up to `limit` distinct task ids with a spend total, ascending, after `after`. */
+  async taskIdsAfter(ex: Executor, after: string, limit: number): Promise<string[]> {
+    const rows = await withDbErrors(
+      ex
+        .selectFrom('spotlight_spend')
+        .select('scope_id')
+        .distinct()
+        .where('scope', '=', 'task')
+        .where('scope_id', '>', after)
+        .orderBy('scope_id')
+        .limit(limit)
+        .execute(),
+    );
+    return rows.map((r) => r.scope_id);
+  },
+
+  /** Deletes the spend totals of these tasks; returns how many went. */
+  async deleteTaskSpend(ex: Executor, taskUuids: readonly string[]): Promise<number> {
+    if (taskUuids.length === 0) return 0;
+    const result = await withDbErrors(
+      ex
+        .deleteFrom('spotlight_spend')
+        .where('scope', '=', 'task')
+        .where('scope_id', 'in', taskUuids)
+        .executeTakeFirst(),
+    );
+    return Number(result.numDeletedRows);
   },
 
   /** Deletes an agent's budget (the agent is being deleted). */
   deleteAgentBudget(ex: Executor, agentUuid: string) {
     return withDbErrors(
       ex.deleteFrom('spotlight_budgets').where('scope', '=', 'agent').where('scope_id', '=', agentUuid).execute(),
-    );
-  },
-
-  /** Is this a live agent of the workspace? */
-  async agentExists(ex: Executor, workspaceUuid: string, uuid: string): Promise<boolean> {
-    const row = await withDbErrors(
-      ex
-        .selectFrom('agents')
-        .select('uuid')
-        .where('uuid', '=', uuid)
-        .where('workspace_uuid', '=', workspaceUuid)
-        .where('deleted_at', 'is', null)
-        .executeTakeFirst(),
-    );
-    return row !== undefined;
-  },
-
-  /** Is this a platform key of the workspace (revoked ones included)? */
-  async keyExists(ex: Executor, workspaceUuid: string, uuid: string): Promise<boolean> {
-    const row = await withDbErrors(
-      ex
-        .selectFrom('platform_keys')
-        .select('uuid')
-        .where('uuid', '=', uuid)
-        .where('workspace_uuid', '=', workspaceUuid)
-        .executeTakeFirst(),
-    );
-    return row !== undefined;
-  },
-
-  /** The workspace's task with its agent and creation time. */
-  findTask(ex: Executor, workspaceUuid: string, uuid: string) {
-    return withDbErrors(
-      ex
-        .selectFrom('tasks')
-        .select(['uuid', 'agent_uuid', 'created_at'])
-        .where('uuid', '=', uuid)
-        .where('workspace_uuid', '=', workspaceUuid)
-        .executeTakeFirst(),
     );
   },
 };

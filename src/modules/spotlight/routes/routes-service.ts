@@ -1,11 +1,11 @@
-import type { Db, Executor } from '../../db/connect.js';
-import { UniqueViolationError } from '../../db/errors.js';
-import { AppError, invalid, notFound } from '../../http/errors.js';
-import { newId } from '../../lib/ids.js';
-import type { Acting } from '../../lib/principal.js';
-import { type Clock, iso } from '../../lib/time.js';
-import { recordAudit } from '../audit/audit-repo.js';
-import type { ProvidersRepo } from '../providers/providers-repo.js';
+import type { Db, Executor } from '../../../db/connect.js';
+import { UniqueViolationError } from '../../../db/errors.js';
+import { AppError, invalid, notFound } from '../../../http/errors.js';
+import { newId } from '../../../lib/ids.js';
+import type { Acting } from '../../../lib/principal.js';
+import { type Clock, iso } from '../../../lib/time.js';
+import { recordAudit } from '../../audit/audit-repo.js';
+import type { ProvidersRepo } from '../../providers/providers-repo.js';
 import type { RouteRow, RoutesRepo, RouteTarget } from './routes-repo.js';
 import {
   type CreateRouteInput,
@@ -41,7 +41,16 @@ function normaliseRetryOn(values: readonly RetryOn[] | undefined): RetryOn[] {
  * Fallback routes of the model proxy: CRUD, each change audited in its own transaction
  * (`route.create`/`route.update`/`route.delete`, details `{name}`).
  */
-export function createRoutesService(deps: { db: Db; repo: RoutesRepo; providers: ProvidersRepo; clock: Clock }) {
+export function createRoutesService(deps: {
+  db: Db;
+  repo: RoutesRepo;
+  providers: Pick<ProvidersRepo, 'findOwned'>;
+  /** The workspace's row lock (the workspaces room), held while the 100-route cap is counted. */
+  lockWorkspace: (trx: Executor, workspaceUuid: string) => Promise<void>;
+  /** The workspace's live agents with their runtimes (the agents room): a route they name cannot go. */
+  liveRuntimes: (ex: Executor, workspaceUuid: string) => Promise<Array<{ name: string; runtime: unknown }>>;
+  clock: Clock;
+}) {
   const { db, repo } = deps;
   const now = () => iso(deps.clock.now());
 
@@ -79,7 +88,7 @@ export function createRoutesService(deps: { db: Db; repo: RoutesRepo; providers:
       const retryOn = normaliseRetryOn(input.retry_on);
       return uniqueName(() =>
         db.transaction(async (trx) => {
-          if (db.dialect === 'postgres') await repo.lockWorkspace(trx, workspaceUuid);
+          await deps.lockWorkspace(trx, workspaceUuid);
           const targets = await checkTargets(trx, workspaceUuid, input.targets);
           if ((await repo.count(trx, workspaceUuid)) >= MAX_ROUTES_PER_WORKSPACE) {
             throw invalid('routes', `at most ${MAX_ROUTES_PER_WORKSPACE} per workspace`);
@@ -146,7 +155,9 @@ export function createRoutesService(deps: { db: Db; repo: RoutesRepo; providers:
     async remove(acting: Acting, uuid: string) {
       await db.transaction(async (trx) => {
         const { name } = await requireOwned(acting.workspaceUuid, uuid, trx);
-        const agents = await repo.agentsUsing(trx, acting.workspaceUuid, uuid);
+        const agents = (await deps.liveRuntimes(trx, acting.workspaceUuid))
+          .filter((a) => (a.runtime as { route_uuid?: unknown } | null)?.route_uuid === uuid)
+          .map((a) => a.name);
         if (agents.length > 0) {
           throw new AppError(
             'ROUTE_IN_USE',

@@ -1,8 +1,8 @@
 import type { Selectable } from 'kysely';
-import type { Executor } from '../../db/connect.js';
-import type { SpotlightRoutesTable } from '../../db/database.js';
-import { withDbErrors } from '../../db/errors.js';
-import { fromDbJson, toDbJson } from '../../db/json.js';
+import type { Executor } from '../../../db/connect.js';
+import type { SpotlightRoutesTable } from '../../../db/database.js';
+import { withDbErrors } from '../../../db/errors.js';
+import { fromDbJson, toDbJson } from '../../../db/json.js';
 import type { RetryOn } from './routes-schemas.js';
 
 /** One target of a route. */
@@ -87,13 +87,6 @@ export const routesRepo = {
     return row && toRow(row);
   },
 
-  /** Serialises creations in one workspace (PostgreSQL), so two at once cannot pass the limit of 100. */
-  async lockWorkspace(ex: Executor, workspaceUuid: string) {
-    await withDbErrors(
-      ex.selectFrom('workspaces').select('uuid').where('uuid', '=', workspaceUuid).forUpdate().execute(),
-    );
-  },
-
   /** Newest first (at most 100 per workspace, so never paged). */
   async list(ex: Executor, workspaceUuid: string): Promise<RouteRow[]> {
     const rows = await withDbErrors(
@@ -124,21 +117,6 @@ export const routesRepo = {
     const routes = await routesRepo.list(ex, workspaceUuid);
     return routes
       .filter((r) => r.targets.some((t) => t.provider_credential_uuid === credentialUuid))
-      .map((r) => r.name);
-  },
-
-  /** Names of the workspace's live agents whose runtime names this route. */
-  async agentsUsing(ex: Executor, workspaceUuid: string, routeUuid: string): Promise<string[]> {
-    const rows = await withDbErrors(
-      ex
-        .selectFrom('agents')
-        .select(['name', 'runtime'])
-        .where('workspace_uuid', '=', workspaceUuid)
-        .where('deleted_at', 'is', null)
-        .execute(),
-    );
-    return rows
-      .filter((r) => fromDbJson<{ route_uuid?: unknown }>(r.runtime)?.route_uuid === routeUuid)
       .map((r) => r.name);
   },
 };

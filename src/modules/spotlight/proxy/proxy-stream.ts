@@ -1,8 +1,8 @@
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import { chunkFacts, createSseSplitter, SseEventTooLarge, sseData } from './spotlight-fns.js';
-import type { CallOutcome, ProxyAnswer } from './spotlight-proxy.js';
+import { chunkFacts, createSseSplitter, SseEventTooLarge, sseData } from './proxy-fns.js';
+import type { CallOutcome, ProxyAnswer } from './proxy-upstream.js';
 
 const TIMEOUT_CODES = new Set(['UND_ERR_BODY_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT']);
 

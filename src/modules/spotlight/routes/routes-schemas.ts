@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { StrictObject, TimestampSchema, UuidSchema } from '../../http/common-schemas.js';
+import { StrictObject, TimestampSchema, UuidSchema } from '../../../http/common-schemas.js';
 
 /** Routes one workspace may keep. */
 export const MAX_ROUTES_PER_WORKSPACE = 100;

@@ -1,8 +1,8 @@
-import type { Db } from '../../db/connect.js';
-import { notFound } from '../../http/errors.js';
-import type { Acting } from '../../lib/principal.js';
-import { type Clock, iso } from '../../lib/time.js';
-import { recordAudit } from '../audit/audit-repo.js';
+import type { Db } from '../../../db/connect.js';
+import { notFound } from '../../../http/errors.js';
+import type { Acting } from '../../../lib/principal.js';
+import { type Clock, iso } from '../../../lib/time.js';
+import { recordAudit } from '../../audit/audit-repo.js';
 import {
   type BudgetScope,
   dayWindow,
@@ -13,7 +13,7 @@ import {
   refusalOf,
   type ScopeState,
   usdOf,
-} from './budget-fns.js';
+} from './budgets-fns.js';
 import { type BudgetsRepo, type Limits, NO_LIMITS, type SpendKey } from './budgets-repo.js';
 import type { BudgetView, LimitsPatch, WindowView } from './budgets-schemas.js';
 
@@ -23,6 +23,18 @@ export interface CallScopes {
   platformKeyUuid: string | null;
   agentUuid: string | null;
   taskUuid: string | null;
+}
+
+/**
+ * What a budget asks of the rooms that own what it names: a task's agent and creation time (the
+ * tasks room), whether an agent is live (the agents room), whether a key is the workspace's (the
+ * accounts room).
+ */
+export interface BudgetOwners {
+  task(workspaceUuid: string, taskUuid: string): Promise<{ agent_uuid: string; created_at: string } | undefined>;
+  agentExists(workspaceUuid: string, agentUuid: string): Promise<boolean>;
+  liveAgents(workspaceUuid: string): Promise<Set<string>>;
+  keyExists(workspaceUuid: string, keyUuid: string): Promise<boolean>;
 }
 
 /** Which limit field is stored in which column. */
@@ -47,8 +59,8 @@ const usdOrNull = (n: number | null) => (n === null ? null : usdOf(n));
  * call record's transaction keeps (never from the records themselves), and the check made before
  * a call goes upstream.
  */
-export function createBudgetsService(deps: { db: Db; repo: BudgetsRepo; clock: Clock }) {
-  const { db, repo } = deps;
+export function createBudgetsService(deps: { db: Db; repo: BudgetsRepo; owners: BudgetOwners; clock: Clock }) {
+  const { db, repo, owners } = deps;
 
   /**
    * The limit and committed spend of each scope of a call, now. Without any limit row the spend is
@@ -122,7 +134,7 @@ export function createBudgetsService(deps: { db: Db; repo: BudgetsRepo; clock: C
         windows: { day: windowView(day, limits.daily, spent) },
       };
     }
-    const task = await repo.findTask(db.kysely, workspaceUuid, id);
+    const task = await owners.task(workspaceUuid, id);
     if (!task) throw notFound('Task');
     const limits = await limitsOf(workspaceUuid, 'agent', task.agent_uuid);
     const spent = await spendOf(workspaceUuid, 'task', id, '');
@@ -136,10 +148,9 @@ export function createBudgetsService(deps: { db: Db; repo: BudgetsRepo; clock: C
 
   /** @throws AppError NOT_FOUND when the agent, key or task is not the workspace's. */
   async function mustExist(workspaceUuid: string, scope: BudgetScope, id: string) {
-    if (scope === 'agent' && !(await repo.agentExists(db.kysely, workspaceUuid, id))) throw notFound('Agent');
-    if (scope === 'platform_key' && !(await repo.keyExists(db.kysely, workspaceUuid, id)))
-      throw notFound('Platform key');
-    if (scope === 'task' && !(await repo.findTask(db.kysely, workspaceUuid, id))) throw notFound('Task');
+    if (scope === 'agent' && !(await owners.agentExists(workspaceUuid, id))) throw notFound('Agent');
+    if (scope === 'platform_key' && !(await owners.keyExists(workspaceUuid, id))) throw notFound('Platform key');
+    if (scope === 'task' && !(await owners.task(workspaceUuid, id))) throw notFound('Task');
   }
 
   return {
@@ -159,7 +170,8 @@ export function createBudgetsService(deps: { db: Db; repo: BudgetsRepo; clock: C
 
     /** The account's budget, then each agent's and key's with a limit, each group by ascending uuid. */
     async list(workspaceUuid: string): Promise<BudgetView[]> {
-      const agents = await repo.limitedIds(db.kysely, workspaceUuid, 'agent');
+      const live = await owners.liveAgents(workspaceUuid);
+      const agents = (await repo.limitedIds(db.kysely, workspaceUuid, 'agent')).filter((id) => live.has(id));
       const keys = await repo.limitedIds(db.kysely, workspaceUuid, 'platform_key');
       const out = [await view(workspaceUuid, 'account', workspaceUuid)];
       for (const id of agents) out.push(await view(workspaceUuid, 'agent', id));

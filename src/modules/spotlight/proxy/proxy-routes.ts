@@ -1,12 +1,12 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { ConnectionLimits } from '../../http/connection-limits.js';
-import { handleError } from '../../http/error-handler.js';
-import { AppError, AuthError } from '../../http/errors.js';
-import { principalOf } from '../../http/guard.js';
-import { openAiError, ProxyError } from './spotlight-fns.js';
-import type { ProxyAnswer } from './spotlight-proxy.js';
-import { ChatCompletionBody, ChatCompletionReply, ModelListReply, OpenAiErrorSchema } from './spotlight-schemas.js';
-import type { SpotlightService } from './spotlight-service.js';
+import type { ConnectionLimits } from '../../../http/connection-limits.js';
+import { handleError } from '../../../http/error-handler.js';
+import { AppError, AuthError } from '../../../http/errors.js';
+import { principalOf } from '../../../http/guard.js';
+import { openAiError, ProxyError } from './proxy-fns.js';
+import { ChatCompletionBody, ChatCompletionReply, ModelListReply, OpenAiErrorSchema } from './proxy-schemas.js';
+import type { ProxyService } from './proxy-service.js';
+import type { ProxyAnswer } from './proxy-upstream.js';
 
 const tags = ['model proxy'];
 const config = { auth: 'user' as const };
@@ -112,7 +112,7 @@ function holdSlot(slots: Pick<ConnectionLimits, 'acquire'>, request: FastifyRequ
  * connection.
  */
 export function proxyRoutes(
-  service: SpotlightService,
+  service: ProxyService,
   opts: { maxBodyBytes: number; slots: Pick<ConnectionLimits, 'acquire'> },
 ) {
   return async function routes(app: FastifyInstance) {

@@ -1,5 +1,7 @@
-import type { OpenedCredential } from '../providers/providers-service.js';
-import { ProxyError } from './spotlight-fns.js';
+import type { OpenedCredential } from '../../providers/providers-service.js';
+import type { CallAttempt } from '../usage/calls-rows.js';
+import { ProxyError } from './proxy-fns.js';
+import { relayStream } from './proxy-stream.js';
 import {
   type CallOutcome,
   callUpstream,
@@ -8,9 +10,7 @@ import {
   relayWhole,
   type UpstreamDeps,
   wholeOutcome,
-} from './spotlight-proxy.js';
-import type { CallAttempt } from './spotlight-repo.js';
-import { relayStream } from './spotlight-stream.js';
+} from './proxy-upstream.js';
 
 /** The failures a route may fall back on (20.3's `retry_on` values). */
 export type Fallback = '429' | '5xx' | 'timeout' | 'connection';

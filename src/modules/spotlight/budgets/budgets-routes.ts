@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import { errorResponses } from '../../http/error-schemas.js';
-import { actingOf, principalOf } from '../../http/guard.js';
+import { errorResponses } from '../../../http/error-schemas.js';
+import { actingOf, principalOf } from '../../../http/guard.js';
 import {
   AccountPatch,
   AgentBudgetParams,
