@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/connect.js';
 import { UniqueViolationError } from '../../db/errors.js';
 import { AppError } from '../../http/errors.js';
+import type { Notifier } from '../../lib/notifier.js';
 import { type Clock, iso } from '../../lib/time.js';
 import type { AgentRow } from '../agents/agents-repo.js';
 import type { AgentsService } from '../agents/agents-service.js';
-import type { Notifier } from '../tasks/notifier.js';
 import type { TaskSubmitter } from '../tasks/submit/task-submitter.js';
-import type { TaskRecord } from '../tasks/tasks-repo.js';
+import type { TaskRecord } from '../tasks/tasks-record.js';
 import type { TaskView } from '../tasks/tasks-schemas.js';
 import type { TaskRef, TasksService } from '../tasks/tasks-service.js';
 import { taskView } from '../tasks/tasks-view.js';
@@ -17,15 +17,6 @@ import { type A2aTask, agentCard, concurrencyKeyOf, stateTimestamp, statusOfStat
 
 const DAY_MS = 86_400_000;
 const SETTLED = new Set(['completed', 'failed', 'cancelled', 'awaiting_input']);
-
-/**
- * Counts a user's open waits and streams: returns the function that releases the slot.
- * @throws AppError LIMIT_EXCEEDED when the user has as many open as allowed.
- */
-export type AcquireConnection = (workspaceUuid: string, kind: 'stream' | 'wait') => () => void;
-
-/** No cap on waits and streams (until the per-user connection limits are connected in app.ts). */
-export const noConnectionLimits: AcquireConnection = () => () => undefined;
 
 /**
  * The A2A methods over the tasks service: every state change goes through it (submit, message,

@@ -1,11 +1,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { principalOf } from '../../http/guard.js';
 import { startEventStream } from '../../http/stream-watch.js';
+import type { Notifier } from '../../lib/notifier.js';
+import type { CredentialCheck } from '../../lib/principal.js';
 import type { Timers } from '../../lib/time.js';
-import type { CredentialCheck } from '../accounts/accounts-module.js';
 import { createEventWaker } from '../tasks/events/event-waker.js';
-import type { Notifier } from '../tasks/notifier.js';
-import type { TaskRecord } from '../tasks/tasks-repo.js';
+import type { TaskRecord } from '../tasks/tasks-record.js';
 import type { TaskView } from '../tasks/tasks-schemas.js';
 import { EVENTS_PAGE, type TaskRef, type TasksService } from '../tasks/tasks-service.js';
 import { taskView } from '../tasks/tasks-view.js';

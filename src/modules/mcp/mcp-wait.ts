@@ -1,6 +1,6 @@
 import type { Db } from '../../db/connect.js';
-import type { Notifier } from '../tasks/notifier.js';
-import type { TaskRecord } from '../tasks/tasks-repo.js';
+import type { Notifier } from '../../lib/notifier.js';
+import type { TaskRecord } from '../tasks/tasks-record.js';
 import type { TaskRef, TasksService } from '../tasks/tasks-service.js';
 import type { McpRepo } from './mcp-repo.js';
 

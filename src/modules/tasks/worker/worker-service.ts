@@ -1,12 +1,12 @@
 import type { Db } from '../../../db/connect.js';
 import type { ConnectionLimits } from '../../../http/connection-limits.js';
 import { AppError, invalid } from '../../../http/errors.js';
+import { type Notifier, waitFor } from '../../../lib/notifier.js';
 import type { Clock } from '../../../lib/time.js';
 import type { AgentsService } from '../../agents/agents-service.js';
 import type { Lifecycle } from '../lifecycle/lifecycle.js';
 import { DEFAULT_LEASE_SECONDS, type TaskInput } from '../lifecycle/transition-fns.js';
-import { type Notifier, waitFor } from '../notifier.js';
-import type { TaskRecord } from '../tasks-repo.js';
+import type { TaskRecord } from '../tasks-record.js';
 import type { ClaimedTask, ClaimInput, CompleteBatchItem, Progress, TaskResult, TaskView } from '../tasks-schemas.js';
 import type { TaskRef } from '../tasks-service.js';
 import { claimItemOf } from '../tasks-view.js';
@@ -22,7 +22,8 @@ export function createWorkerService(deps: {
   clock: Clock;
 }) {
   const { db, lifecycle } = deps;
-  let closing = false;
+  // Aborted at shutdown: waiting claims answer at once with what they have (nothing).
+  const closing = new AbortController();
 
   async function tryClaim(agentUuid: string, input: ClaimInput): Promise<ClaimedTask[]> {
     const lease = { leaseSeconds: input.lease_seconds ?? DEFAULT_LEASE_SECONDS, workerId: input.worker_id ?? null };
@@ -71,8 +72,9 @@ export function createWorkerService(deps: {
           return [];
         }
         const left = deadline - performance.now();
-        if (tasks.length > 0 || left <= 0 || closing) return tasks;
-        if (!woken) await waitFor(deps.notifier, 'work', agentUuid, left, signal);
+        if (tasks.length > 0 || left <= 0 || closing.signal.aborted) return tasks;
+        const stop = signal ? AbortSignal.any([signal, closing.signal]) : closing.signal;
+        if (!woken) await waitFor(deps.notifier, 'work', agentUuid, left, stop);
       } finally {
         unsubscribe();
       }
@@ -158,7 +160,7 @@ export function createWorkerService(deps: {
 
     /** Stops long polls at shutdown (they answer with what they have: nothing). */
     close() {
-      closing = true;
+      closing.abort();
     },
   };
 }
