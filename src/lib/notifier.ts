@@ -73,27 +73,3 @@ export function createNotifier(opts: { db?: Pick<Db, 'listen' | 'notify'> | unde
     },
   };
 }
-
-/**
- * Resolves when `channel:id` is published, `ms` pass (capped by the fallback poll) or `signal`
- * aborts, whichever comes first.
- */
-export function waitFor(
-  notifier: Notifier,
-  channel: Channel,
-  id: string,
-  ms: number,
-  signal?: AbortSignal,
-): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, Math.max(0, Math.min(ms, notifier.fallbackPollMs)));
-    const unsubscribe = notifier.subscribe(channel, id, done);
-    signal?.addEventListener('abort', done, { once: true });
-    function done() {
-      clearTimeout(timer);
-      unsubscribe();
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-  });
-}

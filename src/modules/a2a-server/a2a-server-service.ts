@@ -6,7 +6,9 @@ import type { Notifier } from '../../lib/notifier.js';
 import { type Clock, iso } from '../../lib/time.js';
 import type { AgentRow } from '../agents/agents-repo.js';
 import type { AgentsService } from '../agents/agents-service.js';
+import { watchTask } from '../tasks/events/task-watch.js';
 import type { TaskSubmitter } from '../tasks/submit/task-submitter.js';
+import { isSettled } from '../tasks/tasks-fns.js';
 import type { TaskRecord } from '../tasks/tasks-record.js';
 import type { TaskView } from '../tasks/tasks-schemas.js';
 import type { TaskRef, TasksService } from '../tasks/tasks-service.js';
@@ -16,7 +18,6 @@ import type { A2aServerRepo } from './a2a-server-repo.js';
 import { type A2aTask, agentCard, concurrencyKeyOf, stateTimestamp, statusOfState, toA2aTask } from './a2a-task-fns.js';
 
 const DAY_MS = 86_400_000;
-const SETTLED = new Set(['completed', 'failed', 'cancelled', 'awaiting_input']);
 
 /**
  * The A2A methods over the tasks service: every state change goes through it (submit, message,
@@ -147,33 +148,16 @@ export function createA2aServerService(deps: {
      */
     async settle(ref: TaskRef, signal: AbortSignal): Promise<TaskRecord> {
       const deadline = performance.now() + deps.maxWaitMs;
-      let wake: (() => void) | null = null;
-      let signalled = false;
-      const unsubscribe = deps.notifier.subscribe('task', ref.taskUuid, () => {
-        signalled = true;
-        wake?.();
-      });
+      const watch = watchTask(deps.notifier, ref.taskUuid, { signal });
       try {
         for (;;) {
-          signalled = false;
           const task = await requireTask(ref);
           const left = deadline - performance.now();
-          if (SETTLED.has(task.status) || left <= 0 || signal.aborted) return task;
-          if (signalled) continue;
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(done, Math.min(left, deps.notifier.fallbackPollMs));
-            signal.addEventListener('abort', done, { once: true });
-            wake = done;
-            function done() {
-              clearTimeout(timer);
-              signal.removeEventListener('abort', done);
-              resolve();
-            }
-          });
-          wake = null;
+          if (isSettled(task.status) || left <= 0 || watch.closed) return task;
+          await watch.wait(left);
         }
       } finally {
-        unsubscribe();
+        watch.close();
       }
     },
 

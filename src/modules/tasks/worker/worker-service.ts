@@ -1,9 +1,10 @@
 import type { Db } from '../../../db/connect.js';
 import type { ConnectionLimits } from '../../../http/connection-limits.js';
 import { AppError, invalid } from '../../../http/errors.js';
-import { type Notifier, waitFor } from '../../../lib/notifier.js';
+import type { Notifier } from '../../../lib/notifier.js';
 import type { Clock } from '../../../lib/time.js';
 import type { AgentsService } from '../../agents/agents-service.js';
+import { watchWork } from '../events/task-watch.js';
 import type { Lifecycle } from '../lifecycle/lifecycle.js';
 import { DEFAULT_LEASE_SECONDS, type TaskInput } from '../lifecycle/transition-fns.js';
 import type { TaskRecord } from '../tasks-record.js';
@@ -57,14 +58,13 @@ export function createWorkerService(deps: {
     deadline: number,
     signal?: AbortSignal,
   ): Promise<ClaimedTask[]> {
-    for (;;) {
-      if (signal?.aborted) return [];
-      // Subscribe before looking, so work that lands between the look and the wait is not missed.
-      let woken = false;
-      const unsubscribe = deps.notifier.subscribe('work', agentUuid, () => {
-        woken = true;
-      });
-      try {
+    // Watched from before the first look until the answer: work announced while a look runs
+    // (after its query found nothing, before the wait) makes the wait return at once.
+    const stop = signal ? AbortSignal.any([signal, closing.signal]) : closing.signal;
+    const watch = watchWork(deps.notifier, agentUuid, { signal: stop });
+    try {
+      for (;;) {
+        if (signal?.aborted) return [];
         const tasks = await tryClaim(agentUuid, input);
         if (signal?.aborted && tasks.length > 0) {
           // The worker is gone: hand the tasks straight back rather than let their leases run out.
@@ -73,11 +73,10 @@ export function createWorkerService(deps: {
         }
         const left = deadline - performance.now();
         if (tasks.length > 0 || left <= 0 || closing.signal.aborted) return tasks;
-        const stop = signal ? AbortSignal.any([signal, closing.signal]) : closing.signal;
-        if (!woken) await waitFor(deps.notifier, 'work', agentUuid, left, stop);
-      } finally {
-        unsubscribe();
+        await watch.wait(left);
       }
+    } finally {
+      watch.close();
     }
   }
 
