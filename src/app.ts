@@ -14,6 +14,7 @@ import { lazyChildLogger } from './http/request-logger.js';
 import { registerValidators } from './http/validation.js';
 import { createSecretBox } from './lib/crypto.js';
 import { createEventHub } from './lib/event-hub.js';
+import { createNotifier } from './lib/notifier.js';
 import { createA2aServerModule } from './modules/a2a-server/a2a-server-module.js';
 import { createAccountsModule } from './modules/accounts/accounts-module.js';
 import { createAgentsModule } from './modules/agents/agents-module.js';
@@ -146,6 +147,9 @@ export async function buildApp(
   });
   const connections = createConnectionLimits();
   app.decorate('connections', connections);
+  // Wake-ups after commits (claims, streams, push runs, MCP cancels), across instances on PostgreSQL.
+  const notifier = createNotifier({ db: runtime.db, log: runtime.logger });
+  app.addHook('onClose', () => notifier.close());
   const tasks = createTasksModule({
     config,
     runtime,
@@ -153,6 +157,7 @@ export async function buildApp(
     events,
     connections,
     credentials: accounts.credentials,
+    notifier,
   });
   const telemetry = createTelemetryModule({
     config,
@@ -217,6 +222,7 @@ export async function buildApp(
     runtime,
     agents,
     tasks,
+    notifier,
     acquireConnection: connections.acquire,
     credentials: accounts.credentials,
   });
@@ -226,6 +232,7 @@ export async function buildApp(
     config,
     runtime,
     tasks,
+    notifier,
     acquireConnection: connections.acquire,
     credentials: accounts.credentials,
     traceSpans: telemetry.tracer.enqueue,
@@ -254,6 +261,7 @@ export async function buildApp(
     runtime,
     box,
     tasks,
+    notifier,
     events,
     accounts: accounts.service,
     spotlight: spotlight.service,

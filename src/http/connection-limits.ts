@@ -55,3 +55,13 @@ export function createConnectionLimits(overrides: Readonly<Partial<Record<Connec
 }
 
 export type ConnectionLimits = ReturnType<typeof createConnectionLimits>;
+
+/**
+ * Takes a slot of a workspace's open streams or waits (`ConnectionLimits.acquire`, as the protocol
+ * servers that park requests need it): returns the function that releases it.
+ * @throws AppError LIMIT_EXCEEDED when the workspace holds as many as allowed.
+ */
+export type AcquireConnection = (workspaceUuid: string, kind: 'stream' | 'wait') => () => void;
+
+/** No cap on waits and streams (a module built without the app's connection limits, in tests). */
+export const noConnectionLimits: AcquireConnection = () => () => undefined;

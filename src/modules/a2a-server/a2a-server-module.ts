@@ -1,14 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
+import { type AcquireConnection, noConnectionLimits } from '../../http/connection-limits.js';
+import type { Notifier } from '../../lib/notifier.js';
+import type { CredentialCheck } from '../../lib/principal.js';
 import type { ProcessDeps } from '../../process-deps.js';
-import type { CredentialCheck } from '../accounts/accounts-module.js';
 import type { AgentsModule } from '../agents/agents-module.js';
 import type { TasksModule } from '../tasks/tasks-module.js';
 import { a2aServerRepo } from './a2a-server-repo.js';
 import { a2aServerRoutes } from './a2a-server-routes.js';
-import { type AcquireConnection, createA2aServerService, noConnectionLimits } from './a2a-server-service.js';
-
-export type { AcquireConnection } from './a2a-server-service.js';
+import { createA2aServerService } from './a2a-server-service.js';
 
 /**
  * Every agent served as an A2A v1.0 agent: its card and a JSON-RPC endpoint over the tasks
@@ -19,7 +19,8 @@ export function createA2aServerModule(deps: {
   config: Config;
   runtime: ProcessDeps;
   agents: Pick<AgentsModule, 'service'>;
-  tasks: Pick<TasksModule, 'service' | 'submitter' | 'notifier'>;
+  tasks: Pick<TasksModule, 'service' | 'submitter'>;
+  notifier: Notifier;
   acquireConnection?: AcquireConnection;
   /** Streams end once their credential no longer holds, as task event streams do. */
   credentials: CredentialCheck;
@@ -30,7 +31,7 @@ export function createA2aServerModule(deps: {
     tasks: deps.tasks.service,
     submitter: deps.tasks.submitter,
     agents: deps.agents.service,
-    notifier: deps.tasks.notifier,
+    notifier: deps.notifier,
     clock: deps.runtime.clock,
     publicUrl: deps.config.publicUrl,
     maxWaitMs: deps.config.a2aMaxWaitSeconds * 1000,
@@ -39,7 +40,7 @@ export function createA2aServerModule(deps: {
     service,
     stream: {
       tasks: deps.tasks.service,
-      notifier: deps.tasks.notifier,
+      notifier: deps.notifier,
       credentials: deps.credentials,
       timers: deps.runtime.timers,
     },

@@ -1,5 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AcquireConnection } from '../../http/connection-limits.js';
 import { errorResponses } from '../../http/error-schemas.js';
 import { AppError } from '../../http/errors.js';
 import { principalOf } from '../../http/guard.js';
@@ -7,7 +8,7 @@ import { A2A_METHOD_ROLES, forbiddenMessage } from '../../http/permissions.js';
 import { jsonTooDeep } from '../../lib/json-depth.js';
 import { roleAtLeast } from '../../lib/principal.js';
 import type { AgentRow } from '../agents/agents-repo.js';
-import type { TaskRecord } from '../tasks/tasks-repo.js';
+import type { TaskRecord } from '../tasks/tasks-record.js';
 import {
   checkVersion,
   errorResponse,
@@ -31,7 +32,7 @@ import {
   RPC_DESCRIPTION,
   RpcResponseSchema,
 } from './a2a-server-schemas.js';
-import { type A2aServerService, type AcquireConnection, rpcErrorOf } from './a2a-server-service.js';
+import { type A2aServerService, rpcErrorOf } from './a2a-server-service.js';
 import { type StreamDeps, streamTask } from './a2a-stream.js';
 
 /** GET /a2a/:agentId/.well-known/agent-card.json and POST /a2a/:agentId (JSON-RPC). */

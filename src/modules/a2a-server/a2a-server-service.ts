@@ -2,12 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/connect.js';
 import { UniqueViolationError } from '../../db/errors.js';
 import { AppError } from '../../http/errors.js';
+import type { Notifier } from '../../lib/notifier.js';
 import { type Clock, iso } from '../../lib/time.js';
 import type { AgentRow } from '../agents/agents-repo.js';
 import type { AgentsService } from '../agents/agents-service.js';
-import type { Notifier } from '../tasks/notifier.js';
+import { watchTask } from '../tasks/events/task-watch.js';
 import type { TaskSubmitter } from '../tasks/submit/task-submitter.js';
-import type { TaskRecord } from '../tasks/tasks-repo.js';
+import { isSettled } from '../tasks/tasks-fns.js';
+import type { TaskRecord } from '../tasks/tasks-record.js';
 import type { TaskView } from '../tasks/tasks-schemas.js';
 import type { TaskRef, TasksService } from '../tasks/tasks-service.js';
 import { taskView } from '../tasks/tasks-view.js';
@@ -16,16 +18,6 @@ import type { A2aServerRepo } from './a2a-server-repo.js';
 import { type A2aTask, agentCard, concurrencyKeyOf, stateTimestamp, statusOfState, toA2aTask } from './a2a-task-fns.js';
 
 const DAY_MS = 86_400_000;
-const SETTLED = new Set(['completed', 'failed', 'cancelled', 'awaiting_input']);
-
-/**
- * Counts a user's open waits and streams: returns the function that releases the slot.
- * @throws AppError LIMIT_EXCEEDED when the user has as many open as allowed.
- */
-export type AcquireConnection = (workspaceUuid: string, kind: 'stream' | 'wait') => () => void;
-
-/** No cap on waits and streams (until the per-user connection limits are connected in app.ts). */
-export const noConnectionLimits: AcquireConnection = () => () => undefined;
 
 /**
  * The A2A methods over the tasks service: every state change goes through it (submit, message,
@@ -156,33 +148,16 @@ export function createA2aServerService(deps: {
      */
     async settle(ref: TaskRef, signal: AbortSignal): Promise<TaskRecord> {
       const deadline = performance.now() + deps.maxWaitMs;
-      let wake: (() => void) | null = null;
-      let signalled = false;
-      const unsubscribe = deps.notifier.subscribe('task', ref.taskUuid, () => {
-        signalled = true;
-        wake?.();
-      });
+      const watch = watchTask(deps.notifier, ref.taskUuid, { signal });
       try {
         for (;;) {
-          signalled = false;
           const task = await requireTask(ref);
           const left = deadline - performance.now();
-          if (SETTLED.has(task.status) || left <= 0 || signal.aborted) return task;
-          if (signalled) continue;
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(done, Math.min(left, deps.notifier.fallbackPollMs));
-            signal.addEventListener('abort', done, { once: true });
-            wake = done;
-            function done() {
-              clearTimeout(timer);
-              signal.removeEventListener('abort', done);
-              resolve();
-            }
-          });
-          wake = null;
+          if (isSettled(task.status) || left <= 0 || watch.closed) return task;
+          await watch.wait(left);
         }
       } finally {
-        unsubscribe();
+        watch.close();
       }
     },
 

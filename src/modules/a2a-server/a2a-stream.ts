@@ -1,11 +1,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { principalOf } from '../../http/guard.js';
 import { startEventStream } from '../../http/stream-watch.js';
+import type { Notifier } from '../../lib/notifier.js';
+import type { CredentialCheck } from '../../lib/principal.js';
 import type { Timers } from '../../lib/time.js';
-import type { CredentialCheck } from '../accounts/accounts-module.js';
-import { createEventWaker } from '../tasks/events/event-waker.js';
-import type { Notifier } from '../tasks/notifier.js';
-import type { TaskRecord } from '../tasks/tasks-repo.js';
+import { watchTask } from '../tasks/events/task-watch.js';
+import type { TaskRecord } from '../tasks/tasks-record.js';
 import type { TaskView } from '../tasks/tasks-schemas.js';
 import { EVENTS_PAGE, type TaskRef, type TasksService } from '../tasks/tasks-service.js';
 import { taskView } from '../tasks/tasks-view.js';
@@ -40,14 +40,14 @@ export async function streamTask(
   release: () => void,
   from?: TaskRecord,
 ): Promise<void> {
-  const waker = createEventWaker(deps.notifier.fallbackPollMs);
-  const unsubscribe = deps.notifier.subscribe('task', ref.taskUuid, waker.wake);
+  // Watched from before the first read, so no change between a read and the wait is missed.
+  const watch = watchTask(deps.notifier, ref.taskUuid);
   let first: Awaited<ReturnType<TasksService['snapshot']>>;
   try {
     // A stream of a message just sent starts at the task as that send left it.
     first = from ? { seq: from.seq, view: taskView(from) } : await deps.tasks.snapshot(ref);
   } catch (err) {
-    unsubscribe();
+    watch.close();
     release();
     throw err;
   }
@@ -55,7 +55,7 @@ export async function streamTask(
   try {
     task = await deps.service.a2aView(first.view);
   } catch (err) {
-    unsubscribe();
+    watch.close();
     release();
     throw err;
   }
@@ -67,9 +67,8 @@ export async function streamTask(
     principal: principalOf(request),
     open: deps.open,
     onEnd: () => {
-      unsubscribe();
+      watch.close();
       release();
-      waker.wake();
     },
   });
   const { end } = stream;
@@ -85,7 +84,6 @@ export async function streamTask(
     const contextId = task.contextId;
     if (endsStream(previous.status)) return end();
     while (!stream.closed) {
-      waker.arm();
       const page = await deps.tasks.eventsAfter(ref.taskUuid, last, EVENTS_PAGE);
       for (const event of page) {
         const view = event.data as TaskView;
@@ -96,7 +94,7 @@ export async function streamTask(
       }
       // A full page: more may be stored already.
       if (stream.closed || page.length === EVENTS_PAGE) continue;
-      await waker.wait();
+      await watch.wait();
     }
   } catch (err) {
     request.log.warn({ err }, 'A2A stream failed');

@@ -1,4 +1,4 @@
-import type { TaskStatus } from '../tasks/tasks-fns.js';
+import { isSettled, type TaskStatus } from '../tasks/tasks-fns.js';
 import type { TaskView } from '../tasks/tasks-schemas.js';
 
 /** A2A task states, as ProtoJSON spells them. */
@@ -31,7 +31,7 @@ export function statusOfState(state: TaskState): TaskStatus | null {
 
 /** States after which a stream ends: final ones, and input-required (the client must answer). */
 export function endsStream(status: TaskStatus): boolean {
-  return status !== 'queued' && status !== 'running';
+  return isSettled(status);
 }
 
 export type Part = { text: string } | { data: unknown; mediaType: string };

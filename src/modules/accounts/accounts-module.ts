@@ -16,8 +16,6 @@ import { credentialChanges } from './credential-changes.js';
 import { createMailer } from './mailer.js';
 import { membershipsRepo } from './memberships-repo.js';
 
-export type { CredentialCheck } from '../../lib/principal.js';
-
 /**
  * Wires the accounts capability: its service, the request authenticator and its routes. The
  * credential cache serves once the app listens for its `changeFeed` (a serving app), not for the

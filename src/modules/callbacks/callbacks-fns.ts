@@ -1,3 +1,4 @@
+import { isSettled, TASK_STATUSES } from '../tasks/tasks-fns.js';
 /** What an attempt's answer means for the delivery. */
 export function classify(statusCode: number | null): 'delivered' | 'gone' | 'retry' {
   if (statusCode !== null && statusCode >= 200 && statusCode < 300) return 'delivered';
@@ -5,7 +6,8 @@ export function classify(statusCode: number | null): 'delivered' | 'gone' | 'ret
   return 'retry';
 }
 
-export const ANNOUNCED_STATUSES = new Set(['awaiting_input', 'completed', 'failed', 'cancelled']);
+/** The statuses a callback announces: those where the task waits on its user (see `isSettled`). */
+export const ANNOUNCED_STATUSES: ReadonlySet<string> = new Set(TASK_STATUSES.filter(isSettled));
 
 /**
  * Which of the due deliveries (oldest first) to send now: at most `room` in all and at most

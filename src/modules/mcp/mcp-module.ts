@@ -1,9 +1,10 @@
 import { createRequire } from 'node:module';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
+import { type AcquireConnection, noConnectionLimits } from '../../http/connection-limits.js';
+import type { Notifier } from '../../lib/notifier.js';
+import type { CredentialCheck } from '../../lib/principal.js';
 import type { ProcessDeps } from '../../process-deps.js';
-import { type AcquireConnection, noConnectionLimits } from '../a2a-server/a2a-server-service.js';
-import type { CredentialCheck } from '../accounts/accounts-module.js';
 import type { TasksModule } from '../tasks/tasks-module.js';
 import type { ServiceSpan } from '../telemetry/service-spans-fns.js';
 import { mcpRepo } from './mcp-repo.js';
@@ -18,7 +19,8 @@ import { sessionKey } from './mcp-session-fns.js';
 export function createMcpModule(deps: {
   config: Config;
   runtime: ProcessDeps;
-  tasks: Pick<TasksModule, 'service' | 'submitter' | 'notifier'>;
+  tasks: Pick<TasksModule, 'service' | 'submitter'>;
+  notifier: Notifier;
   acquireConnection?: AcquireConnection;
   credentials: CredentialCheck;
   traceSpans?: (workspaceUuid: string, spans: ServiceSpan[]) => void;
@@ -28,7 +30,7 @@ export function createMcpModule(deps: {
     repo: mcpRepo,
     tasks: deps.tasks.service,
     submitter: deps.tasks.submitter,
-    notifier: deps.tasks.notifier,
+    notifier: deps.notifier,
     maxWaitSeconds: deps.config.mcpWaitSeconds,
     clock: deps.runtime.clock,
     traceSpans: deps.traceSpans,
@@ -41,7 +43,7 @@ export function createMcpModule(deps: {
     credentials: deps.credentials,
     timers: deps.runtime.timers,
     clock: deps.runtime.clock,
-    notifier: deps.tasks.notifier,
+    notifier: deps.notifier,
     acquire: deps.acquireConnection ?? noConnectionLimits,
   });
   return {

@@ -1,17 +1,24 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AcquireConnection } from '../../http/connection-limits.js';
 import { errorResponses } from '../../http/error-schemas.js';
 import { AuthError } from '../../http/errors.js';
 import { principalOf } from '../../http/guard.js';
 import { startEventStream } from '../../http/stream-watch.js';
 import { jsonTooDeep } from '../../lib/json-depth.js';
+import type { Notifier } from '../../lib/notifier.js';
 import type { CredentialCheck, Principal } from '../../lib/principal.js';
 import type { Clock, Timers } from '../../lib/time.js';
-import type { AcquireConnection } from '../a2a-server/a2a-server-service.js';
-import type { Notifier } from '../tasks/notifier.js';
 import { isRpc, type Rpc, type RpcId, rpcError, runMethod } from './mcp-methods.js';
 import { type McpCall, McpRpcError, type McpService } from './mcp-service.js';
 import { cancelKeyOf, isRpcId, type McpSession, PROTOCOL_VERSIONS, verifySession } from './mcp-session-fns.js';
 import type { McpChannel } from './mcp-wait.js';
+
+declare module '../../lib/notifier.js' {
+  interface NotifierChannels {
+    /** An MCP client cancelled a request that waits on a task; id: its session, caller and request id. */
+    'mcp-cancel': true;
+  }
+}
 
 /** POST /mcp (Streamable HTTP, stateless sessions); GET and DELETE answer 405. */
 export function mcpRoutes(deps: {

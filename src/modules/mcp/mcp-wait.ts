@@ -1,6 +1,8 @@
 import type { Db } from '../../db/connect.js';
-import type { Notifier } from '../tasks/notifier.js';
-import type { TaskRecord } from '../tasks/tasks-repo.js';
+import type { Notifier } from '../../lib/notifier.js';
+import { watchTask } from '../tasks/events/task-watch.js';
+import { FINAL_STATUSES } from '../tasks/tasks-fns.js';
+import type { TaskRecord } from '../tasks/tasks-record.js';
 import type { TaskRef, TasksService } from '../tasks/tasks-service.js';
 import type { McpRepo } from './mcp-repo.js';
 
@@ -21,7 +23,6 @@ export function parseElicitationId(id: unknown): { taskUuid: string; position: n
   return match ? { taskUuid: match[1] as string, position: Number(match[2]) } : null;
 }
 
-const FINAL = new Set(['completed', 'failed', 'cancelled']);
 /** While a question is open, declines (written by any instance) are looked for this often. */
 const DECLINE_POLL_MS = 1000;
 
@@ -56,15 +57,9 @@ export async function waitForTask(
   /** The question open on this stream (its position), or null. */
   let open: number | null = null;
   const asked = new Set<number>();
-  let wake: (() => void) | null = null;
-  let signalled = false;
-  const unsubscribe = deps.notifier.subscribe('task', ref.taskUuid, () => {
-    signalled = true;
-    wake?.();
-  });
+  const watch = watchTask(deps.notifier, ref.taskUuid, { signal: channel.signal });
   try {
     for (;;) {
-      signalled = false;
       const task = await deps.tasks.requireTask(ref);
       const position = task.messages.length;
       if (open !== null && (task.status !== 'awaiting_input' || position !== open)) {
@@ -75,7 +70,7 @@ export async function waitForTask(
         });
         open = null;
       }
-      if (FINAL.has(task.status) || channel.signal.aborted) return task;
+      if (FINAL_STATUSES.has(task.status) || watch.closed) return task;
       if (task.status === 'running' && options.progressToken !== undefined && !options.taskMode) {
         lastProgress = sendProgress(channel, task, options.progressToken, lastProgress);
       }
@@ -97,15 +92,10 @@ export async function waitForTask(
       }
       const left = deadline - performance.now();
       if (left <= 0) return task;
-      if (signalled) continue;
-      const pollMs = open === null ? deps.notifier.fallbackPollMs : DECLINE_POLL_MS;
-      await sleep(Math.min(left, pollMs), channel.signal, (w) => {
-        wake = w;
-      });
-      wake = null;
+      await watch.wait(open === null ? left : Math.min(left, DECLINE_POLL_MS));
     }
   } finally {
-    unsubscribe();
+    watch.close();
   }
 }
 
@@ -140,18 +130,4 @@ function question(task: TaskRecord, position: number, taskMode: boolean) {
       ...(taskMode ? { _meta: { 'io.modelcontextprotocol/related-task': { taskId: task.uuid } } } : {}),
     },
   };
-}
-
-function sleep(ms: number, signal: AbortSignal, setWake: (wake: () => void) => void): Promise<void> {
-  return new Promise<void>((resolve) => {
-    // No timer when nothing bounds the wait (tasks/result without a fallback poll): woken by the task or the signal.
-    const timer = Number.isFinite(ms) ? setTimeout(done, ms) : undefined;
-    signal.addEventListener('abort', done, { once: true });
-    setWake(done);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-  });
 }

@@ -3,12 +3,12 @@ import { afterCommit } from '../../db/transactions.js';
 import type { EventHub } from '../../lib/event-hub.js';
 import type { Log } from '../../lib/log.js';
 import { createLoop } from '../../lib/loop.js';
+import type { Notifier } from '../../lib/notifier.js';
 import type { Clock } from '../../lib/time.js';
 import type { Runtime } from '../agents/runtime-schemas.js';
 import type { Lifecycle } from '../tasks/lifecycle/lifecycle.js';
-import type { Notifier } from '../tasks/notifier.js';
 import type { QueueRepo, WaitingAgent } from '../tasks/queue/queue-repo.js';
-import type { TaskRecord } from '../tasks/tasks-repo.js';
+import type { TaskRecord } from '../tasks/tasks-record.js';
 import { runtimesRepo } from './runtimes-repo.js';
 import { ABORT, type TaskRunner } from './task-runner.js';
 

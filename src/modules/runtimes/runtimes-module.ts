@@ -3,6 +3,7 @@ import type { Config } from '../../config.js';
 import { afterCommit } from '../../db/transactions.js';
 import type { SecretBox } from '../../lib/crypto.js';
 import type { EventHub } from '../../lib/event-hub.js';
+import type { Notifier } from '../../lib/notifier.js';
 import { createFairOutboundDispatcher } from '../../lib/outbound.js';
 import type { FairOutbound } from '../../lib/outbound-fair.js';
 import type { ProcessDeps } from '../../process-deps.js';
@@ -29,7 +30,9 @@ export function createRuntimesModule(deps: {
   config: Config;
   runtime: ProcessDeps;
   box: SecretBox;
-  tasks: Pick<TasksModule, 'lifecycle' | 'notifier'>;
+  tasks: Pick<TasksModule, 'lifecycle'>;
+  /** Wake-ups of task changes, so a run whose task changed on another instance is re-checked. */
+  notifier: Pick<Notifier, 'subscribe'>;
   events: Pick<EventHub, 'on'>;
   accounts: Pick<AccountsService, 'activeSigningSecrets'>;
   spotlight: Pick<ProxyService, 'chatCompletions'>;
@@ -67,7 +70,7 @@ export function createRuntimesModule(deps: {
     lifecycle: deps.tasks.lifecycle,
     queue: queueRepo,
     events: deps.events,
-    notifier: deps.tasks.notifier,
+    notifier: deps.notifier,
     runner,
     isPush: (type) => runtimes[type] !== undefined,
     leaseSeconds: (stored) => ADAPTERS_BY_TYPE[stored.type]?.leaseSeconds?.(stored) ?? PUSH_LEASE_SECONDS,

@@ -7,7 +7,7 @@ import type { Runtime } from '../agents/runtime-schemas.js';
 import type { Lifecycle } from '../tasks/lifecycle/lifecycle.js';
 import type { TaskInput } from '../tasks/lifecycle/transition-fns.js';
 import { MAX_ATTEMPTS } from '../tasks/tasks-fns.js';
-import type { TaskRecord } from '../tasks/tasks-repo.js';
+import type { TaskRecord } from '../tasks/tasks-record.js';
 import type { TaskRef } from '../tasks/tasks-service.js';
 import { claimItemOf } from '../tasks/tasks-view.js';
 import type { PushOutcome, PushRuntime } from './push-runtime.js';

@@ -4,13 +4,12 @@ import { iso } from '../../lib/time.js';
 import type { AgentRow } from '../agents/agents-repo.js';
 import type { AgentsService } from '../agents/agents-service.js';
 import type { TaskSubmitter } from '../tasks/submit/task-submitter.js';
+import { FINAL_STATUSES } from '../tasks/tasks-fns.js';
 import { tasksRepo } from '../tasks/tasks-repo.js';
 import { MAX_MESSAGE_CHARS } from '../tasks/tasks-schemas.js';
 import { renderMessage } from './message-fns.js';
 import { messageValues } from './schedule-fns.js';
 import type { RunRow, ScheduleRow, SchedulesRepo, SkippedReason } from './schedules-repo.js';
-
-const FINAL = new Set(['completed', 'failed', 'cancelled']);
 
 export interface DecideDeps {
   repo: SchedulesRepo;
@@ -83,7 +82,7 @@ export function createDecisions(deps: DecideDeps) {
           agentUuid: current.agentUuid,
           taskUuid: current.lastTaskUuid,
         });
-        if (last && !FINAL.has(last.status)) reason = 'overlap';
+        if (last && !FINAL_STATUSES.has(last.status)) reason = 'overlap';
       }
       const task = reason ? null : pending.task?.task;
       const run: RunRow = { ...pending.run, skippedReason: reason, taskUuid: task?.uuid ?? null };

@@ -86,8 +86,18 @@ export function outcomeOf(status: TaskStatus, operation: TaskOperation): Outcome
   return TRANSITIONS[status][operation];
 }
 
+/** The statuses a task never leaves: every waiter, stream and query that asks "is it over?" uses this set. */
 export const FINAL_STATUSES: ReadonlySet<TaskStatus> = new Set(['completed', 'failed', 'cancelled']);
-export const OPEN_STATUSES: readonly TaskStatus[] = ['queued', 'running', 'awaiting_input'];
+/** The statuses a task can still leave (not final). */
+export const OPEN_STATUSES: readonly TaskStatus[] = TASK_STATUSES.filter((s) => !FINAL_STATUSES.has(s));
+
+/**
+ * Whether the task waits on nobody but its user: finished, or awaiting input. A blocking call
+ * answers then (A2A's blocking send), a stream of A2A updates ends, a callback announces it.
+ */
+export function isSettled(status: TaskStatus): boolean {
+  return FINAL_STATUSES.has(status) || status === 'awaiting_input';
+}
 
 /** Total attempts a task gets before a lease expiry or a retryable failure becomes final. */
 export const MAX_ATTEMPTS = 3;

@@ -4,14 +4,14 @@ import type { ConnectionLimits } from '../../http/connection-limits.js';
 import { invalid } from '../../http/errors.js';
 import { createAccountLanes } from '../../lib/account-lanes.js';
 import type { EventHub } from '../../lib/event-hub.js';
+import type { Notifier } from '../../lib/notifier.js';
 import { checkOutboundUrl, OutboundUrlError } from '../../lib/outbound.js';
+import type { CredentialCheck } from '../../lib/principal.js';
 import type { ProcessDeps } from '../../process-deps.js';
-import type { CredentialCheck } from '../accounts/accounts-module.js';
 import type { AgentsModule } from '../agents/agents-module.js';
 import { eventsRoutes } from './events/events-routes.js';
 import { createLifecycle } from './lifecycle/lifecycle.js';
 import { createTaskWriter } from './lifecycle/tasks-writer.js';
-import { createNotifier } from './notifier.js';
 import { fairQueueRepo } from './queue/fair-queue-repo.js';
 import { queueRepo } from './queue/queue-repo.js';
 import { createSweeper } from './queue/tasks-sweeper.js';
@@ -25,8 +25,8 @@ import { workerRoutes } from './worker/worker-routes.js';
 import { createWorkerService } from './worker/worker-service.js';
 
 /**
- * Wires tasks: the user API, the worker protocol, the event stream, the sweeper, and the
- * wake-up notifier. Open tasks are cancelled when their agent is deleted. Every change of a
+ * Wires tasks: the user API, submits, the worker protocol, the event stream and the sweeper,
+ * woken through the instance's notifier. Open tasks are cancelled when their agent is deleted. Every change of a
  * task goes through `lifecycle` (other capabilities too: push runtimes, A2A). Other capabilities
  * hear of changes on the event hub: `task:statusChanged` (e.g. callbacks) or `task:changed`.
  */
@@ -40,10 +40,12 @@ export function createTasksModule(deps: {
   connections: ConnectionLimits;
   /** Re-checks the credential a stream was opened with. */
   credentials: CredentialCheck;
+  /** Wake-ups of long-polling claims and event streams, across instances. */
+  notifier: Notifier;
 }) {
   const { runtime, config } = deps;
   const db = runtime.db;
-  const notifier = createNotifier({ db, log: runtime.logger });
+  const { notifier } = deps;
   const writer = createTaskWriter({ repo: tasksRepo, notifier, events: deps.events });
   const lifecycle = createLifecycle({
     repo: tasksRepo,
@@ -101,7 +103,6 @@ export function createTasksModule(deps: {
     app.addHook('preClose', async () => {
       worker.close();
       await sweeper.stop();
-      await notifier.close();
     });
     await app.register(tasksRoutes(service, submitter));
     await app.register(workerRoutes(worker, { credentials: deps.credentials, timers: runtime.timers }));
@@ -122,7 +123,6 @@ export function createTasksModule(deps: {
     submitter,
     worker,
     sweeper,
-    notifier,
     writer,
     /** The one door for changing and claiming tasks (see lifecycle.ts). */
     lifecycle,

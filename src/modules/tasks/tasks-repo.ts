@@ -10,9 +10,6 @@ import type { TaskStatus } from './tasks-fns.js';
 import { COLUMNS, PG_TYPES, type TaskRecord, toColumns, toRecord } from './tasks-record.js';
 import type { ConversationMessage, TaskView } from './tasks-schemas.js';
 
-export type { TaskRecord } from './tasks-record.js';
-export { toRecord } from './tasks-record.js';
-
 const TASK_COLUMNS = Object.values(COLUMNS);
 const EVENT_COLUMNS = ['task_uuid', 'seq', 'data', 'created_at'] as const;
 

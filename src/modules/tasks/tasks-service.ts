@@ -5,7 +5,8 @@ import { fromStoredEvent, needsConversation } from './events/task-events-fns.js'
 import type { Lifecycle } from './lifecycle/lifecycle.js';
 import type { TaskInput } from './lifecycle/transition-fns.js';
 import type { TaskStatus } from './tasks-fns.js';
-import type { TaskRecord, TasksRepo } from './tasks-repo.js';
+import type { TaskRecord } from './tasks-record.js';
+import type { TasksRepo } from './tasks-repo.js';
 import type { TaskView } from './tasks-schemas.js';
 import { taskView } from './tasks-view.js';
 

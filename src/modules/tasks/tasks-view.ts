@@ -1,6 +1,6 @@
 import { runSpanIdOf, taskTraceOf } from '../telemetry/service-spans-fns.js';
 import { formatTraceparent } from '../telemetry/trace-context-fns.js';
-import type { TaskRecord } from './tasks-repo.js';
+import type { TaskRecord } from './tasks-record.js';
 import type { ClaimedTask, TaskView } from './tasks-schemas.js';
 
 const NO_PROGRESS = { current_step: '', steps_completed: 0, total_steps: 0 };

@@ -11,7 +11,11 @@ import {
 } from './service-spans-fns.js';
 import { deriveSpanId } from './trace-context-fns.js';
 
-const FINAL = new Set(['completed', 'failed', 'cancelled']);
+/**
+ * The statuses that end a task span: the tasks room's `FINAL_STATUSES`, which telemetry (below
+ * tasks) cannot import; a test keeps the two equal.
+ */
+export const TASK_SPAN_END_STATUSES: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled']);
 
 /**
  * The fields of a task the tracer reads. The tasks room's record has them all; naming them here
@@ -107,7 +111,7 @@ export function spansOfChange(event: Pick<TracedChange, 'operation' | 'before' |
       }),
     );
   }
-  if (FINAL.has(task.status) && before.status !== task.status) {
+  if (TASK_SPAN_END_STATUSES.has(task.status) && before.status !== task.status) {
     spans.push(
       taskSpan(trace, {
         uuid: task.uuid,

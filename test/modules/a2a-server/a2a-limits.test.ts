@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { AcquireConnection } from '../../../src/http/connection-limits.js';
 import { handleError } from '../../../src/http/error-handler.js';
 import { ErrorEnvelopeSchema, FlatErrorSchema } from '../../../src/http/error-schemas.js';
 import { AppError } from '../../../src/http/errors.js';
 import { registerValidators } from '../../../src/http/validation.js';
 import { a2aServerRoutes } from '../../../src/modules/a2a-server/a2a-server-routes.js';
-import type { A2aServerService, AcquireConnection } from '../../../src/modules/a2a-server/a2a-server-service.js';
-import type { TaskRecord } from '../../../src/modules/tasks/tasks-repo.js';
+import type { A2aServerService } from '../../../src/modules/a2a-server/a2a-server-service.js';
+import type { TaskRecord } from '../../../src/modules/tasks/tasks-record.js';
 
 const USER = randomUUID();
 const AGENT = randomUUID();

@@ -4,6 +4,7 @@ import type { Config } from '../../../src/config.js';
 import { createConnectionLimits } from '../../../src/http/connection-limits.js';
 import { createSecretBox } from '../../../src/lib/crypto.js';
 import { createEventHub } from '../../../src/lib/event-hub.js';
+import { createNotifier } from '../../../src/lib/notifier.js';
 import { createAccountsModule } from '../../../src/modules/accounts/accounts-module.js';
 import { createAgentsModule } from '../../../src/modules/agents/agents-module.js';
 import type { A2aRuntime } from '../../../src/modules/runtimes/a2a/a2a-schema.js';
@@ -52,6 +53,7 @@ describe.each(DATABASES)('push runtime state between runs on $name', (shared) =>
       cacheMs: 0,
       events,
     });
+    const notifier = createNotifier({ db: rt.db, log: rt.logger });
     const tasks = createTasksModule({
       config,
       runtime: rt,
@@ -59,12 +61,14 @@ describe.each(DATABASES)('push runtime state between runs on $name', (shared) =>
       events,
       connections: createConnectionLimits(),
       credentials: accounts.credentials,
+      notifier,
     });
     const runtimes = createRuntimesModule({
       config,
       runtime: rt,
       box,
       tasks,
+      notifier,
       events,
       accounts: accounts.service,
       spotlight: {
@@ -72,7 +76,7 @@ describe.each(DATABASES)('push runtime state between runs on $name', (shared) =>
       },
       extra: { a2a: remote as PushRuntime<never> },
     });
-    return { accounts, agents, tasks, runtimes };
+    return { accounts, agents, tasks, runtimes, notifier };
   }
 
   beforeAll(async () => {
@@ -83,7 +87,7 @@ describe.each(DATABASES)('push runtime state between runs on $name', (shared) =>
     modules = assemble(config, runtime);
   });
   afterAll(async () => {
-    await modules?.tasks.notifier.close();
+    await modules?.notifier.close();
     await runtime?.close();
     await drop();
   });

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/http/errors.js';
 import { createEventHub } from '../../../src/lib/event-hub.js';
+import { createNotifier } from '../../../src/lib/notifier.js';
 import { iso } from '../../../src/lib/time.js';
 import { createLifecycle } from '../../../src/modules/tasks/lifecycle/lifecycle.js';
 import { createTaskWriter } from '../../../src/modules/tasks/lifecycle/tasks-writer.js';
-import { createNotifier } from '../../../src/modules/tasks/notifier.js';
 import { fairQueueRepo } from '../../../src/modules/tasks/queue/fair-queue-repo.js';
 import { queueRepo } from '../../../src/modules/tasks/queue/queue-repo.js';
 import { tasksRepo } from '../../../src/modules/tasks/tasks-repo.js';

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { FINAL_STATUSES } from '../../../src/modules/tasks/tasks-fns.js';
 import { type ServiceSpan, taskSpan, taskTraceOf } from '../../../src/modules/telemetry/service-spans-fns.js';
-import { createTaskTracer } from '../../../src/modules/telemetry/task-tracer.js';
+import { createTaskTracer, TASK_SPAN_END_STATUSES } from '../../../src/modules/telemetry/task-tracer.js';
 
 const spanOf = (agentUuid: string) => {
   const uuid = randomUUID();
@@ -42,5 +43,11 @@ describe('the task tracer writes one batch per user and turn of the event loop',
     expect(names.slice(0, 4)).toEqual(['task agent-b', 'task name of agent-a', 'task name of agent-a', 'task agent-b']);
     expect(written[0]?.spans[1]?.attributes['gen_ai.agent.name']).toBe('name of agent-a');
     expect(written[1]?.spans[0]?.name).toBe('task name of agent-c');
+  });
+});
+
+describe('the statuses that end a task span', () => {
+  it('are the final statuses of the tasks room', () => {
+    expect(TASK_SPAN_END_STATUSES).toEqual(FINAL_STATUSES);
   });
 });

@@ -5,13 +5,13 @@ import type { ConnectionLimits } from '../../../http/connection-limits.js';
 import { errorResponses } from '../../../http/error-schemas.js';
 import { principalOf, taskRefOf } from '../../../http/guard.js';
 import { startEventStream } from '../../../http/stream-watch.js';
+import type { Notifier } from '../../../lib/notifier.js';
+import type { CredentialCheck } from '../../../lib/principal.js';
 import type { Timers } from '../../../lib/time.js';
-import type { CredentialCheck } from '../../accounts/accounts-module.js';
-import type { Notifier } from '../notifier.js';
 import { FINAL_STATUSES, type TaskStatus } from '../tasks-fns.js';
 import { TaskParams } from '../tasks-schemas.js';
 import { EVENTS_PAGE, type TasksService } from '../tasks-service.js';
-import { createEventWaker } from './event-waker.js';
+import { watchTask } from './task-watch.js';
 
 const EventHeaders = Type.Object({
   'last-event-id': Type.Optional(
@@ -66,15 +66,15 @@ export function eventsRoutes(deps: {
         const ref = taskRefOf(request);
         const principal = principalOf(request);
         const resumeFrom = request.headers['last-event-id'];
-        const waker = createEventWaker(deps.notifier.fallbackPollMs);
-        const unsubscribe = deps.notifier.subscribe('task', ref.taskUuid, waker.wake);
+        // Watched from before the first read, so no change between a read and the wait is missed.
+        const watch = watchTask(deps.notifier, ref.taskUuid);
         let first: Awaited<ReturnType<TasksService['snapshot']>>;
         let releaseSlot: () => void;
         try {
           first = await deps.service.snapshot(ref);
           releaseSlot = deps.connections.acquire(principal.workspaceUuid, 'stream');
         } catch (err) {
-          unsubscribe();
+          watch.close();
           throw err;
         }
 
@@ -85,9 +85,8 @@ export function eventsRoutes(deps: {
           principal,
           open,
           onEnd: () => {
-            unsubscribe();
+            watch.close();
             releaseSlot();
-            waker.wake();
           },
         });
         const { end } = stream;
@@ -110,7 +109,6 @@ export function eventsRoutes(deps: {
             if (last === first.seq && isFinal(first.view)) return end();
           }
           while (!stream.closed) {
-            waker.arm();
             const page = await deps.service.eventsAfter(ref.taskUuid, last, EVENTS_PAGE);
             for (const event of page) {
               send(event.seq, event.data);
@@ -119,7 +117,7 @@ export function eventsRoutes(deps: {
             }
             // A full page: more may be stored already.
             if (stream.closed || page.length === EVENTS_PAGE) continue;
-            await waker.wait();
+            await watch.wait();
           }
         } catch (err) {
           request.log.warn({ err }, 'event stream failed');

@@ -1,10 +1,11 @@
 import type { Executor } from '../../../db/connect.js';
 import { afterCommit } from '../../../db/transactions.js';
 import type { EventHub } from '../../../lib/event-hub.js';
+import type { Notifier } from '../../../lib/notifier.js';
 import { toStoredEvent } from '../events/task-events-fns.js';
-import type { Notifier } from '../notifier.js';
 import type { TaskOperation } from '../tasks-fns.js';
-import type { TaskRecord, TasksRepo } from '../tasks-repo.js';
+import type { TaskRecord } from '../tasks-record.js';
+import type { TasksRepo } from '../tasks-repo.js';
 import type { TaskView } from '../tasks-schemas.js';
 import { taskView } from '../tasks-view.js';
 import type { Change } from './transition-fns.js';
@@ -28,6 +29,15 @@ export interface SavedTask {
 }
 
 export type TaskChangeListener = (event: TaskChangeEvent) => Promise<void> | void;
+
+declare module '../../../lib/notifier.js' {
+  interface NotifierChannels {
+    /** An agent may have claimable work (a task became claimable, or a held one was freed); id: the agent. */
+    work: true;
+    /** A task changed in a way a reader sees (a new event in its log); id: the task. */
+    task: true;
+  }
+}
 
 declare module '../../../lib/event-hub.js' {
   interface HubEvents {

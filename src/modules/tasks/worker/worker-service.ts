@@ -1,12 +1,13 @@
 import type { Db } from '../../../db/connect.js';
 import type { ConnectionLimits } from '../../../http/connection-limits.js';
 import { AppError, invalid } from '../../../http/errors.js';
+import type { Notifier } from '../../../lib/notifier.js';
 import type { Clock } from '../../../lib/time.js';
 import type { AgentsService } from '../../agents/agents-service.js';
+import { watchWork } from '../events/task-watch.js';
 import type { Lifecycle } from '../lifecycle/lifecycle.js';
 import { DEFAULT_LEASE_SECONDS, type TaskInput } from '../lifecycle/transition-fns.js';
-import { type Notifier, waitFor } from '../notifier.js';
-import type { TaskRecord } from '../tasks-repo.js';
+import type { TaskRecord } from '../tasks-record.js';
 import type { ClaimedTask, ClaimInput, CompleteBatchItem, Progress, TaskResult, TaskView } from '../tasks-schemas.js';
 import type { TaskRef } from '../tasks-service.js';
 import { claimItemOf } from '../tasks-view.js';
@@ -22,7 +23,8 @@ export function createWorkerService(deps: {
   clock: Clock;
 }) {
   const { db, lifecycle } = deps;
-  let closing = false;
+  // Aborted at shutdown: waiting claims answer at once with what they have (nothing).
+  const closing = new AbortController();
 
   async function tryClaim(agentUuid: string, input: ClaimInput): Promise<ClaimedTask[]> {
     const lease = { leaseSeconds: input.lease_seconds ?? DEFAULT_LEASE_SECONDS, workerId: input.worker_id ?? null };
@@ -56,14 +58,13 @@ export function createWorkerService(deps: {
     deadline: number,
     signal?: AbortSignal,
   ): Promise<ClaimedTask[]> {
-    for (;;) {
-      if (signal?.aborted) return [];
-      // Subscribe before looking, so work that lands between the look and the wait is not missed.
-      let woken = false;
-      const unsubscribe = deps.notifier.subscribe('work', agentUuid, () => {
-        woken = true;
-      });
-      try {
+    // Watched from before the first look until the answer: work announced while a look runs
+    // (after its query found nothing, before the wait) makes the wait return at once.
+    const stop = signal ? AbortSignal.any([signal, closing.signal]) : closing.signal;
+    const watch = watchWork(deps.notifier, agentUuid, { signal: stop });
+    try {
+      for (;;) {
+        if (signal?.aborted) return [];
         const tasks = await tryClaim(agentUuid, input);
         if (signal?.aborted && tasks.length > 0) {
           // The worker is gone: hand the tasks straight back rather than let their leases run out.
@@ -71,11 +72,11 @@ export function createWorkerService(deps: {
           return [];
         }
         const left = deadline - performance.now();
-        if (tasks.length > 0 || left <= 0 || closing) return tasks;
-        if (!woken) await waitFor(deps.notifier, 'work', agentUuid, left, signal);
-      } finally {
-        unsubscribe();
+        if (tasks.length > 0 || left <= 0 || closing.signal.aborted) return tasks;
+        await watch.wait(left);
       }
+    } finally {
+      watch.close();
     }
   }
 
@@ -158,7 +159,7 @@ export function createWorkerService(deps: {
 
     /** Stops long polls at shutdown (they answer with what they have: nothing). */
     close() {
-      closing = true;
+      closing.abort();
     },
   };
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { createPgListener } from '../../../src/db/pg-listen.js';
-import { createNotifier } from '../../../src/modules/tasks/notifier.js';
-import { POSTGRES_URL } from '../../helpers/databases.js';
+import { createPgListener } from '../../src/db/pg-listen.js';
+import { createNotifier } from '../../src/lib/notifier.js';
+import { POSTGRES_URL } from '../helpers/databases.js';
 
 const log = { warn: () => undefined };
 

@@ -1,15 +1,22 @@
-import type { Db } from '../../db/connect.js';
-import type { Log } from '../../lib/log.js';
+import type { Db } from '../db/connect.js';
+import type { Log } from './log.js';
 
-/** `work`: an agent has claimable work; `task`: a task changed; `mcp-cancel`: an MCP client cancelled a waiting request. */
-export type Channel = 'work' | 'task' | 'mcp-cancel';
+/**
+ * The channels wake-ups travel on, by name. Each room that publishes one adds it here by
+ * declaration merging, next to the code that publishes it (`declare module '…/lib/notifier.js'`),
+ * so this file names no room: the tasks room's `work` and `task`, MCP's `mcp-cancel`.
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: filled in by declaration merging in each room.
+export interface NotifierChannels {}
+
+export type Channel = keyof NotifierChannels & string;
 type Listener = () => void;
 
 /**
- * Wake-ups after a commit: `work` (an agent has claimable work) and `task` (a task changed).
- * In-process listeners are called at once; with PostgreSQL, LISTEN/NOTIFY carries the hint to
- * the other instances. A hint can be lost (a dropped connection), so waiters also re-check on
- * a timer: correctness never depends on a notification arriving.
+ * Wake-ups, each a key (`channel` and an id) without a payload: "look again at this". In-process
+ * listeners are called at once; with PostgreSQL, LISTEN/NOTIFY carries the key to the other
+ * instances. A key can be lost (a dropped connection), so waiters also re-check on a timer
+ * (`fallbackPollMs`): correctness never depends on a notification arriving.
  */
 export interface Notifier {
   publish(channel: Channel, id: string): void;
@@ -65,28 +72,4 @@ export function createNotifier(opts: { db?: Pick<Db, 'listen' | 'notify'> | unde
       await subscription?.close();
     },
   };
-}
-
-/**
- * Resolves when `channel:id` is published, `ms` pass (capped by the fallback poll) or `signal`
- * aborts, whichever comes first.
- */
-export function waitFor(
-  notifier: Notifier,
-  channel: Channel,
-  id: string,
-  ms: number,
-  signal?: AbortSignal,
-): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, Math.max(0, Math.min(ms, notifier.fallbackPollMs)));
-    const unsubscribe = notifier.subscribe(channel, id, done);
-    signal?.addEventListener('abort', done, { once: true });
-    function done() {
-      clearTimeout(timer);
-      unsubscribe();
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-  });
 }
