@@ -29,9 +29,8 @@ import { createProvidersModule } from './modules/providers/providers-module.js';
 import { createRuntimeCheck, registeredRuntimeSchemas } from './modules/runtimes/adapters.js';
 import { createRuntimesModule } from './modules/runtimes/runtimes-module.js';
 import { createSchedulesModule } from './modules/schedules/schedules-module.js';
-import { routesRepo } from './modules/spotlight/routes-repo.js';
-import { createSpotlightModule } from './modules/spotlight/spotlight-module.js';
-import { genAiServiceSpan } from './modules/spotlight/spotlight-telemetry.js';
+import { createSpotlightModule, spotlightLookups } from './modules/spotlight/spotlight-module.js';
+import { genAiServiceSpan } from './modules/spotlight/usage/call-spans.js';
 import { createTasksModule } from './modules/tasks/tasks-module.js';
 import { createTelemetryModule } from './modules/telemetry/telemetry-module.js';
 import { createTriggersModule } from './modules/triggers/triggers-module.js';
@@ -127,7 +126,9 @@ export async function buildApp(
   // Built in dependency order; each capability subscribes on the event hub to what it reacts to,
   // inside its own module: tasks and triggers to agent:deleted, callbacks and runtimes to
   // task:statusChanged, telemetry's task tracer, metrics and the push dispatcher to task:changed.
-  const providers = createProvidersModule({ config, runtime, box, routesNaming: routesRepo.namingCredential });
+  // The proxy's routes, asked by rooms built before it (a credential a route names cannot go).
+  const routeLookups = spotlightLookups(runtime.db);
+  const providers = createProvidersModule({ config, runtime, box, routesNaming: routeLookups.routesNaming });
   const outboundPolicy = { allowPrivate: config.allowPrivateUrls, lookup: runtime.lookup };
   // The one hub where rooms announce task and agent changes and hear each other's.
   const events = createEventHub();
@@ -139,8 +140,7 @@ export async function buildApp(
     checkRuntime: createRuntimeCheck({
       policy: outboundPolicy,
       providers: providers.service,
-      routeExists: async (workspaceUuid, routeUuid) =>
-        Boolean(await routesRepo.findOwned(runtime.db.kysely, workspaceUuid, routeUuid)),
+      routeExists: routeLookups.routeExists,
     }),
     cacheMs: config.agentCacheMs,
   });
@@ -176,7 +176,7 @@ export async function buildApp(
     box,
     agents,
     events,
-    tasks: tasks.service,
+    tasks: tasks.submitter,
     traceSpans: telemetry.tracer.enqueue,
     onUnloggedRefusal: () => metrics.metrics.webhookRefusalsUnlogged.inc(),
   });
@@ -194,7 +194,7 @@ export async function buildApp(
   await app.register(agents.routes);
   await app.register(tasks.routes);
   await app.register(triggers.routes);
-  const schedules = createSchedulesModule({ config, runtime, agents, events, tasks: tasks.service });
+  const schedules = createSchedulesModule({ config, runtime, agents, events, tasks: tasks.submitter });
   await app.register(schedules.routes);
   await app.register(callbacks.routes);
   const workspaces = createWorkspacesModule({

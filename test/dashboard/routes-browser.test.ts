@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type CallRow, spotlightRepo } from '../../src/modules/spotlight/spotlight-repo.js';
+import { callsRepo } from '../../src/modules/spotlight/usage/calls-repo.js';
+import type { CallRow } from '../../src/modules/spotlight/usage/calls-rows.js';
 import type { TestApp } from '../helpers/app.js';
 import { DATABASES } from '../helpers/databases.js';
 import { createAgent, createUser, type TestUser } from '../helpers/factories.js';
@@ -210,7 +211,7 @@ describe.skipIf(!chromiumAvailable()).each(DATABASES)('dashboard routes and mode
           ],
         }),
       ];
-      for (const r of rows) await spotlightRepo.insert(t.runtime.db.kysely, r);
+      for (const r of rows) await callsRepo.insert(t.runtime.db.kysely, r);
 
       await page.goto(`${t.url}/dashboard/routes`);
       const table = page.getByRole('table', { name: 'Model usage' });

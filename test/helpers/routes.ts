@@ -3,7 +3,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
 import { createSecretBox } from '../../src/lib/crypto.js';
 import { createProvidersModule } from '../../src/modules/providers/providers-module.js';
-import { routesRepo } from '../../src/modules/spotlight/routes-repo.js';
+import { routesRepo } from '../../src/modules/spotlight/routes/routes-repo.js';
 import { call, type TestApp } from './app.js';
 import { actingAs, createAgent, type TestUser } from './factories.js';
 

@@ -19,7 +19,7 @@ export function createA2aServerModule(deps: {
   config: Config;
   runtime: ProcessDeps;
   agents: Pick<AgentsModule, 'service'>;
-  tasks: Pick<TasksModule, 'service' | 'notifier'>;
+  tasks: Pick<TasksModule, 'service' | 'submitter' | 'notifier'>;
   acquireConnection?: AcquireConnection;
   /** Streams end once their credential no longer holds, as task event streams do. */
   credentials: CredentialCheck;
@@ -28,6 +28,7 @@ export function createA2aServerModule(deps: {
     db: deps.runtime.db,
     repo: a2aServerRepo,
     tasks: deps.tasks.service,
+    submitter: deps.tasks.submitter,
     agents: deps.agents.service,
     notifier: deps.tasks.notifier,
     clock: deps.runtime.clock,

@@ -6,6 +6,7 @@ import { type Clock, iso } from '../../lib/time.js';
 import type { AgentRow } from '../agents/agents-repo.js';
 import type { AgentsService } from '../agents/agents-service.js';
 import type { Notifier } from '../tasks/notifier.js';
+import type { TaskSubmitter } from '../tasks/submit/task-submitter.js';
 import type { TaskRecord } from '../tasks/tasks-repo.js';
 import type { TaskView } from '../tasks/tasks-schemas.js';
 import type { TaskRef, TasksService } from '../tasks/tasks-service.js';
@@ -33,7 +34,9 @@ export const noConnectionLimits: AcquireConnection = () => () => undefined;
 export function createA2aServerService(deps: {
   db: Db;
   repo: A2aServerRepo;
-  tasks: Pick<TasksService, 'prepare' | 'insert' | 'messageIn' | 'cancel' | 'requireTask'>;
+  tasks: Pick<TasksService, 'messageIn' | 'cancel' | 'requireTask'>;
+  /** Creates the tasks of new conversations. */
+  submitter: Pick<TaskSubmitter, 'prepare' | 'insert'>;
   agents: Pick<AgentsService, 'requireOwned'>;
   notifier: Pick<Notifier, 'subscribe' | 'fallbackPollMs'>;
   clock: Clock;
@@ -70,9 +73,9 @@ export function createA2aServerService(deps: {
       ...(message.metadata ? { metadata: message.metadata } : {}),
       concurrency_key: concurrencyKeyOf(message.metadata),
     };
-    const { task } = await tasks.prepare(agent, workspaceUuid, input, nowMs);
+    const { task } = await deps.submitter.prepare(agent, workspaceUuid, input, nowMs);
     await db.transaction(async (trx) => {
-      await tasks.insert(trx, task);
+      await deps.submitter.insert(trx, task);
       await repo.claimMessageId(trx, claim(agent.uuid, message.messageId, task.uuid, nowMs));
       await repo.insertContext(trx, {
         taskUuid: task.uuid,

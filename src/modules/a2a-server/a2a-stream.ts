@@ -3,7 +3,7 @@ import { principalOf } from '../../http/guard.js';
 import { startEventStream } from '../../http/stream-watch.js';
 import type { Timers } from '../../lib/time.js';
 import type { CredentialCheck } from '../accounts/accounts-module.js';
-import { createEventWaker } from '../tasks/event-waker.js';
+import { createEventWaker } from '../tasks/events/event-waker.js';
 import type { Notifier } from '../tasks/notifier.js';
 import type { TaskRecord } from '../tasks/tasks-repo.js';
 import type { TaskView } from '../tasks/tasks-schemas.js';

@@ -209,6 +209,19 @@ export const credentialsRepo = {
     };
   },
 
+  /** Whether this platform key is the workspace's, revoked ones included (budgets and limits name keys). */
+  async keyInWorkspace(ex: Executor, workspaceUuid: string, uuid: string): Promise<boolean> {
+    const row = await withDbErrors(
+      ex
+        .selectFrom('platform_keys')
+        .select('uuid')
+        .where('uuid', '=', uuid)
+        .where('workspace_uuid', '=', workspaceUuid)
+        .executeTakeFirst(),
+    );
+    return row !== undefined;
+  },
+
   touchCredential(ex: Executor, table: CredentialTable, uuid: string, now: string) {
     return withDbErrors(ex.updateTable(table).set({ last_used_at: now }).where('uuid', '=', uuid).execute());
   },

@@ -134,6 +134,19 @@ export const agentsRepo = {
     return rows.map((r) => r.uuid);
   },
 
+  /** The names and runtimes of the workspace's live agents (who names a route or a credential). */
+  async liveRuntimes(ex: Executor, workspaceUuid: string): Promise<Array<{ name: string; runtime: Runtime }>> {
+    const rows = await withDbErrors(
+      ex
+        .selectFrom('agents')
+        .select(['name', 'runtime'])
+        .where('workspace_uuid', '=', workspaceUuid)
+        .where('deleted_at', 'is', null)
+        .execute(),
+    );
+    return rows.map((r) => ({ name: r.name, runtime: fromDbJson<Runtime>(r.runtime) }));
+  },
+
   async markDeleted(ex: Executor, workspaceUuid: string, uuid: string, now: string): Promise<boolean> {
     await agentChanges.announce(ex, uuid);
     const result = await withDbErrors(

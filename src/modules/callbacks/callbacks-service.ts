@@ -3,8 +3,8 @@ import { afterCommit } from '../../db/transactions.js';
 import { notFound } from '../../http/errors.js';
 import { newId } from '../../lib/ids.js';
 import { type Clock, iso } from '../../lib/time.js';
+import type { TaskChangeEvent } from '../tasks/lifecycle/tasks-writer.js';
 import type { TaskRef, TasksService } from '../tasks/tasks-service.js';
-import type { TaskChangeEvent } from '../tasks/tasks-writer.js';
 import { ANNOUNCED_STATUSES } from './callbacks-fns.js';
 import type { CallbackRow, CallbacksRepo } from './callbacks-repo.js';
 

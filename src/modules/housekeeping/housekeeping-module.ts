@@ -6,9 +6,9 @@ import { iso } from '../../lib/time.js';
 import type { ProcessDeps } from '../../process-deps.js';
 import { recoveryRepo } from '../accounts/accounts-recovery-repo.js';
 import { auditRepo } from '../audit/audit-repo.js';
-import { budgetsRepo } from '../spotlight/budgets-repo.js';
-import { spotlightRepo } from '../spotlight/spotlight-repo.js';
-import { idempotencyRepo } from '../tasks/idempotency-repo.js';
+import { createSpendSweep } from '../spotlight/budgets/spend-sweep.js';
+import { callsRepo } from '../spotlight/usage/calls-repo.js';
+import { idempotencyRepo } from '../tasks/submit/idempotency-repo.js';
 import { taskQueries } from '../tasks/task-queries.js';
 import { telemetryRepo } from '../telemetry/telemetry-repo.js';
 import { createHousekeepingRepo } from './housekeeping-repo.js';
@@ -74,6 +74,7 @@ export function createHousekeepingModule(deps: {
   const batchSize = deps.batchSize ?? HOUSEKEEPING_BATCH;
   const maxBatches = deps.maxBatches ?? MAX_BATCHES;
   const repo = createHousekeepingRepo();
+  const deleteExpiredSpend = createSpendSweep(taskQueries.existing);
   // Set at close, so a round in progress stops between batches.
   let stopped = false;
 
@@ -138,8 +139,8 @@ export function createHousekeepingModule(deps: {
       a2aMessageIds: [repo.deleteExpiredA2aMessageIds, iso(now)],
       telemetrySpans: [telemetryRepo.deleteExpiredSpans, daysAgo(config.telemetryRetentionDays)],
       telemetryLogs: [telemetryRepo.deleteExpiredLogs, daysAgo(config.telemetryRetentionDays)],
-      spotlightCalls: [spotlightRepo.deleteExpiredCalls, daysAgo(config.spotlightRetentionDays)],
-      spotlightSpend: [budgetsRepo.deleteExpiredSpend, daysAgo(config.spotlightRetentionDays)],
+      spotlightCalls: [callsRepo.deleteExpiredCalls, daysAgo(config.spotlightRetentionDays)],
+      spotlightSpend: [deleteExpiredSpend, daysAgo(config.spotlightRetentionDays)],
       auditLog: [auditRepo.deleteExpired, daysAgo(config.auditRetentionDays)],
       unverifiedAccounts: [recoveryRepo.deleteExpiredRegistrations, iso(now - config.unverifiedTtlHours * 3_600_000)],
     };

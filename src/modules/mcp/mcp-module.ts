@@ -18,7 +18,7 @@ import { sessionKey } from './mcp-session-fns.js';
 export function createMcpModule(deps: {
   config: Config;
   runtime: ProcessDeps;
-  tasks: Pick<TasksModule, 'service' | 'notifier'>;
+  tasks: Pick<TasksModule, 'service' | 'submitter' | 'notifier'>;
   acquireConnection?: AcquireConnection;
   credentials: CredentialCheck;
   traceSpans?: (workspaceUuid: string, spans: ServiceSpan[]) => void;
@@ -27,6 +27,7 @@ export function createMcpModule(deps: {
     db: deps.runtime.db,
     repo: mcpRepo,
     tasks: deps.tasks.service,
+    submitter: deps.tasks.submitter,
     notifier: deps.tasks.notifier,
     maxWaitSeconds: deps.config.mcpWaitSeconds,
     clock: deps.runtime.clock,

@@ -6,6 +6,7 @@ import { type Principal, type Role, roleAtLeast } from '../../lib/principal.js';
 import type { Clock } from '../../lib/time.js';
 import { agentsRepo } from '../agents/agents-repo.js';
 import type { Notifier } from '../tasks/notifier.js';
+import type { TaskSubmitter } from '../tasks/submit/task-submitter.js';
 import { taskQueries } from '../tasks/task-queries.js';
 import type { TaskRecord } from '../tasks/tasks-repo.js';
 import type { TaskRef, TasksService } from '../tasks/tasks-service.js';
@@ -64,7 +65,8 @@ const RELATED = 'io.modelcontextprotocol/related-task';
 export function createMcpService(deps: {
   db: Db;
   repo: McpRepo;
-  tasks: Pick<TasksService, 'submit' | 'message' | 'cancel' | 'requireTask'>;
+  tasks: Pick<TasksService, 'message' | 'cancel' | 'requireTask'>;
+  submitter: Pick<TaskSubmitter, 'submit'>;
   notifier: Pick<Notifier, 'subscribe' | 'fallbackPollMs'>;
   maxWaitSeconds: number;
   clock: Clock;
@@ -117,8 +119,13 @@ export function createMcpService(deps: {
     };
     const record = (trx: Executor, createdAt: string, taskUuid: string) =>
       repo.insertTask(trx, { taskUuid, workspaceUuid, agentUuid: tool.agentUuid, createdAt });
-    const { response, replayed } = await tasks.submit(workspaceUuid, tool.agentUuid, input, key, span, (trx, task) =>
-      record(trx, task.createdAt, task.uuid),
+    const { response, replayed } = await deps.submitter.submit(
+      workspaceUuid,
+      tool.agentUuid,
+      input,
+      key,
+      span,
+      (trx, task) => record(trx, task.createdAt, task.uuid),
     );
     if (replayed) await record(db.kysely, response.created_at, response.task_id);
     const ref = { workspaceUuid, agentUuid: tool.agentUuid, taskUuid: response.task_id };

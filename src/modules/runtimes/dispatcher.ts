@@ -5,10 +5,10 @@ import type { Log } from '../../lib/log.js';
 import { createLoop } from '../../lib/loop.js';
 import type { Clock } from '../../lib/time.js';
 import type { Runtime } from '../agents/runtime-schemas.js';
-import type { Lifecycle } from '../tasks/lifecycle.js';
+import type { Lifecycle } from '../tasks/lifecycle/lifecycle.js';
 import type { Notifier } from '../tasks/notifier.js';
-import type { WaitingAgent } from '../tasks/queue-repo.js';
-import type { TaskRecord, TasksRepo } from '../tasks/tasks-repo.js';
+import type { QueueRepo, WaitingAgent } from '../tasks/queue/queue-repo.js';
+import type { TaskRecord } from '../tasks/tasks-repo.js';
 import { runtimesRepo } from './runtimes-repo.js';
 import { ABORT, type TaskRunner } from './task-runner.js';
 
@@ -29,7 +29,7 @@ export function createPushDispatcher(deps: {
   db: Db;
   lifecycle: Pick<Lifecycle, 'claim'>;
   /** The tasks room's reads: which agents have work, a task's status now. */
-  queue: Pick<TasksRepo, 'agentsWithWork' | 'statusOf'>;
+  queue: Pick<QueueRepo, 'agentsWithWork' | 'statusOf'>;
   events: Pick<EventHub, 'on'>;
   notifier: Pick<Notifier, 'subscribe'>;
   runner: TaskRunner;

@@ -6,7 +6,7 @@ import type { ProcessDeps } from '../../process-deps.js';
 import type { AccountsService } from '../accounts/accounts-service.js';
 import type { Runtime } from '../agents/runtime-schemas.js';
 import type { ProvidersService } from '../providers/providers-service.js';
-import type { SpotlightService } from '../spotlight/spotlight-service.js';
+import type { ProxyService } from '../spotlight/proxy/proxy-service.js';
 import type { PushRuntime } from './push-runtime.js';
 
 /**
@@ -22,7 +22,7 @@ export interface PushContext {
    */
   lanes(feature: string, timeoutMs: number): FairOutbound;
   accounts: Pick<AccountsService, 'activeSigningSecrets'>;
-  spotlight: Pick<SpotlightService, 'chatCompletions'>;
+  spotlight: Pick<ProxyService, 'chatCompletions'>;
 }
 
 /** Whether a workspace has a fallback route of this uuid (the model proxy's routes). */

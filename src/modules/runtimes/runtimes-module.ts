@@ -8,11 +8,11 @@ import type { FairOutbound } from '../../lib/outbound-fair.js';
 import type { ProcessDeps } from '../../process-deps.js';
 import type { AccountsService } from '../accounts/accounts-service.js';
 import { openRuntimeHeaders } from '../agents/runtime-headers.js';
-import type { SpotlightService } from '../spotlight/spotlight-service.js';
+import type { ProxyService } from '../spotlight/proxy/proxy-service.js';
+import type { TaskChangeEvent } from '../tasks/lifecycle/tasks-writer.js';
+import { queueRepo } from '../tasks/queue/queue-repo.js';
 import { FINAL_STATUSES } from '../tasks/tasks-fns.js';
 import type { TasksModule } from '../tasks/tasks-module.js';
-import { tasksRepo } from '../tasks/tasks-repo.js';
-import type { TaskChangeEvent } from '../tasks/tasks-writer.js';
 import { ADAPTERS_BY_TYPE } from './adapters.js';
 import { createPushDispatcher, PUSH_LEASE_SECONDS } from './dispatcher.js';
 import { runtimesRepo } from './runtimes-repo.js';
@@ -32,7 +32,7 @@ export function createRuntimesModule(deps: {
   tasks: Pick<TasksModule, 'lifecycle' | 'notifier'>;
   events: Pick<EventHub, 'on'>;
   accounts: Pick<AccountsService, 'activeSigningSecrets'>;
-  spotlight: Pick<SpotlightService, 'chatCompletions'>;
+  spotlight: Pick<ProxyService, 'chatCompletions'>;
   /** More push runtimes by type, or replacements of the registered ones (tests give their own). */
   extra?: PushRuntimes;
 }) {
@@ -65,7 +65,7 @@ export function createRuntimesModule(deps: {
   const dispatcher = createPushDispatcher({
     db: runtime.db,
     lifecycle: deps.tasks.lifecycle,
-    queue: tasksRepo,
+    queue: queueRepo,
     events: deps.events,
     notifier: deps.tasks.notifier,
     runner,

@@ -4,12 +4,12 @@ import { retryDelayMs } from '../../lib/backoff.js';
 import type { Log } from '../../lib/log.js';
 import { type Clock, iso } from '../../lib/time.js';
 import type { Runtime } from '../agents/runtime-schemas.js';
-import type { Lifecycle } from '../tasks/lifecycle.js';
+import type { Lifecycle } from '../tasks/lifecycle/lifecycle.js';
+import type { TaskInput } from '../tasks/lifecycle/transition-fns.js';
 import { MAX_ATTEMPTS } from '../tasks/tasks-fns.js';
 import type { TaskRecord } from '../tasks/tasks-repo.js';
 import type { TaskRef } from '../tasks/tasks-service.js';
 import { claimItemOf } from '../tasks/tasks-view.js';
-import type { TaskInput } from '../tasks/transition-fns.js';
 import type { PushOutcome, PushRuntime } from './push-runtime.js';
 import { runtimesRepo } from './runtimes-repo.js';
 

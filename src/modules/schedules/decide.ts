@@ -3,9 +3,9 @@ import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import type { AgentRow } from '../agents/agents-repo.js';
 import type { AgentsService } from '../agents/agents-service.js';
+import type { TaskSubmitter } from '../tasks/submit/task-submitter.js';
 import { tasksRepo } from '../tasks/tasks-repo.js';
 import { MAX_MESSAGE_CHARS } from '../tasks/tasks-schemas.js';
-import type { TasksService } from '../tasks/tasks-service.js';
 import { renderMessage } from './message-fns.js';
 import { messageValues } from './schedule-fns.js';
 import type { RunRow, ScheduleRow, SchedulesRepo, SkippedReason } from './schedules-repo.js';
@@ -15,13 +15,13 @@ const FINAL = new Set(['completed', 'failed', 'cancelled']);
 export interface DecideDeps {
   repo: SchedulesRepo;
   agents: Pick<AgentsService, 'requireOwned' | 'requireOwnedIn'>;
-  tasks: Pick<TasksService, 'prepare' | 'insert'>;
+  tasks: Pick<TaskSubmitter, 'prepare' | 'insert'>;
 }
 
 /** One occurrence about to be decided, with its task prepared (outside any transaction). */
 export interface Pending {
   run: RunRow;
-  task: Awaited<ReturnType<TasksService['prepare']>> | null;
+  task: Awaited<ReturnType<TaskSubmitter['prepare']>> | null;
 }
 
 /**

@@ -4,7 +4,7 @@ import type { EventHub } from '../../lib/event-hub.js';
 import type { ProcessDeps } from '../../process-deps.js';
 import type { AgentsModule } from '../agents/agents-module.js';
 import { agentsRepo } from '../agents/agents-repo.js';
-import type { TasksService } from '../tasks/tasks-service.js';
+import type { TaskSubmitter } from '../tasks/submit/task-submitter.js';
 import { createDecisions } from './decide.js';
 import { createScheduler } from './scheduler.js';
 import { schedulesRepo } from './schedules-repo.js';
@@ -17,7 +17,8 @@ export function createSchedulesModule(deps: {
   runtime: ProcessDeps;
   agents: Pick<AgentsModule, 'service'>;
   events: Pick<EventHub, 'on'>;
-  tasks: TasksService;
+  /** Creates the occurrences' tasks. */
+  tasks: TaskSubmitter;
 }) {
   const { runtime } = deps;
   const decisions = createDecisions({ repo: schedulesRepo, agents: deps.agents.service, tasks: deps.tasks });

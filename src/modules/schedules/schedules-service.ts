@@ -6,7 +6,7 @@ import { type Clock, iso } from '../../lib/time.js';
 import type { AgentsRepo } from '../agents/agents-repo.js';
 import type { AgentsService } from '../agents/agents-service.js';
 import { recordAudit } from '../audit/audit-repo.js';
-import type { TasksService } from '../tasks/tasks-service.js';
+import type { TaskSubmitter } from '../tasks/submit/task-submitter.js';
 import type { Decisions } from './decide.js';
 import { checkMessage } from './message-fns.js';
 import { occurrencesAfter } from './occurrences-fns.js';
@@ -30,7 +30,7 @@ export function createSchedulesService(deps: {
   repo: SchedulesRepo;
   agents: Pick<AgentsService, 'requireOwned' | 'requireOwnedIn'>;
   agentsRepo: Pick<AgentsRepo, 'findForClaim'>;
-  tasks: Pick<TasksService, 'urls'>;
+  tasks: Pick<TaskSubmitter, 'urls'>;
   decisions: Decisions;
   clock: Clock;
   minIntervalSeconds: number;

@@ -1,30 +1,62 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
+import type { Db, Executor } from '../../db/connect.js';
 import { createConnectionLimits } from '../../http/connection-limits.js';
 import type { EventHub } from '../../lib/event-hub.js';
 import { createFairOutboundDispatcher } from '../../lib/outbound.js';
 import type { ProcessDeps } from '../../process-deps.js';
+import { credentialsRepo } from '../accounts/credentials-repo.js';
+import { agentsRepo } from '../agents/agents-repo.js';
 import { providersRepo } from '../providers/providers-repo.js';
 import type { ProvidersService } from '../providers/providers-service.js';
-import { budgetsRepo } from './budgets-repo.js';
-import { budgetsRoutes } from './budgets-routes.js';
-import { createBudgetsService } from './budgets-service.js';
-import { createResponseCache } from './response-cache.js';
-import { routesRepo } from './routes-repo.js';
-import { routesRoutes } from './routes-routes.js';
-import { createRoutesService } from './routes-service.js';
-import { loadPriceTable } from './spotlight-prices.js';
-import { createSpotlightQueries } from './spotlight-queries.js';
-import { spotlightRepo } from './spotlight-repo.js';
-import { proxyRoutes } from './spotlight-routes.js';
-import { createSpotlightService } from './spotlight-service.js';
-import type { CallObserver } from './spotlight-telemetry.js';
-import { usageRoutes } from './spotlight-usage-routes.js';
+import { taskQueries } from '../tasks/task-queries.js';
+import { workspacesRepo } from '../workspaces/workspaces-repo.js';
+import { budgetsRepo } from './budgets/budgets-repo.js';
+import { budgetsRoutes } from './budgets/budgets-routes.js';
+import { type BudgetOwners, createBudgetsService } from './budgets/budgets-service.js';
+import { createResponseCache } from './cache/cache-store.js';
+import { proxyRoutes } from './proxy/proxy-routes.js';
+import { createProxyService } from './proxy/proxy-service.js';
+import { routesRepo } from './routes/routes-repo.js';
+import { routesRoutes } from './routes/routes-routes.js';
+import { createRoutesService } from './routes/routes-service.js';
+import type { CallObserver } from './usage/call-spans.js';
+import { callsRepo } from './usage/calls-repo.js';
+import { loadPriceTable } from './usage/prices.js';
+import { createUsageQueries } from './usage/usage-queries.js';
+import { usageRoutes } from './usage/usage-routes.js';
 
 /**
- * Wires the model proxy ("spotlight"): forwarding through provider credentials, call records,
- * and usage (housekeeping deletes records past their retention). `observers` hear of every recorded call (the telemetry store's
- * GenAI span joins here, see spotlight-telemetry.ts).
+ * What rooms built before the model proxy ask of its routes (app.ts hands these in): whether a
+ * route is the workspace's (an agent's `openai` runtime may name one), and which routes name a
+ * credential (the providers room refuses to delete it then).
+ */
+export function spotlightLookups(db: Db) {
+  return {
+    routeExists: async (workspaceUuid: string, routeUuid: string) =>
+      Boolean(await routesRepo.findOwned(db.kysely, workspaceUuid, routeUuid)),
+    routesNaming: (ex: Executor, workspaceUuid: string, credentialUuid: string) =>
+      routesRepo.namingCredential(ex, workspaceUuid, credentialUuid),
+  };
+}
+
+/** What budgets ask of the rooms that own tasks, agents and keys. */
+function budgetOwners(db: Db): BudgetOwners {
+  return {
+    task: (workspaceUuid, taskUuid) => taskQueries.ownedBy(db.kysely, workspaceUuid, taskUuid),
+    agentExists: async (workspaceUuid, agentUuid) =>
+      (await agentsRepo.findOwned(db.kysely, workspaceUuid, agentUuid)) !== undefined,
+    liveAgents: async (workspaceUuid) => new Set(await agentsRepo.liveUuidsOf(db.kysely, workspaceUuid)),
+    keyExists: (workspaceUuid, keyUuid) => credentialsRepo.keyInWorkspace(db.kysely, workspaceUuid, keyUuid),
+  };
+}
+
+/**
+ * Wires the model proxy ("spotlight"), one sub-folder per part: `proxy/` (forwarding through
+ * provider credentials), `routes/` (fallback routes), `budgets/` (limits and spend), `cache/`
+ * (the response cache) and `usage/` (call records, prices, usage; housekeeping deletes records
+ * past their retention). `observers` hear of every recorded call (the telemetry store's GenAI
+ * span joins here, see usage/call-spans.ts).
  * @throws ConfigError when TASKHOOK_MODEL_PRICES_FILE is unreadable or malformed.
  */
 export function createSpotlightModule(deps: {
@@ -36,7 +68,8 @@ export function createSpotlightModule(deps: {
   events?: Pick<EventHub, 'on'>;
 }) {
   const { config, runtime } = deps;
-  const budgets = createBudgetsService({ db: runtime.db, repo: budgetsRepo, clock: runtime.clock });
+  const db = runtime.db;
+  const budgets = createBudgetsService({ db, repo: budgetsRepo, owners: budgetOwners(db), clock: runtime.clock });
   deps.events?.on('agent:deleted', ({ trx, agentUuid }) =>
     budgetsRepo.deleteAgentBudget(trx, agentUuid).then(() => undefined),
   );
@@ -48,10 +81,10 @@ export function createSpotlightModule(deps: {
     timeoutMs: config.proxyTimeoutMs,
     perAccount: config.outboundPerAccount,
   });
-  const db = runtime.db;
-  const service = createSpotlightService({
+  const service = createProxyService({
     db,
-    repo: spotlightRepo,
+    repo: callsRepo,
+    findTask: (workspaceUuid, taskUuid) => taskQueries.ownedBy(db.kysely, workspaceUuid, taskUuid),
     providers: deps.providers,
     routes: {
       byName: (workspaceUuid, name) => routesRepo.findByName(db.kysely, workspaceUuid, name),
@@ -78,12 +111,14 @@ export function createSpotlightModule(deps: {
     budgets: { check: budgets.check, addSpend: budgetsRepo.addSpend },
   });
   const routesService = createRoutesService({
-    db: runtime.db,
+    db,
     repo: routesRepo,
     providers: providersRepo,
+    lockWorkspace: workspacesRepo.lock,
+    liveRuntimes: agentsRepo.liveRuntimes,
     clock: runtime.clock,
   });
-  const queries = createSpotlightQueries({ db: runtime.db, repo: spotlightRepo, clock: runtime.clock });
+  const queries = createUsageQueries({ db, repo: callsRepo, clock: runtime.clock });
 
   async function routes(app: FastifyInstance) {
     const slots = createConnectionLimits({ proxy: config.proxyMaxInFlightPerAccount });

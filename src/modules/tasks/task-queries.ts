@@ -48,16 +48,26 @@ export const taskQueries = {
     };
   },
 
-  /** The model proxy's attribution: the task's id and agent when it is the user's. */
+  /**
+   * The task's id, agent and creation time when it is the workspace's: the model proxy's
+   * attribution, and the window of a task's budget.
+   */
   ownedBy(ex: Executor, workspaceUuid: string, taskUuid: string) {
     return withDbErrors(
       ex
         .selectFrom('tasks')
-        .select(['uuid', 'agent_uuid'])
+        .select(['uuid', 'agent_uuid', 'created_at'])
         .where('uuid', '=', taskUuid)
         .where('workspace_uuid', '=', workspaceUuid)
         .executeTakeFirst(),
     );
+  },
+
+  /** Which of these task uuids still exist (the model proxy forgets the spend of the others). */
+  async existing(ex: Executor, taskUuids: readonly string[]): Promise<Set<string>> {
+    if (taskUuids.length === 0) return new Set();
+    const rows = await withDbErrors(ex.selectFrom('tasks').select('uuid').where('uuid', 'in', taskUuids).execute());
+    return new Set(rows.map((r) => r.uuid));
   },
 
   /**

@@ -8,18 +8,21 @@ import { checkOutboundUrl, OutboundUrlError } from '../../lib/outbound.js';
 import type { ProcessDeps } from '../../process-deps.js';
 import type { CredentialCheck } from '../accounts/accounts-module.js';
 import type { AgentsModule } from '../agents/agents-module.js';
-import { createEstimator } from './estimator.js';
-import { eventsRoutes } from './events-routes.js';
-import { idempotencyRepo } from './idempotency-repo.js';
-import { createLifecycle } from './lifecycle.js';
+import { eventsRoutes } from './events/events-routes.js';
+import { createLifecycle } from './lifecycle/lifecycle.js';
+import { createTaskWriter } from './lifecycle/tasks-writer.js';
 import { createNotifier } from './notifier.js';
+import { fairQueueRepo } from './queue/fair-queue-repo.js';
+import { queueRepo } from './queue/queue-repo.js';
+import { createSweeper } from './queue/tasks-sweeper.js';
+import { createEstimator } from './submit/estimator.js';
+import { idempotencyRepo } from './submit/idempotency-repo.js';
+import { createTaskSubmitter } from './submit/task-submitter.js';
 import { tasksRepo } from './tasks-repo.js';
 import { tasksRoutes } from './tasks-routes.js';
 import { createTasksService } from './tasks-service.js';
-import { createSweeper } from './tasks-sweeper.js';
-import { createTaskWriter } from './tasks-writer.js';
-import { workerRoutes } from './worker-routes.js';
-import { createWorkerService } from './worker-service.js';
+import { workerRoutes } from './worker/worker-routes.js';
+import { createWorkerService } from './worker/worker-service.js';
 
 /**
  * Wires tasks: the user API, the worker protocol, the event stream, the sweeper, and the
@@ -42,17 +45,21 @@ export function createTasksModule(deps: {
   const db = runtime.db;
   const notifier = createNotifier({ db, log: runtime.logger });
   const writer = createTaskWriter({ repo: tasksRepo, notifier, events: deps.events });
-  const lifecycle = createLifecycle({ repo: tasksRepo, writer, clock: runtime.clock });
+  const lifecycle = createLifecycle({
+    repo: tasksRepo,
+    queue: queueRepo,
+    fair: fairQueueRepo,
+    writer,
+    clock: runtime.clock,
+  });
   const policy = { allowPrivate: config.allowPrivateUrls, lookup: runtime.lookup };
   const submitLanes = createAccountLanes(config.submitsPerAccount);
-  const service = createTasksService({
+  const submitter = createTaskSubmitter({
     db,
-    repo: tasksRepo,
     idempotency: idempotencyRepo,
     agents: deps.agents.service,
     writer,
-    lifecycle,
-    estimator: createEstimator({ db, repo: tasksRepo }),
+    estimator: createEstimator({ db, queue: queueRepo }),
     clock: runtime.clock,
     publicUrl: config.publicUrl,
     // The callback address is checked at submit time (and again by the sender at connect time).
@@ -66,6 +73,7 @@ export function createTasksModule(deps: {
     },
     lanes: submitLanes,
   });
+  const service = createTasksService({ db, repo: tasksRepo, agents: deps.agents.service, lifecycle });
   const worker = createWorkerService({
     db,
     lifecycle,
@@ -76,7 +84,7 @@ export function createTasksModule(deps: {
   });
   const sweeper = createSweeper({
     db,
-    repo: tasksRepo,
+    queue: queueRepo,
     lifecycle,
     clock: runtime.clock,
     intervalMs: config.sweepIntervalMs,
@@ -95,7 +103,7 @@ export function createTasksModule(deps: {
       await sweeper.stop();
       await notifier.close();
     });
-    await app.register(tasksRoutes(service));
+    await app.register(tasksRoutes(service, submitter));
     await app.register(workerRoutes(worker, { credentials: deps.credentials, timers: runtime.timers }));
     await app.register(
       eventsRoutes({
@@ -110,6 +118,8 @@ export function createTasksModule(deps: {
 
   return {
     service,
+    /** Creating tasks: submit, and `prepare` + `insert` for rooms that create them in their own transaction. */
+    submitter,
     worker,
     sweeper,
     notifier,

@@ -5,9 +5,7 @@ import { withDbErrors } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
 import { prepareQuery } from '../../db/prepared.js';
 import { lockRows } from '../../db/transactions.js';
-import { fairQueueRepo } from './fair-queue-repo.js';
-import { queueRepo } from './queue-repo.js';
-import type { StoredTaskEvent } from './task-events-fns.js';
+import type { StoredTaskEvent } from './events/task-events-fns.js';
 import type { TaskStatus } from './tasks-fns.js';
 import { COLUMNS, PG_TYPES, type TaskRecord, toColumns, toRecord } from './tasks-record.js';
 import type { ConversationMessage, TaskView } from './tasks-schemas.js';
@@ -33,9 +31,10 @@ const ownTask = prepareQuery(3, ownTaskQuery);
 const ownTaskLocked = prepareQuery(3, (ex, t: string, a: string, u: string) => lockRows(ex, ownTaskQuery(ex, t, a, u)));
 
 /**
- * The only code that touches the task tables (other rooms ask `task-queries.ts`; the queue's
- * hot statements are in `queue-repo.ts`). Reads named `lock…` take a row lock (PostgreSQL)
- * for the transaction they run in: the caller is about to change the row.
+ * The task rows and their events: insert, update, read, lock by id. The queue's hot statements
+ * (claiming, counting, the sweeper's looks) are in `queue/queue-repo.ts`, fair claiming's in
+ * `queue/fair-queue-repo.ts`, what other rooms ask in `task-queries.ts`. Reads named `lock…`
+ * take a row lock (PostgreSQL) for the transaction they run in: the caller is about to change the row.
  */
 export const tasksRepo = {
   insertTask(ex: Executor, task: TaskRecord) {
@@ -207,9 +206,6 @@ export const tasksRepo = {
     ]);
     return { tasks: rows.map(toRecord), total: Number(count.n) };
   },
-
-  ...queueRepo,
-  ...fairQueueRepo,
 };
 
 export type TasksRepo = typeof tasksRepo;

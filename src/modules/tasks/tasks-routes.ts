@@ -5,6 +5,7 @@ import { NoBody, pagination } from '../../http/common-schemas.js';
 import { errorResponses } from '../../http/error-schemas.js';
 import { principalOf, taskRefOf } from '../../http/guard.js';
 import { parseTraceparent } from '../telemetry/trace-context-fns.js';
+import type { TaskSubmitter } from './submit/task-submitter.js';
 import {
   AgentIdParams,
   CancelReply,
@@ -34,7 +35,7 @@ const IdempotencyHeaders = Type.Object({
 });
 
 /** HTTP routes of the user's side of tasks: submit, poll, list, converse, cancel. */
-export function tasksRoutes(service: TasksService) {
+export function tasksRoutes(service: TasksService, submitter: Pick<TaskSubmitter, 'submit'>) {
   return async function routes(base: FastifyInstance) {
     const app = base.withTypeProvider<TypeBoxTypeProvider>();
 
@@ -54,7 +55,7 @@ export function tasksRoutes(service: TasksService) {
         },
       },
       async (request, reply) => {
-        const { response, replayed } = await service.submit(
+        const { response, replayed } = await submitter.submit(
           principalOf(request).workspaceUuid,
           request.params.id,
           request.body,

@@ -1,19 +1,13 @@
 import type { Db, Executor } from '../../db/connect.js';
 import { notFound } from '../../http/errors.js';
-import type { AccountLanes } from '../../lib/account-lanes.js';
-import type { Clock } from '../../lib/time.js';
 import type { AgentsService } from '../agents/agents-service.js';
-import type { createEstimator } from './estimator.js';
-import type { idempotencyRepo } from './idempotency-repo.js';
-import type { Lifecycle } from './lifecycle.js';
-import { fromStoredEvent, needsConversation } from './task-events-fns.js';
-import { createTaskSubmitter } from './task-submitter.js';
+import { fromStoredEvent, needsConversation } from './events/task-events-fns.js';
+import type { Lifecycle } from './lifecycle/lifecycle.js';
+import type { TaskInput } from './lifecycle/transition-fns.js';
 import type { TaskStatus } from './tasks-fns.js';
 import type { TaskRecord, TasksRepo } from './tasks-repo.js';
 import type { TaskView } from './tasks-schemas.js';
 import { taskView } from './tasks-view.js';
-import type { TaskWriter } from './tasks-writer.js';
-import type { TaskInput } from './transition-fns.js';
 
 /** Events read per query of an event stream (a stream resumed far back pages through them). */
 export const EVENTS_PAGE = 100;
@@ -26,24 +20,14 @@ export interface TaskRef {
   taskUuid: string;
 }
 
-/** The user's side of tasks: submit, read, converse, cancel. */
+/** The user's side of tasks once they exist: read, list, converse, cancel (submitting: `submit/task-submitter.ts`). */
 export function createTasksService(deps: {
   db: Db;
   repo: TasksRepo;
-  idempotency: typeof idempotencyRepo;
   agents: Pick<AgentsService, 'requireOwned'>;
-  writer: Pick<TaskWriter, 'insert' | 'insertMany'>;
   lifecycle: Pick<Lifecycle, 'apply' | 'cancelOpenOfAgent'>;
-  estimator: ReturnType<typeof createEstimator>;
-  clock: Clock;
-  publicUrl: string;
-  /** @throws AppError INVALID_REQUEST when the callback address may not be called. */
-  checkWebhookUrl: (url: string) => Promise<void>;
-  /** Per-account lanes every submit passes through. */
-  lanes: Pick<AccountLanes, 'run'>;
 }) {
-  const { db, repo, writer, lifecycle } = deps;
-  const submitter = createTaskSubmitter(deps);
+  const { db, repo, lifecycle } = deps;
 
   /** @throws AppError NOT_FOUND unless the task exists under this agent of this user. */
   async function requireTask(ref: TaskRef) {
@@ -65,14 +49,6 @@ export function createTasksService(deps: {
   }
 
   return {
-    /** `urls`, `prepare` and `submit`: see task-submitter.ts. */
-    ...submitter,
-
-    /** Writes a task made by `prepare` in the caller's transaction (workers are woken once it commits). */
-    insert: (trx: Executor, task: TaskRecord) => writer.insert(trx, task),
-    /** `insert` for several tasks in one multi-row INSERT (a batch of webhook deliveries). */
-    insertMany: (trx: Executor, tasks: TaskRecord[]) => writer.insertMany(trx, tasks),
-
     async get(ref: TaskRef): Promise<TaskView> {
       return view(await requireTask(ref));
     },

@@ -7,7 +7,7 @@ import type { EventHub } from '../../lib/event-hub.js';
 import type { ProcessDeps } from '../../process-deps.js';
 import type { AgentsModule } from '../agents/agents-module.js';
 import { agentsRepo } from '../agents/agents-repo.js';
-import type { TasksService } from '../tasks/tasks-service.js';
+import type { TaskSubmitter } from '../tasks/submit/task-submitter.js';
 import type { ServiceSpan } from '../telemetry/service-spans-fns.js';
 import { type TriggerRow, triggerChanges, triggersRepo } from './triggers-repo.js';
 import { triggersRoutes } from './triggers-routes.js';
@@ -25,7 +25,8 @@ export function createTriggersModule(deps: {
   box: SecretBox;
   agents: Pick<AgentsModule, 'service'>;
   events: Pick<EventHub, 'on'>;
-  tasks: TasksService;
+  /** Creates the deliveries' tasks. */
+  tasks: TaskSubmitter;
   traceSpans?: (workspaceUuid: string, spans: ServiceSpan[]) => void;
   /** Counts refusals for a bad secret or signature that the delivery log left out (a metric). */
   onUnloggedRefusal?: () => void;

@@ -7,8 +7,8 @@ import { newId } from '../../lib/ids.js';
 import { type Clock, iso } from '../../lib/time.js';
 import type { AgentRow } from '../agents/agents-repo.js';
 import type { AgentsService } from '../agents/agents-service.js';
+import type { TaskSubmitter } from '../tasks/submit/task-submitter.js';
 import { MAX_MESSAGE_CHARS } from '../tasks/tasks-schemas.js';
-import type { TasksService } from '../tasks/tasks-service.js';
 import { type ServiceSpan, webhookSpan } from '../telemetry/service-spans-fns.js';
 import { deriveSpanId, deriveTraceId, parseTraceparent } from '../telemetry/trace-context-fns.js';
 import { type AcceptedDelivery, createDeliveryBatcher, type DeliveryWritten } from './delivery-batcher.js';
@@ -59,7 +59,7 @@ export function createWebhookService(deps: {
   /** Triggers by uuid for the lookup of every delivery; only served while it hears every trigger change. */
   cache: ChangeCache<TriggerRow>;
   agents: Pick<AgentsService, 'requireOwned'>;
-  tasks: Pick<TasksService, 'prepare' | 'insert' | 'insertMany'>;
+  tasks: Pick<TaskSubmitter, 'prepare' | 'insert' | 'insertMany'>;
   box: SecretBox;
   clock: Clock;
   /** Records the service's own spans after the fact, best-effort (the webhook span of a delivery). */

@@ -128,6 +128,16 @@ export const workspacesRepo = {
   },
 
   /**
+   * Locks the workspace's row until the transaction ends (PostgreSQL; SQLite has one writer), so a
+   * room that caps what a workspace holds counts and inserts without a concurrent create slipping in.
+   */
+  async lock(ex: Executor, workspaceUuid: string): Promise<void> {
+    await withDbErrors(
+      lockRows(ex, ex.selectFrom('workspaces').select('uuid').where('uuid', '=', workspaceUuid)).execute(),
+    );
+  },
+
+  /**
    * Every member row of the workspace, locked until the transaction ends (PostgreSQL), so two
    * concurrent changes of owners see each other's outcome.
    */

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runtimesRepo } from '../../../src/modules/runtimes/runtimes-repo.js';
-import { tasksRepo } from '../../../src/modules/tasks/tasks-repo.js';
+import { queueRepo } from '../../../src/modules/tasks/queue/queue-repo.js';
 import { buildTestApp, type TestApp } from '../../helpers/app.js';
 import { DATABASES } from '../../helpers/databases.js';
 import { createAgent, createUser } from '../../helpers/factories.js';
@@ -23,7 +23,7 @@ describe.each(DATABASES)('push dispatcher wake-ups on $name', (database) => {
   it('looks once for a new worker agent, then not again for its submits', async () => {
     const user = await createUser(t);
     const agent = (await createAgent(t, user)).uuid;
-    const looks = vi.spyOn(tasksRepo, 'agentsWithWork');
+    const looks = vi.spyOn(queueRepo, 'agentsWithWork');
     const lookups = vi.spyOn(runtimesRepo, 'runtimeTypes');
     try {
       await submitTask(t, user, agent);

@@ -97,7 +97,7 @@ describe.each(DATABASES)('push runtime state between runs on $name', (shared) =>
     });
     const card = { type: 'a2a' as const, agent_card_url: 'https://93.184.216.34/card', headers: { 'X-Key': 'k-1' } };
     const agent = await modules.agents.service.create(actingAs(user), { name: 'remote', runtime: card });
-    const { response } = await modules.tasks.service.submit(user.uuid, agent.uuid, { message: 'review' });
+    const { response } = await modules.tasks.submitter.submit(user.uuid, agent.uuid, { message: 'review' });
     const ref = { workspaceUuid: user.uuid, agentUuid: agent.uuid, taskUuid: response.task_id };
 
     expect(await modules.runtimes.dispatcher.runOnce()).toBe(1);

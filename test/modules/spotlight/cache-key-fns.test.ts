@@ -6,7 +6,7 @@ import {
   canonicalBody,
   canonicalJson,
   parseCacheHeader,
-} from '../../../src/modules/spotlight/cache-key-fns.js';
+} from '../../../src/modules/spotlight/cache/cache-key-fns.js';
 
 const target = {
   kind: 'credential',

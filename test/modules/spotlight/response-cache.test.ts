@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createCapturePool, streamCapture } from '../../../src/modules/spotlight/proxy-cache.js';
-import { createResponseCache, ENTRY_OVERHEAD_BYTES } from '../../../src/modules/spotlight/response-cache.js';
+import { createCapturePool, streamCapture } from '../../../src/modules/spotlight/cache/cache-answers.js';
+import { createResponseCache, ENTRY_OVERHEAD_BYTES } from '../../../src/modules/spotlight/cache/cache-store.js';
 
 const meta = { credentialUuid: 'c', upstreamModel: 'gpt-4o', responseModel: 'gpt-4o-2024' };
 const json = (text: string) => ({ kind: 'json', contentType: 'application/json', body: Buffer.from(text) }) as const;

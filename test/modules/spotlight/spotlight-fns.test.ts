@@ -13,13 +13,13 @@ import {
   sseData,
   upstreamChatBody,
   upstreamErrorBody,
-} from '../../../src/modules/spotlight/spotlight-fns.js';
-import { costNanos, loadPriceTable, priceOf, SHIPPED_PRICES } from '../../../src/modules/spotlight/spotlight-prices.js';
+} from '../../../src/modules/spotlight/proxy/proxy-fns.js';
 import {
   genAiSpanAttributes,
   genAiSpanOf,
   type RecordedCall,
-} from '../../../src/modules/spotlight/spotlight-telemetry.js';
+} from '../../../src/modules/spotlight/usage/call-spans.js';
+import { costNanos, loadPriceTable, priceOf, SHIPPED_PRICES } from '../../../src/modules/spotlight/usage/prices.js';
 import { tempDir } from '../../helpers/databases.js';
 
 describe('provider credential rules', () => {

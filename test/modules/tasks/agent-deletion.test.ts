@@ -2,11 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Executor } from '../../../src/db/connect.js';
 import { createEventHub } from '../../../src/lib/event-hub.js';
 import { newId } from '../../../src/lib/ids.js';
-import { createLifecycle } from '../../../src/modules/tasks/lifecycle.js';
+import { createLifecycle } from '../../../src/modules/tasks/lifecycle/lifecycle.js';
+import { createTaskWriter } from '../../../src/modules/tasks/lifecycle/tasks-writer.js';
 import { createNotifier } from '../../../src/modules/tasks/notifier.js';
+import { fairQueueRepo } from '../../../src/modules/tasks/queue/fair-queue-repo.js';
+import { queueRepo } from '../../../src/modules/tasks/queue/queue-repo.js';
 import { type TaskRecord, tasksRepo } from '../../../src/modules/tasks/tasks-repo.js';
 import { CANCEL_BATCH, createTasksService } from '../../../src/modules/tasks/tasks-service.js';
-import { createTaskWriter } from '../../../src/modules/tasks/tasks-writer.js';
 import { buildTestApp, call, type TestApp } from '../../helpers/app.js';
 import { DATABASES } from '../../helpers/databases.js';
 import { createAgent, createUser, type TestUser } from '../../helpers/factories.js';
@@ -84,7 +86,13 @@ describe.each(DATABASES)('agent deletion with many open tasks on $name', (databa
       notifier: createNotifier({ log: { warn: () => undefined } }),
       events,
     });
-    const lifecycle = createLifecycle({ repo: tasksRepo, writer, clock: t.runtime.clock });
+    const lifecycle = createLifecycle({
+      repo: tasksRepo,
+      queue: queueRepo,
+      fair: fairQueueRepo,
+      writer,
+      clock: t.runtime.clock,
+    });
     const batches: Array<{ trx: Executor; cancelled: number }> = [];
     events.on('task:statusChanged', ({ trx }) => {
       const last = batches.at(-1);
@@ -92,7 +100,7 @@ describe.each(DATABASES)('agent deletion with many open tasks on $name', (databa
       else batches.push({ trx, cancelled: 1 });
     });
     // Only the deletion's parts of the service are used here.
-    const service = createTasksService({ db: t.runtime.db, repo: tasksRepo, writer, lifecycle } as never);
+    const service = createTasksService({ db: t.runtime.db, repo: tasksRepo, lifecycle } as never);
     await service.cancelAllOfAgent(agent);
     expect(batches.map((b) => b.cancelled)).toEqual([CANCEL_BATCH, CANCEL_BATCH, 5]);
     // What arrives before the deleting transaction is cancelled in it.
@@ -107,6 +115,8 @@ describe.each(DATABASES)('agent deletion with many open tasks on $name', (databa
     const { agent } = await openAgent(user, 3);
     const lifecycle = createLifecycle({
       repo: tasksRepo,
+      queue: queueRepo,
+      fair: fairQueueRepo,
       writer: { save: never, saveMany: async () => [] },
       clock: t.runtime.clock,
     });

@@ -2,10 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/http/errors.js';
 import { createEventHub } from '../../../src/lib/event-hub.js';
 import { iso } from '../../../src/lib/time.js';
-import { createLifecycle } from '../../../src/modules/tasks/lifecycle.js';
+import { createLifecycle } from '../../../src/modules/tasks/lifecycle/lifecycle.js';
+import { createTaskWriter } from '../../../src/modules/tasks/lifecycle/tasks-writer.js';
 import { createNotifier } from '../../../src/modules/tasks/notifier.js';
+import { fairQueueRepo } from '../../../src/modules/tasks/queue/fair-queue-repo.js';
+import { queueRepo } from '../../../src/modules/tasks/queue/queue-repo.js';
 import { tasksRepo } from '../../../src/modules/tasks/tasks-repo.js';
-import { createTaskWriter } from '../../../src/modules/tasks/tasks-writer.js';
 import { buildTestApp, type TestApp } from '../../helpers/app.js';
 import { DATABASES } from '../../helpers/databases.js';
 import { createAgent, createUser } from '../../helpers/factories.js';
@@ -25,7 +27,13 @@ describe.each(DATABASES)('the lifecycle door on $name', (database) => {
       notifier: createNotifier({ log: { warn: () => undefined } }),
       events: createEventHub(),
     });
-    lifecycle = createLifecycle({ repo: tasksRepo, writer, clock: t.runtime.clock });
+    lifecycle = createLifecycle({
+      repo: tasksRepo,
+      queue: queueRepo,
+      fair: fairQueueRepo,
+      writer,
+      clock: t.runtime.clock,
+    });
   });
   afterAll(() => t.close());
 

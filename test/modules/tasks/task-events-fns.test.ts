@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { fromStoredEvent, needsConversation, toStoredEvent } from '../../../src/modules/tasks/task-events-fns.js';
+import {
+  fromStoredEvent,
+  needsConversation,
+  toStoredEvent,
+} from '../../../src/modules/tasks/events/task-events-fns.js';
 import type { TaskView } from '../../../src/modules/tasks/tasks-schemas.js';
 
 const at = '2026-11-22T10:00:00.000Z';

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/http/errors.js';
 import { createEventHub } from '../../../src/lib/event-hub.js';
+import { createTaskWriter, type TaskChangeEvent } from '../../../src/modules/tasks/lifecycle/tasks-writer.js';
+import { type TaskInput, transition } from '../../../src/modules/tasks/lifecycle/transition-fns.js';
 import { createNotifier } from '../../../src/modules/tasks/notifier.js';
 import { type TaskRecord, tasksRepo } from '../../../src/modules/tasks/tasks-repo.js';
-import { createTaskWriter, type TaskChangeEvent } from '../../../src/modules/tasks/tasks-writer.js';
-import { type TaskInput, transition } from '../../../src/modules/tasks/transition-fns.js';
 import { buildTestApp, type TestApp } from '../../helpers/app.js';
 import { DATABASES } from '../../helpers/databases.js';
 import { createAgent, createUser } from '../../helpers/factories.js';

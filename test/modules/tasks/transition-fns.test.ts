@@ -3,6 +3,12 @@ import { describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/http/errors.js';
 import { iso } from '../../../src/lib/time.js';
 import {
+  type Change,
+  isClaimable,
+  type TaskInput,
+  transition,
+} from '../../../src/modules/tasks/lifecycle/transition-fns.js';
+import {
   FINAL_STATUSES,
   MAX_ATTEMPTS,
   outcomeOf,
@@ -11,7 +17,6 @@ import {
   type TaskStatus,
 } from '../../../src/modules/tasks/tasks-fns.js';
 import type { TaskRecord } from '../../../src/modules/tasks/tasks-record.js';
-import { type Change, isClaimable, type TaskInput, transition } from '../../../src/modules/tasks/transition-fns.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 const NOW = T0 + 60_000;

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { retryAfterMs } from '../../../lib/retry-after.js';
-import { ProxyError } from '../../spotlight/spotlight-fns.js';
-import type { SpotlightService } from '../../spotlight/spotlight-service.js';
+import { ProxyError } from '../../spotlight/proxy/proxy-fns.js';
+import type { ProxyService } from '../../spotlight/proxy/proxy-service.js';
 import type { PushOutcome, PushRuntime } from '../push-runtime.js';
 import {
   type ConversationMessage,
@@ -50,11 +50,11 @@ function upstreamMessage(text: string): string {
  * lifecycle applies: complete, ask for input, or fail (retryable or not) with PROVIDER_ERROR, or at
  * once with BUDGET_EXCEEDED when a budget refused the call.
  */
-export function createModelRuntime(deps: { spotlight: Pick<SpotlightService, 'chatCompletions'>; now: () => number }) {
+export function createModelRuntime(deps: { spotlight: Pick<ProxyService, 'chatCompletions'>; now: () => number }) {
   return {
     /** One run; never throws for provider trouble (that is an outcome). */
     async run(run: ModelRun): Promise<RunOutcome> {
-      let answer: Awaited<ReturnType<SpotlightService['chatCompletions']>>;
+      let answer: Awaited<ReturnType<ProxyService['chatCompletions']>>;
       try {
         answer = await deps.spotlight.chatCompletions(
           {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSecretBox } from '../../../../src/lib/crypto.js';
 import { createProvidersModule } from '../../../../src/modules/providers/providers-module.js';
 import { createModelRuntime, type ModelRun } from '../../../../src/modules/runtimes/model/model-runtime.js';
-import { routesRepo } from '../../../../src/modules/spotlight/routes-repo.js';
+import { routesRepo } from '../../../../src/modules/spotlight/routes/routes-repo.js';
 import { createSpotlightModule } from '../../../../src/modules/spotlight/spotlight-module.js';
 import { buildTestApp, call, type TestApp } from '../../../helpers/app.js';
 import { DATABASES } from '../../../helpers/databases.js';

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { budgetsRepo } from '../../../../src/modules/spotlight/budgets-repo.js';
+import { budgetsRepo } from '../../../../src/modules/spotlight/budgets/budgets-repo.js';
 import { buildTestApp, call, type TestApp } from '../../../helpers/app.js';
 import { DATABASES, ownDatabase, tempDir } from '../../../helpers/databases.js';
 import { createAgent, createUser, type TestUser } from '../../../helpers/factories.js';

@@ -1,0 +1,236 @@
+import type { Db, Executor } from '../../../db/connect.js';
+import { newId } from '../../../lib/ids.js';
+import { type Clock, iso } from '../../../lib/time.js';
+import type { ProvidersService } from '../../providers/providers-service.js';
+import { refusalAnswer } from '../budgets/budgets-fns.js';
+import type { SpendOf } from '../budgets/budgets-repo.js';
+import type { BudgetsService, CallScopes } from '../budgets/budgets-service.js';
+import { createCapturePool, replayAnswer, streamCapture, wholeEntry } from '../cache/cache-answers.js';
+import { cacheKey, cachePolicySeconds, parseCacheHeader } from '../cache/cache-key-fns.js';
+import type { ResponseCache } from '../cache/cache-store.js';
+import type { CallObserver, RecordedCall } from '../usage/call-spans.js';
+import type { CallsRepo } from '../usage/calls-repo.js';
+import type { CallAttempt } from '../usage/calls-rows.js';
+import { costNanos, type PriceTable } from '../usage/prices.js';
+import { attemptTargets, type Target } from './proxy-attempts.js';
+import { checkChatBody, proxyError, upstreamChatBody } from './proxy-fns.js';
+import { createModelLists } from './proxy-models.js';
+import { createSelection, keyTarget, ROUTE_PREFIX, type RouteLookup } from './proxy-selection.js';
+import { STREAM_CONTENT_TYPE } from './proxy-stream.js';
+import { bareOutcome, type CallOutcome, type ProxyAnswer, type UpstreamDeps } from './proxy-upstream.js';
+
+/** Who calls and for what: the proxy's request, as plain data. */
+export interface ChatRequest {
+  workspaceUuid: string;
+  body: unknown;
+  /** X-Taskhook-Credential. */
+  credential?: string | undefined;
+  /** X-Taskhook-Task-Id. */
+  taskId?: string | undefined;
+  /** X-Taskhook-Cache (absent: the route's policy, if any). */
+  cache?: string | string[] | undefined;
+  /** The route an `openai` runtime names by uuid (its body's model is then ignored). */
+  routeUuid?: string | undefined;
+  /** The platform key that authenticated the request (null or absent: a session, or the runtime). */
+  platformKeyUuid?: string | null | undefined;
+  /** The task a model runtime call serves (already known to be the user's). */
+  task?: { taskUuid: string; agentUuid: string } | undefined;
+  traceparent?: string | undefined;
+  /** Aborted when the caller goes away. */
+  signal: AbortSignal;
+}
+
+export interface ChatAnswer extends ProxyAnswer {
+  callId: string | null;
+}
+
+/** The model proxy: credential or route selection, the cache, budgets, forwarding, one record per call. */
+export function createProxyService(deps: {
+  db: Db;
+  repo: CallsRepo;
+  /** The task of X-Taskhook-Task-Id with its agent, when it is the workspace's (the tasks room answers). */
+  findTask: (workspaceUuid: string, taskUuid: string) => Promise<{ uuid: string; agent_uuid: string } | undefined>;
+  providers: Pick<ProvidersService, 'resolve' | 'touch' | 'openAll'>;
+  routes: RouteLookup;
+  cache: ResponseCache;
+  upstream: UpstreamDeps;
+  clock: Clock;
+  prices: PriceTable;
+  observers: CallObserver[];
+  log: (err: unknown, msg: string) => void;
+  /** Budgets: the check before a call goes upstream, and the spend each record adds (same transaction). */
+  budgets: Pick<BudgetsService, 'check'> & { addSpend: (trx: Executor, call: SpendOf) => Promise<void> };
+}) {
+  const { db, repo } = deps;
+
+  // Streams being collected for the cache hold at most the cache's bound on top of it.
+  const capturePool = createCapturePool(deps.cache.maxBytes);
+  const touch = (credentialUuid: string) =>
+    void deps.providers.touch(credentialUuid, (err) => deps.log(err, 'could not record last_used_at'));
+  const { attribution, select } = createSelection({
+    findTask: deps.findTask,
+    providers: deps.providers,
+    routes: deps.routes,
+  });
+
+  type Base = Omit<RecordedCall, keyof CallOutcome | 'costNanos' | 'latencyMs' | 'attempts'>;
+
+  /** Writes the record (and tells the observers); a failure to record never fails the answer. */
+  async function record(base: Base, arrivedAt: number, outcome: CallOutcome, attempts: CallAttempt[]) {
+    const call: RecordedCall = {
+      ...base,
+      ...outcome,
+      attempts,
+      latencyMs: Math.max(0, Math.round(outcome.endedAt - arrivedAt)),
+      costNanos: base.cacheHit
+        ? 0
+        : costNanos(deps.prices, base.upstreamModel, outcome.inputTokens, outcome.outputTokens),
+    };
+    try {
+      // The spend totals move with the record, so spend read back always equals the sum of records.
+      await db.transaction(async (trx) => {
+        await repo.insert(trx, call);
+        await deps.budgets.addSpend(trx, call);
+      });
+    } catch (err) {
+      deps.log(err, 'could not record a model call');
+    }
+    for (const observer of deps.observers) observer(call);
+  }
+
+  /** The record's fields that name the target which gave the answer. */
+  const targetFields = (target: Target) => ({
+    providerCredentialUuid: target.credential.uuid,
+    upstreamModel: target.upstreamModel,
+  });
+
+  const listModels = createModelLists({
+    providers: deps.providers,
+    upstream: deps.upstream,
+    routes: deps.routes.list,
+    log: deps.log,
+  });
+
+  return {
+    /** GET /models: see createModelLists. */
+    models: listModels,
+
+    /**
+     * POST /chat/completions through the proxy. Errors before a credential or route is selected
+     * are thrown (ProxyError, not recorded); from then on every outcome is recorded and answered.
+     * In order: the cache (a hit answers at once), the budgets, then each target until one answers.
+     */
+    async chatCompletions(req: ChatRequest, source: 'api' | 'runtime' = 'api'): Promise<ChatAnswer> {
+      const arrivedAt = deps.clock.now();
+      const body = checkChatBody(req.body);
+      const cacheHeader = parseCacheHeader(req.cache);
+      if (cacheHeader.kind === 'invalid')
+        throw proxyError(400, 'X-Taskhook-Cache must be max-age=<1-86400> or no-store', 'invalid_cache_header');
+      const task = req.task ?? (await attribution(req.workspaceUuid, req.taskId));
+      const sel = await select(req, body.model);
+      const first = sel.targets[0] as Target;
+      const upstream = upstreamChatBody(body, first.upstreamModel);
+      const base: Base = {
+        uuid: newId(),
+        workspaceUuid: req.workspaceUuid,
+        createdAt: iso(arrivedAt),
+        source,
+        model: sel.route ? `${ROUTE_PREFIX}${sel.route.name}` : body.model,
+        ...targetFields(first),
+        stream: upstream.stream,
+        agentUuid: task?.agentUuid ?? null,
+        taskUuid: task?.taskUuid ?? null,
+        platformKeyUuid: req.platformKeyUuid ?? null,
+        route: sel.route && { uuid: sel.route.uuid, name: sel.route.name },
+        cacheHit: false,
+        traceparent: req.traceparent ?? null,
+        request: {
+          temperature: body.temperature,
+          maxTokens: body.max_completion_tokens ?? body.max_tokens,
+          baseUrl: first.credential.baseUrl,
+        },
+      };
+      const answered = (answer: ProxyAnswer): ChatAnswer => ({ ...answer, callId: base.uuid });
+
+      const policy = cachePolicySeconds(cacheHeader, sel.route?.cacheTtlSeconds ?? null);
+      const key = policy === null ? null : cacheKey(req.workspaceUuid, keyTarget(sel), body);
+      if (key !== null && policy !== null) {
+        const entry = deps.cache.lookup(key, policy);
+        if (entry) {
+          // The target that gave the stored answer (for a route, maybe not the first).
+          const replayed = sel.targets.find((t) => t.credential.uuid === entry.meta.credentialUuid) ?? first;
+          const hit: Base = {
+            ...base,
+            cacheHit: true,
+            providerCredentialUuid: entry.meta.credentialUuid ?? base.providerCredentialUuid,
+            upstreamModel: entry.meta.upstreamModel ?? base.upstreamModel,
+            request: { ...base.request, baseUrl: replayed.credential.baseUrl },
+          };
+          const now = deps.clock.now();
+          await record(hit, arrivedAt, { ...bareOutcome(200, null, now), responseModel: entry.meta.responseModel }, []);
+          return answered(replayAnswer(entry, deps.cache.ageSeconds(entry), upstream.callerWantsUsage));
+        }
+      }
+      const marked = (answer: ProxyAnswer): ChatAnswer =>
+        answered(key === null ? answer : { ...answer, headers: { ...answer.headers, 'x-taskhook-cache': 'miss' } });
+
+      const refusal = await deps.budgets.check(base satisfies CallScopes);
+      if (refusal) {
+        const now = deps.clock.now();
+        await record(base, arrivedAt, refusedOutcome(refusal, now), []);
+        return marked(refusalAnswer(refusal, now));
+      }
+      touch(first.credential.uuid);
+      const capture = key === null ? null : streamCapture(capturePool);
+      const attempted = await attemptTargets(deps.upstream, {
+        targets: sel.targets,
+        fallBackOn: sel.route?.retryOn ?? [],
+        body: upstream.body,
+        callerWantsUsage: upstream.callerWantsUsage,
+        signal: req.signal,
+        onEvent: capture?.onEvent,
+        onEnd: async (target, outcome, attempts) => {
+          // The fallback targets that were tried (the first was marked before it was called).
+          for (const uuid of new Set(attempts.map((a) => a.providerCredentialUuid)))
+            if (uuid !== first.credential.uuid) touch(uuid);
+          const fields = { ...base, ...targetFields(target) };
+          fields.request = { ...base.request, baseUrl: target.credential.baseUrl };
+          await record(fields, arrivedAt, outcome, attempts);
+          // A stream is kept only when it ended with [DONE], without error, the caller still there.
+          const entry = capture?.finish(outcome.error === null && !req.signal.aborted, STREAM_CONTENT_TYPE) ?? null;
+          if (key !== null && policy !== null && entry) {
+            deps.cache.store(key, entry, metaOf(target, outcome), policy);
+          }
+        },
+      });
+      // Never an answer whose caller has gone meanwhile.
+      if (
+        key !== null &&
+        policy !== null &&
+        attempted.kind === 'whole' &&
+        attempted.text !== null &&
+        !req.signal.aborted
+      ) {
+        const entry = wholeEntry(attempted.answer, attempted.text);
+        if (entry) deps.cache.store(key, entry, metaOf(attempted.target, attempted.outcome), policy);
+      }
+      return marked(attempted.answer);
+    },
+  };
+}
+
+/** What a hit records besides the answer: the target and model of the answer it replays. */
+function metaOf(target: Target, outcome: CallOutcome | null) {
+  return {
+    credentialUuid: target.credential.uuid,
+    upstreamModel: target.upstreamModel,
+    responseModel: outcome?.responseModel ?? null,
+  };
+}
+
+/** The record of a call a budget refused: 429 `budget_exceeded`, nothing went upstream. */
+function refusedOutcome(refusal: { message: string }, now: number): CallOutcome {
+  return bareOutcome(429, { code: 'budget_exceeded', message: refusal.message }, now);
+}
+
+export type ProxyService = ReturnType<typeof createProxyService>;

@@ -1,0 +1,108 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { PaginationSchema, TimestampSchema, UuidSchema } from '../../../http/common-schemas.js';
+
+const Nullable = <T extends ReturnType<typeof Type.Integer>>(t: T) => Type.Union([t, Type.Null()]);
+
+const CallErrorSchema = Type.Object({
+  code: Type.Union(
+    ['upstream_error', 'upstream_unreachable', 'upstream_timeout', 'client_closed', 'budget_exceeded'].map((c) =>
+      Type.Literal(c),
+    ),
+  ),
+  message: Type.String(),
+});
+
+const AttemptSchema = Type.Object(
+  {
+    provider_credential_uuid: UuidSchema,
+    upstream_model: Type.String(),
+    status_code: Type.Union([Type.Integer(), Type.Null()], {
+      description: "The upstream's HTTP status; null when none came (timeout, unreachable).",
+    }),
+    error: Type.Union([CallErrorSchema, Type.Null()]),
+    latency_ms: Type.Integer(),
+  },
+  { title: 'ModelCallAttempt' },
+);
+
+export const CallSchema = Type.Object(
+  {
+    id: UuidSchema,
+    created_at: TimestampSchema,
+    source: Type.Union([Type.Literal('api'), Type.Literal('runtime')]),
+    model: Type.String({ description: 'The model as the caller sent it.' }),
+    upstream_model: Type.String(),
+    response_model: Type.Union([Type.String(), Type.Null()]),
+    provider_credential_uuid: UuidSchema,
+    provider_credential_name: Type.Union([Type.String(), Type.Null()], {
+      description: 'Null once the credential is deleted.',
+    }),
+    stream: Type.Boolean(),
+    status_code: Type.Integer({
+      description: 'What the caller got (200 for a stream that started; 499 when the caller left first).',
+    }),
+    error: Type.Union([CallErrorSchema, Type.Null()]),
+    latency_ms: Type.Integer(),
+    time_to_first_token_ms: Nullable(Type.Integer()),
+    input_tokens: Nullable(Type.Integer()),
+    output_tokens: Nullable(Type.Integer()),
+    cost_usd: Type.Union([Type.Number(), Type.Null()], {
+      description:
+        "From the price table (shipped, or the operator's); null when the model has no price or no usage came.",
+    }),
+    agent_uuid: Type.Union([UuidSchema, Type.Null()]),
+    task_id: Type.Union([UuidSchema, Type.Null()]),
+    platform_key_uuid: Type.Union([UuidSchema, Type.Null()], {
+      description: 'The platform key that authenticated the request; null for a session JWT and for source "runtime".',
+    }),
+    route: Type.Union([Type.Object({ uuid: UuidSchema, name: Type.String() }), Type.Null()], {
+      description: 'The fallback route the call went through (its name as at the call); null for a plain call.',
+    }),
+    attempts: Type.Array(AttemptSchema, {
+      description:
+        'The upstream exchanges in order: one for a plain call that went upstream, one per target tried for a route, none for a budget refusal or a cache hit.',
+    }),
+    cache_hit: Type.Boolean({ description: 'Answered from the response cache (cost 0, nothing went upstream).' }),
+  },
+  { title: 'ModelCall' },
+);
+export type CallView = Static<typeof CallSchema>;
+
+export const CallListQuery = Type.Object({
+  task_id: Type.Optional(UuidSchema),
+  agent_uuid: Type.Optional(UuidSchema),
+  provider_credential_uuid: Type.Optional(UuidSchema),
+  platform_key_uuid: Type.Optional(UuidSchema),
+  route_uuid: Type.Optional(UuidSchema),
+  page: Type.Integer({ minimum: 1, maximum: 10_000, default: 1 }),
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
+});
+export const CallListReply = Type.Object({ calls: Type.Array(CallSchema), pagination: PaginationSchema });
+export const CallParams = Type.Object({ id: UuidSchema });
+
+const Day = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', description: 'A UTC date, YYYY-MM-DD.' });
+export const UsageQuery = Type.Object({ from: Type.Optional(Day), to: Type.Optional(Day) });
+
+const Totals = {
+  calls: Type.Integer(),
+  errors: Type.Integer(),
+  input_tokens: Type.Integer(),
+  output_tokens: Type.Integer(),
+  cost_usd: Type.Number(),
+  cache_hits: Type.Integer({ description: 'Calls answered from the response cache (counted in calls too).' }),
+};
+export const UsageReply = Type.Object({
+  from: Day,
+  to: Day,
+  usage: Type.Array(
+    Type.Object({
+      date: Day,
+      provider_credential_uuid: UuidSchema,
+      provider_credential_name: Type.Union([Type.String(), Type.Null()]),
+      model: Type.String({ description: 'The upstream model.' }),
+      ...Totals,
+    }),
+  ),
+  totals: Type.Object(Totals),
+});
+export type UsageView = Static<typeof UsageReply>;
