@@ -93,8 +93,9 @@ validate_deploy_files() {
 
   # Without the secrets it refuses to start, naming what is missing.
   local refusal
+  : >"$WORK/empty.env"
   if refusal=$(cd "$ROOT" && env -u TASKHOOK_JWT_SECRET -u TASKHOOK_ENCRYPTION_KEY -u POSTGRES_PASSWORD \
-    "$COMPOSE" --env-file /dev/null config -q 2>&1); then
+    "$COMPOSE" --env-file "$WORK/empty.env" config -q 2>&1); then
     die 'compose.yaml accepts a missing TASKHOOK_JWT_SECRET, TASKHOOK_ENCRYPTION_KEY or POSTGRES_PASSWORD'
   fi
   printf '%s' "$refusal" | grep -q 'in .env' || die "compose.yaml refuses without saying what to set: $refusal"
