@@ -24,6 +24,9 @@ async function call(base, key, method, path, body) {
     method,
     headers: { 'x-api-key': key, ...(body ? { 'content-type': 'application/json' } : {}) },
     body: body ? JSON.stringify(body) : undefined,
+    // Also keeps the process alive: a request that neither answers nor fails would otherwise let
+    // Node.js exit with 13 (unsettled top-level await) and no message.
+    signal: AbortSignal.timeout(45_000),
   });
   const text = await res.text();
   if (!res.ok) fail(`${method} ${base}${path} answered ${res.status}: ${text}`);
