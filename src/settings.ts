@@ -32,7 +32,7 @@ export const SETTINGS = {
     env: 'TASKHOOK_DATA_DIR',
     schema: Type.String({ minLength: 1 }),
     default: './data',
-    doc: 'Embedded mode: the SQLite file (`taskhook.sqlite`) and generated secrets (`secrets.json`, mode 0600).',
+    doc: "Embedded mode: the SQLite file (`taskhook.sqlite`) and generated secrets (`secrets.json`, mode 0600); SQLite's temporary files go here too unless `SQLITE_TMPDIR` is set. The container image sets `/data`.",
   }),
   databaseUrl: setting({
     env: 'DATABASE_URL',

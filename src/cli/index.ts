@@ -61,6 +61,7 @@ program
     // Loaded here: the other commands start faster without the whole HTTP application.
     const { startServer } = await import('../server.js');
     const app = await startServer(loadConfig());
+    if (!app) return;
     const address = app.addresses()[0];
     app.log.info({ address, docs: `${loadConfig().publicUrl}/docs` }, 'taskhook is serving');
   });

@@ -7,7 +7,7 @@ import { createGroupCommitter } from './group-commit.js';
 import { createPgListener, type SubscribeHandlers, type Subscription } from './pg-listen.js';
 import { createPgPool, type PgPoolOptions } from './pg-pool.js';
 import { registerDirectReader } from './prepared.js';
-import SqliteDatabase from './sqlite-driver.js';
+import SqliteDatabase, { keepTemporariesIn } from './sqlite-driver.js';
 import { OTHER_WRITERS_POLL_MS, watchSchema, withStatementCache } from './sqlite-statements.js';
 import { checkedDialect, type Executor, runTransaction } from './transactions.js';
 
@@ -95,7 +95,10 @@ function ownerOnly(file: string): void {
 }
 
 function connectSqlite(opts: ConnectOptions): Db {
-  if (opts.sqliteFile !== ':memory:') ownerOnly(opts.sqliteFile);
+  if (opts.sqliteFile !== ':memory:') {
+    ownerOnly(opts.sqliteFile);
+    keepTemporariesIn(path.dirname(path.resolve(opts.sqliteFile)));
+  }
   const native = new SqliteDatabase(opts.sqliteFile);
   native.pragma('journal_mode = WAL');
   // 'full' durability is kept by syncing the WAL ourselves before acknowledging (createWalSync),

@@ -13,3 +13,17 @@ export const SQLITE_DRIVER =
 
 const SqliteDatabase = createRequire(import.meta.url)(SQLITE_DRIVER) as typeof BetterSqlite3;
 export default SqliteDatabase;
+
+/** SQLITE_TMPDIR as the operator set it when the process started (undefined: not set). */
+const OPERATOR_TMPDIR = process.env.SQLITE_TMPDIR;
+
+/**
+ * Points SQLite's temporary files (sorts that outgrow the page cache, statement journals, VACUUM)
+ * at `dir`, the database's directory, unless the operator set SQLITE_TMPDIR. SQLite otherwise puts
+ * them in TMPDIR, /var/tmp or /tmp, which a container with a read-only root filesystem cannot write:
+ * the data directory is the one place the service writes. SQLite unlinks each one as it opens it,
+ * and reads the variable each time it makes one, so setting it before the connection suffices.
+ */
+export function keepTemporariesIn(dir: string): void {
+  if (OPERATOR_TMPDIR === undefined) process.env.SQLITE_TMPDIR = dir;
+}

@@ -1,68 +1,17 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { existsSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDb, type Db } from '../../src/db/connect.js';
 import { buildTestApp, call, type TestApp } from '../helpers/app.js';
+import { builtCli, cliEnv, freePort, ROOT, type RunResult, removeBuiltCli, waitFor } from '../helpers/cli-process.js';
 import { DATABASES, POSTGRES_URL, TEST_PG_SECRETS, type TestDatabase, tempDir } from '../helpers/databases.js';
 import { createUser, uniqueEmail } from '../helpers/factories.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const DIST_CLI = path.join(ROOT, 'dist/cli/index.js');
-/** The CLI under test: dist/ when it is up to date (CI builds it first), else a private build. */
-let CLI = DIST_CLI;
-
-interface RunResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Newest modification time of any file under `dir`. */
-function newestMtime(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const full = path.join(dir, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestMtime(full) : statSync(full).mtimeMs);
-  }
-  return newest;
-}
-
-/**
- * Uses dist/ when it is newer than every file of src/; otherwise compiles src/ into a directory of
- * this run (under node_modules, so the CLI still finds its dependencies), leaving dist/ to others.
- */
-async function ensureBuilt(): Promise<void> {
-  if (existsSync(DIST_CLI) && statSync(DIST_CLI).mtimeMs >= newestMtime(path.join(ROOT, 'src'))) return;
-  const outDir = path.join(ROOT, 'node_modules/.cache', `taskhook-cli-test-${process.pid}`);
-  const result = await new Promise<RunResult>((resolve) => {
-    execFile(
-      process.execPath,
-      [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', outDir],
-      { cwd: ROOT },
-      (err, stdout, stderr) => resolve({ code: err ? 1 : 0, stdout, stderr }),
-    );
-  });
-  if (result.code !== 0) throw new Error(`building the CLI failed:\n${result.stdout}\n${result.stderr}`);
-  // Module scope stops at node_modules: declare the compiled files ES modules again.
-  writeFileSync(path.join(outDir, 'package.json'), '{"type": "module"}\n');
-  CLI = path.join(outDir, 'cli/index.js');
-}
-
-/** The environment of a CLI process: ours without any taskhook settings, plus `env`. */
-function cliEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  const base = Object.fromEntries(
-    Object.entries(process.env).filter(
-      ([name]) => !/^(TASKHOOK_|DATABASE_URL$|REDIS_URL$|PORT$|HOST$|NODE_OPTIONS$|VITEST)/.test(name),
-    ),
-  );
-  return { ...base, TASKHOOK_SQLITE_SYNCHRONOUS: 'normal', ...env };
-}
+/** The CLI under test (see builtCli). */
+let CLI = '';
 
 /** Runs the built CLI to completion. */
 function run(args: string[], env: Record<string, string>): Promise<RunResult> {
@@ -92,16 +41,6 @@ function expectFailure(result: RunResult, message: RegExp) {
   expect(result.stderr).toMatch(message);
 }
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as net.AddressInfo;
-  server.close();
-  await once(server, 'close');
-  return port;
-}
-
 /** Resolves with the connection, or rejects (e.g. ECONNREFUSED once nothing listens). */
 function connect(port: number): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
@@ -109,15 +48,6 @@ function connect(port: number): Promise<net.Socket> {
     socket.once('connect', () => resolve(socket));
     socket.once('error', reject);
   });
-}
-
-/** Resolves once `check()` holds, polling every 50 ms; fails after ~15 s. */
-async function waitFor(what: string, check: () => boolean): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    if (check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }
 
 /** PostgreSQL mode takes its secrets from the environment only. */
@@ -133,10 +63,10 @@ function storage(database: TestDatabase) {
   return { dataDir, env };
 }
 
-beforeAll(ensureBuilt, 300_000);
-afterAll(() => {
-  if (CLI !== DIST_CLI) rmSync(path.dirname(path.dirname(CLI)), { recursive: true, force: true });
-});
+beforeAll(async () => {
+  CLI = await builtCli();
+}, 300_000);
+afterAll(() => removeBuiltCli(CLI));
 
 describe('taskhook CLI arguments', () => {
   it('exits non-zero with a message on stderr for missing, unknown or bad options', async () => {
