@@ -18,6 +18,7 @@ import { createNotifier } from './lib/notifier.js';
 import { createA2aServerModule } from './modules/a2a-server/a2a-server-module.js';
 import { createAccountsModule } from './modules/accounts/accounts-module.js';
 import { createAgentsModule } from './modules/agents/agents-module.js';
+import { agentsRepo } from './modules/agents/agents-repo.js';
 import { createAuditModule } from './modules/audit/audit-module.js';
 import { createCallbacksModule } from './modules/callbacks/callbacks-module.js';
 import { dashboardRoutes } from './modules/dashboard/dashboard-module.js';
@@ -129,7 +130,13 @@ export async function buildApp(
   // task:statusChanged, telemetry's task tracer, metrics and the push dispatcher to task:changed.
   // The proxy's routes, asked by rooms built before it (a credential a route names cannot go).
   const routeLookups = spotlightLookups(runtime.db);
-  const providers = createProvidersModule({ config, runtime, box, routesNaming: routeLookups.routesNaming });
+  const providers = createProvidersModule({
+    config,
+    runtime,
+    box,
+    routesNaming: routeLookups.routesNaming,
+    agentsUsing: agentsRepo.namesUsingCredential,
+  });
   const outboundPolicy = { allowPrivate: config.allowPrivateUrls, lookup: runtime.lookup };
   // The one hub where rooms announce task and agent changes and hear each other's.
   const events = createEventHub();

@@ -1,8 +1,8 @@
 // Re-sealing every stored secret under the current encryption key (`taskhook secret reseal`).
 import { sql } from 'kysely';
 import type { Db } from '../db/connect.js';
-import { fromDbJson, toDbJson } from '../db/json.js';
 import { SealedSecretError, type SecretBox } from '../lib/crypto.js';
+import { agentsRepo } from '../modules/agents/agents-repo.js';
 
 /**
  * Every column that holds a sealed value, by table (each keyed by `uuid`). Agents' header values
@@ -57,9 +57,8 @@ async function resealColumn(db: Db, box: SecretBox, table: string, column: strin
 type HeaderRuntime = { type: string; headers?: Record<string, string> };
 
 async function resealAgentHeaders(db: Db, box: SecretBox, result: ResealResult) {
-  const rows = await db.kysely.selectFrom('agents').select(['uuid', 'runtime']).execute();
-  for (const row of rows) {
-    const runtime = fromDbJson<HeaderRuntime | null>(row.runtime);
+  for (const row of await agentsRepo.allRuntimes(db.kysely)) {
+    const runtime = row.runtime as HeaderRuntime | null;
     if (!runtime?.headers) continue;
     let changed = 0;
     const headers: Record<string, string> = {};
@@ -69,11 +68,7 @@ async function resealAgentHeaders(db: Db, box: SecretBox, result: ResealResult) 
       if (next !== null) changed += 1;
     }
     if (changed === 0) continue;
-    await db.kysely
-      .updateTable('agents')
-      .set({ runtime: toDbJson({ ...runtime, headers }) })
-      .where('uuid', '=', row.uuid)
-      .execute();
+    await agentsRepo.replaceRuntime(db.kysely, row.uuid, { ...runtime, headers });
     result.resealed += changed;
   }
 }

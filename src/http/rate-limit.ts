@@ -1,3 +1,4 @@
+import type { PurgeStep } from '../db/purge.js';
 import type { Clock } from '../lib/time.js';
 import type { RateLimitStore } from './rate-limit-stores.js';
 
@@ -82,3 +83,16 @@ export async function hitEach(hit: RateLimiter, scopes: string[]): Promise<RateL
     return next.remaining < tightest.remaining ? next : tightest;
   });
 }
+
+/**
+ * Purging a deleted workspace: its request windows in the shared table (PostgreSQL mode; the
+ * table stays empty otherwise). A trigger's own windows carry only the trigger's uuid and are
+ * gone within two windows by the store's sweep.
+ */
+export const rateLimitsPurge: PurgeStep = async (ex, workspaceUuid) => {
+  const result = await ex
+    .deleteFrom('rate_limits')
+    .where('scope', '=', workspaceScope(workspaceUuid))
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+};

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
 import { createSecretBox } from '../../src/lib/crypto.js';
+import { agentsRepo } from '../../src/modules/agents/agents-repo.js';
 import { createProvidersModule } from '../../src/modules/providers/providers-module.js';
 import { routesRepo } from '../../src/modules/spotlight/routes/routes-repo.js';
 import { call, type TestApp } from './app.js';
@@ -818,6 +819,7 @@ async function createContextModelCall(t: TestApp, user: TestUser) {
     runtime: t.runtime,
     box: createSecretBox(t.runtime.secrets.encryptionKey),
     routesNaming: routesRepo.namingCredential,
+    agentsUsing: agentsRepo.namesUsingCredential,
   }).service;
   const credentialName = `context-${randomUUID().slice(0, 8)}`;
   const credential = await providers.create(actingAs(user), {
@@ -853,6 +855,7 @@ async function createContextModelRoute(t: TestApp, user: TestUser): Promise<stri
     runtime: t.runtime,
     box: createSecretBox(t.runtime.secrets.encryptionKey),
     routesNaming: routesRepo.namingCredential,
+    agentsUsing: agentsRepo.namesUsingCredential,
   }).service;
   const credential = await providers.create(actingAs(user), {
     name: `route-target-${randomUUID().slice(0, 8)}`,

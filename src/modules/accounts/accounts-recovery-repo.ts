@@ -4,20 +4,12 @@ import type { Executor } from '../../db/connect.js';
 import { withDbErrors } from '../../db/errors.js';
 import { lockRows } from '../../db/transactions.js';
 import { announceCredentialChange } from './credential-changes.js';
+import { membershipsRepo } from './memberships-repo.js';
 
 export type LinkTable = 'email_verifications' | 'password_resets';
 
 /** Tables keyed by user without a foreign key to `users` (the rest go with the user by cascade). */
 /** Rows of a workspace that its deletion does not cascade to. */
-const OWNED_WITHOUT_CASCADE = [
-  'idempotency_keys',
-  'telemetry_spans',
-  'telemetry_logs',
-  'spotlight_calls',
-  'spotlight_spend',
-  'spotlight_budgets',
-  'audit_log',
-] as const;
 
 export const recoveryRepo = {
   /** The user with this (normalised) e-mail, locked until the transaction ends (PostgreSQL). */
@@ -91,19 +83,18 @@ export const recoveryRepo = {
         .limit(limit)
         .execute(),
     );
-    for (const { uuid } of rows) await recoveryRepo.deleteUser(ex, uuid);
+    // Marked deleted as of the cutoff: only the order of the purge reads it.
+    for (const { uuid } of rows) await recoveryRepo.deleteUser(ex, uuid, before);
     return rows.length;
   },
 
   /**
-   * Deletes the user, their personal workspace (whose uuid is theirs) with everything in it, their
-   * memberships elsewhere and the keys they made there; announces it so their credentials stop at once.
+   * Deletes the user, their memberships and the keys they made; marks their personal workspace
+   * (whose uuid is theirs) deleted at `at`, so that the background purge removes everything in it
+   * by the same rule as any deleted workspace. Announces it so their credentials stop at once.
    */
-  async deleteUser(ex: Executor, uuid: string): Promise<void> {
-    for (const table of OWNED_WITHOUT_CASCADE) {
-      await withDbErrors(ex.deleteFrom(table).where('workspace_uuid', '=', uuid).execute());
-    }
-    await withDbErrors(ex.deleteFrom('workspaces').where('uuid', '=', uuid).execute());
+  async deleteUser(ex: Executor, uuid: string, at: string): Promise<void> {
+    await membershipsRepo.markPersonalDeleted(ex, uuid, at);
     await withDbErrors(ex.deleteFrom('users').where('uuid', '=', uuid).execute());
     await announceCredentialChange(ex, uuid);
   },

@@ -203,7 +203,7 @@ export function createRecoveryService(deps: RecoveryDeps) {
           );
         }
         await membershipsRepo.deleteSoloWorkspaces(trx, user.uuid, now());
-        await links.deleteUser(trx, user.uuid);
+        await links.deleteUser(trx, user.uuid, now());
       });
       changed(user.uuid);
       return { uuid: user.uuid, email: user.email, deleted: true };

@@ -97,6 +97,19 @@ export const membershipsRepo = {
     );
   },
 
+  /** Marks the user's personal workspace (its uuid is the user's) deleted, for the background purge. */
+  async markPersonalDeleted(ex: Executor, userUuid: string, at: string): Promise<void> {
+    await withDbErrors(
+      ex
+        .updateTable('workspaces')
+        .set({ deleted_at: at, updated_at: at })
+        .where('uuid', '=', userUuid)
+        .where('personal', '=', 1)
+        .where('deleted_at', 'is', null)
+        .execute(),
+    );
+  },
+
   /** A user's personal workspace (its uuid is the user's), with the user as owner. */
   async insertPersonal(ex: Executor, userUuid: string, createdAt: string): Promise<void> {
     await withDbErrors(

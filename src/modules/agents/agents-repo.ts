@@ -147,6 +147,51 @@ export const agentsRepo = {
     return rows.map((r) => ({ name: r.name, runtime: fromDbJson<Runtime>(r.runtime) }));
   },
 
+  /** The runtime type of each of these agents (deleted ones included). */
+  async runtimeTypes(ex: Executor, agentUuids: string[]): Promise<Array<{ uuid: string; type: Runtime['type'] }>> {
+    if (agentUuids.length === 0) return [];
+    const rows = await withDbErrors(
+      ex.selectFrom('agents').select(['uuid', 'runtime']).where('uuid', 'in', agentUuids).execute(),
+    );
+    return rows.map((r) => ({ uuid: r.uuid, type: fromDbJson<Runtime>(r.runtime).type }));
+  },
+
+  /** An agent's runtime as stored (deleted agents included), or undefined. */
+  async runtimeOf(ex: Executor, agentUuid: string): Promise<Runtime | undefined> {
+    const row = await withDbErrors(
+      ex.selectFrom('agents').select('runtime').where('uuid', '=', agentUuid).executeTakeFirst(),
+    );
+    return row && fromDbJson<Runtime>(row.runtime);
+  },
+
+  /** Names of the workspace's live agents whose runtime uses this provider credential (it cannot be deleted). */
+  async namesUsingCredential(ex: Executor, workspaceUuid: string, credentialUuid: string): Promise<string[]> {
+    const agents = await agentsRepo.liveRuntimes(ex, workspaceUuid);
+    return agents
+      .filter(
+        (a) =>
+          (a.runtime as { provider_credential_uuid?: unknown } | null)?.provider_credential_uuid === credentialUuid,
+      )
+      .map((a) => a.name);
+  },
+
+  /** Every agent's stored runtime, deleted agents included (`taskhook secret reseal`). */
+  async allRuntimes(ex: Executor): Promise<Array<{ uuid: string; runtime: unknown }>> {
+    const rows = await withDbErrors(ex.selectFrom('agents').select(['uuid', 'runtime']).execute());
+    return rows.map((r) => ({ uuid: r.uuid, runtime: fromDbJson<unknown>(r.runtime) }));
+  },
+
+  /** Stores an agent's runtime as given (its header values re-sealed: `taskhook secret reseal`). */
+  async replaceRuntime(ex: Executor, uuid: string, runtime: unknown): Promise<void> {
+    await withDbErrors(
+      ex
+        .updateTable('agents')
+        .set({ runtime: toDbJson(runtime) })
+        .where('uuid', '=', uuid)
+        .execute(),
+    );
+  },
+
   async markDeleted(ex: Executor, workspaceUuid: string, uuid: string, now: string): Promise<boolean> {
     await agentChanges.announce(ex, uuid);
     const result = await withDbErrors(

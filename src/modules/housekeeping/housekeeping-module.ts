@@ -4,15 +4,19 @@ import type { Executor } from '../../db/connect.js';
 import { createLoop } from '../../lib/loop.js';
 import { iso } from '../../lib/time.js';
 import type { ProcessDeps } from '../../process-deps.js';
+import { deleteExpiredMessageIds } from '../a2a-server/a2a-purge.js';
 import { recoveryRepo } from '../accounts/accounts-recovery-repo.js';
+import { agentsPurge } from '../agents/agents-purge.js';
 import { auditRepo } from '../audit/audit-repo.js';
 import { createSpendSweep } from '../spotlight/budgets/spend-sweep.js';
 import { callsRepo } from '../spotlight/usage/calls-repo.js';
 import { idempotencyRepo } from '../tasks/submit/idempotency-repo.js';
 import { taskQueries } from '../tasks/task-queries.js';
 import { telemetryRepo } from '../telemetry/telemetry-repo.js';
+import { deleteOldDeliveries } from '../triggers/triggers-purge.js';
+import { workspacesPurge } from '../workspaces/workspaces-purge.js';
 import { createHousekeepingRepo } from './housekeeping-repo.js';
-import { deletedWorkspaces, type PurgeStep, purgeWorkspaceRow, WORKSPACE_PURGE_STEPS } from './workspace-purge.js';
+import { AGENT_STEPS, WORKSPACE_STEPS } from './workspace-purge.js';
 
 const DAY_MS = 86_400_000;
 /** Rows per statement: small enough that one batch holds SQLite's writer for a few milliseconds. */
@@ -101,31 +105,50 @@ export function createHousekeepingModule(deps: {
     return { total, finished: false };
   }
 
+  /** Runs `steps` for `owner` until each is done; false when one is not finished this round, null when locked out. */
+  async function drainAll(
+    steps: ReadonlyArray<readonly [string, (ex: Executor, owner: string, limit: number) => Promise<number>]>,
+    owner: string,
+    count: { rows: number },
+  ): Promise<boolean | null> {
+    for (const [, step] of steps) {
+      const done = await drain((ex) => step(ex, owner, batchSize));
+      if (done === null) return null;
+      count.rows += done.total;
+      if (!done.finished) return false;
+    }
+    return true;
+  }
+
   /**
-   * Deletes the rows of deleted workspaces, kind by kind (children first), then each workspace's
-   * own row once nothing of it is left. A workspace not finished this round goes on in the next.
+   * Deletes the rows of deleted workspaces through the rooms' purge steps (see workspace-purge.ts):
+   * agent by agent, then the workspace's other rows, then its own row once nothing of it is left.
+   * A workspace not finished this round goes on in the next.
    */
   async function purgeDeleted(): Promise<{ rows: number; workspaces: number } | null> {
-    const steps: PurgeStep[] = [...WORKSPACE_PURGE_STEPS.map(([, step]) => step), auditRepo.purgeWorkspace];
-    let rows = 0;
+    const count = { rows: 0 };
     let workspaces = 0;
-    for (const workspaceUuid of await deletedWorkspaces(db.kysely, PURGE_WORKSPACES_PER_ROUND)) {
-      let finished = true;
-      for (const step of steps) {
-        const done = await drain((ex) => step(ex, workspaceUuid, batchSize));
-        if (done === null) return null;
-        rows += done.total;
-        if (!done.finished) {
-          finished = false;
-          break;
+    for (const workspaceUuid of await workspacesPurge.deletedWorkspaces(db.kysely, PURGE_WORKSPACES_PER_ROUND)) {
+      let finished: boolean | null = true;
+      agents: for (;;) {
+        const agents = await agentsPurge.agentsOf(db.kysely, workspaceUuid, batchSize);
+        for (const agentUuid of agents) {
+          finished = stopped ? false : await drainAll(AGENT_STEPS, agentUuid, count);
+          if (finished !== true) break agents;
+          const gone = await batch((ex) => agentsPurge.deleteAgent(ex, agentUuid));
+          if (gone === null) return null;
+          count.rows += gone;
         }
+        if (agents.length < batchSize) break;
       }
+      if (finished === true) finished = await drainAll(WORKSPACE_STEPS, workspaceUuid, count);
+      if (finished === null) return null;
       if (!finished || stopped) continue;
-      const gone = await batch((ex) => purgeWorkspaceRow(ex, workspaceUuid));
+      const gone = await batch((ex) => workspacesPurge.deleteRow(ex, workspaceUuid));
       if (gone === null) return null;
       workspaces += gone;
     }
-    return { rows, workspaces };
+    return { rows: count.rows, workspaces };
   }
 
   /** The kinds of old row, each with its cutoff at `now`. */
@@ -134,9 +157,9 @@ export function createHousekeepingModule(deps: {
     const daysAgo = (days: number) => iso(now - days * DAY_MS);
     return {
       tasks: [taskQueries.deleteFinished, daysAgo(config.retentionDays)],
-      triggerDeliveries: [repo.deleteTriggerDeliveries, daysAgo(config.retentionDays)],
+      triggerDeliveries: [deleteOldDeliveries, daysAgo(config.retentionDays)],
       idempotencyKeys: [idempotencyRepo.deleteExpired, iso(now)],
-      a2aMessageIds: [repo.deleteExpiredA2aMessageIds, iso(now)],
+      a2aMessageIds: [deleteExpiredMessageIds, iso(now)],
       telemetrySpans: [telemetryRepo.deleteExpiredSpans, daysAgo(config.telemetryRetentionDays)],
       telemetryLogs: [telemetryRepo.deleteExpiredLogs, daysAgo(config.telemetryRetentionDays)],
       spotlightCalls: [callsRepo.deleteExpiredCalls, daysAgo(config.spotlightRetentionDays)],

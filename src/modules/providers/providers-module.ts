@@ -13,6 +13,8 @@ export function createProvidersModule(deps: {
   box: SecretBox;
   /** Names of the workspace's fallback routes that have a credential as a target. */
   routesNaming: (ex: Executor, workspaceUuid: string, credentialUuid: string) => Promise<string[]>;
+  /** Names of the workspace's live agents whose runtime uses a credential (the agents room's). */
+  agentsUsing: (ex: Executor, workspaceUuid: string, credentialUuid: string) => Promise<string[]>;
 }) {
   const service = createProvidersService({
     db: deps.runtime.db,
@@ -21,6 +23,7 @@ export function createProvidersModule(deps: {
     clock: deps.runtime.clock,
     outbound: { allowPrivate: deps.config.allowPrivateUrls, lookup: deps.runtime.lookup },
     routesNaming: deps.routesNaming,
+    agentsUsing: deps.agentsUsing,
   });
   return { service, routes: providersRoutes(service) };
 }

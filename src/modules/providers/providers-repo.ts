@@ -2,7 +2,6 @@ import type { Selectable } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import type { ProviderCredentialsTable } from '../../db/database.js';
 import { withDbErrors } from '../../db/errors.js';
-import { fromDbJson } from '../../db/json.js';
 
 export interface CredentialRow {
   uuid: string;
@@ -131,27 +130,6 @@ export const providersRepo = {
     return withDbErrors(
       ex.updateTable('provider_credentials').set({ last_used_at: at }).where('uuid', '=', uuid).execute(),
     );
-  },
-
-  /**
-   * Names of the user's live agents whose runtime uses this credential. The runtime is the agents
-   * module's JSON column, read here only to keep a credential in use from being deleted.
-   */
-  async agentsUsing(ex: Executor, workspaceUuid: string, credentialUuid: string): Promise<string[]> {
-    const rows = await withDbErrors(
-      ex
-        .selectFrom('agents')
-        .select(['name', 'runtime'])
-        .where('workspace_uuid', '=', workspaceUuid)
-        .where('deleted_at', 'is', null)
-        .execute(),
-    );
-    return rows
-      .filter(
-        (r) =>
-          fromDbJson<{ provider_credential_uuid?: unknown }>(r.runtime)?.provider_credential_uuid === credentialUuid,
-      )
-      .map((r) => r.name);
   },
 };
 

@@ -48,6 +48,8 @@ export function createProvidersService(deps: {
    * proxy's, given by the app: that room sits above this one). A credential in use is not deleted.
    */
   routesNaming: (ex: Executor, workspaceUuid: string, credentialUuid: string) => Promise<string[]>;
+  /** Names of the workspace's live agents whose runtime uses this credential (given by the app). */
+  agentsUsing: (ex: Executor, workspaceUuid: string, credentialUuid: string) => Promise<string[]>;
 }) {
   const { db, repo } = deps;
   const now = () => iso(deps.clock.now());
@@ -181,7 +183,7 @@ export function createProvidersService(deps: {
       const { workspaceUuid } = acting;
       await db.transaction(async (trx) => {
         const { name } = await requireOwned(workspaceUuid, uuid, trx);
-        const agents = await repo.agentsUsing(trx, workspaceUuid, uuid);
+        const agents = await deps.agentsUsing(trx, workspaceUuid, uuid);
         if (agents.length > 0) {
           throw new AppError(
             'CREDENTIAL_IN_USE',

@@ -5,11 +5,11 @@ import type { Log } from '../../lib/log.js';
 import { createLoop } from '../../lib/loop.js';
 import type { Notifier } from '../../lib/notifier.js';
 import type { Clock } from '../../lib/time.js';
+import { agentsRepo } from '../agents/agents-repo.js';
 import type { Runtime } from '../agents/runtime-schemas.js';
 import type { Lifecycle } from '../tasks/lifecycle/lifecycle.js';
 import type { QueueRepo, WaitingAgent } from '../tasks/queue/queue-repo.js';
 import type { TaskRecord } from '../tasks/tasks-record.js';
-import { runtimesRepo } from './runtimes-repo.js';
 import { ABORT, type TaskRunner } from './task-runner.js';
 
 /** The internal lease of a task the service runs; renewed every third of it while the call runs. */
@@ -109,7 +109,7 @@ export function createPushDispatcher(deps: {
     if (asked.size > 0) {
       if (workerUntil.size > 10_000) workerUntil.clear();
       const until = deps.clock.now() + WORKER_MEMORY_MS;
-      for (const { uuid, type } of await runtimesRepo.runtimeTypes(db.kysely, [...asked].slice(0, 500))) {
+      for (const { uuid, type } of await agentsRepo.runtimeTypes(db.kysely, [...asked].slice(0, 500))) {
         if (!deps.isPush(type)) workerUntil.set(uuid, until);
       }
     }

@@ -8,6 +8,7 @@ import { createFairOutboundDispatcher } from '../../lib/outbound.js';
 import type { FairOutbound } from '../../lib/outbound-fair.js';
 import type { ProcessDeps } from '../../process-deps.js';
 import type { AccountsService } from '../accounts/accounts-service.js';
+import { agentsRepo } from '../agents/agents-repo.js';
 import { openRuntimeHeaders } from '../agents/runtime-headers.js';
 import type { ProxyService } from '../spotlight/proxy/proxy-service.js';
 import type { TaskChangeEvent } from '../tasks/lifecycle/tasks-writer.js';
@@ -88,7 +89,7 @@ export function createRuntimesModule(deps: {
     const run = await runtimesRepo.takeRun(trx, task.uuid);
     const stopped = operation === 'cancel' || operation === 'timeout';
     if (!run || !stopped || !before.leaseExpiresAt || run.acceptedLeaseId !== before.leaseId) return;
-    const stored = await runtimesRepo.runtimeOf(trx, task.agentUuid);
+    const stored = await agentsRepo.runtimeOf(trx, task.agentUuid);
     const push = stored && runtimes[stored.type];
     if (!stored || !push?.cancelled) return;
     const held = { ...task, leaseId: before.leaseId };

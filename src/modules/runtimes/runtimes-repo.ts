@@ -1,7 +1,6 @@
 import type { Executor } from '../../db/connect.js';
 import { withDbErrors } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
-import type { Runtime } from '../agents/runtime-schemas.js';
 
 /** What a push runtime keeps about a task between runs. */
 export interface PushRunRow {
@@ -10,8 +9,8 @@ export interface PushRunRow {
 }
 
 /**
- * The push runs table (state kept between runs, the lease an http agent accepted) and the agents'
- * runtimes as stored. What the dispatcher reads of tasks it asks the tasks room (`queue-repo.ts`).
+ * The push runs table (state kept between runs, the lease an http agent accepted). What the
+ * dispatcher reads of tasks it asks the tasks room (`queue-repo.ts`), of agents the agents room.
  */
 export const runtimesRepo = {
   /** The push run row of a task, or null. */
@@ -56,22 +55,5 @@ export const runtimesRepo = {
     const row = await runtimesRepo.findRun(ex, taskUuid);
     if (row) await withDbErrors(ex.deleteFrom('push_runs').where('task_uuid', '=', taskUuid).execute());
     return row;
-  },
-
-  /** The runtime type of each of these agents (deleted ones included). */
-  async runtimeTypes(ex: Executor, agentUuids: string[]): Promise<Array<{ uuid: string; type: Runtime['type'] }>> {
-    if (agentUuids.length === 0) return [];
-    const rows = await withDbErrors(
-      ex.selectFrom('agents').select(['uuid', 'runtime']).where('uuid', 'in', agentUuids).execute(),
-    );
-    return rows.map((r) => ({ uuid: r.uuid, type: fromDbJson<Runtime>(r.runtime).type }));
-  },
-
-  /** An agent's runtime as stored (deleted agents included), or undefined. */
-  async runtimeOf(ex: Executor, agentUuid: string): Promise<Runtime | undefined> {
-    const row = await withDbErrors(
-      ex.selectFrom('agents').select('runtime').where('uuid', '=', agentUuid).executeTakeFirst(),
-    );
-    return row && fromDbJson<Runtime>(row.runtime);
   },
 };

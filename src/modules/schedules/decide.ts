@@ -4,8 +4,7 @@ import { iso } from '../../lib/time.js';
 import type { AgentRow } from '../agents/agents-repo.js';
 import type { AgentsService } from '../agents/agents-service.js';
 import type { TaskSubmitter } from '../tasks/submit/task-submitter.js';
-import { FINAL_STATUSES } from '../tasks/tasks-fns.js';
-import { tasksRepo } from '../tasks/tasks-repo.js';
+import { taskQueries } from '../tasks/task-queries.js';
 import { MAX_MESSAGE_CHARS } from '../tasks/tasks-schemas.js';
 import { renderMessage } from './message-fns.js';
 import { messageValues } from './schedule-fns.js';
@@ -77,12 +76,12 @@ export function createDecisions(deps: DecideDeps) {
         if (agent?.status !== 'active' || !pending.task) reason = 'agent_unavailable';
       }
       if (!reason && current.overlap === 'skip' && current.lastTaskUuid) {
-        const last = await tasksRepo.findTask(trx, {
+        const open = await taskQueries.isOpen(trx, {
           workspaceUuid: current.workspaceUuid,
           agentUuid: current.agentUuid,
           taskUuid: current.lastTaskUuid,
         });
-        if (last && !FINAL_STATUSES.has(last.status)) reason = 'overlap';
+        if (open) reason = 'overlap';
       }
       const task = reason ? null : pending.task?.task;
       const run: RunRow = { ...pending.run, skippedReason: reason, taskUuid: task?.uuid ?? null };

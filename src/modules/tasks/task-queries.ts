@@ -63,6 +63,23 @@ export const taskQueries = {
     );
   },
 
+  /**
+   * The schedules' overlap rule: true when the agent's task (of this workspace) exists and has not
+   * finished yet.
+   */
+  async isOpen(ex: Executor, key: { workspaceUuid: string; agentUuid: string; taskUuid: string }): Promise<boolean> {
+    const row = await withDbErrors(
+      ex
+        .selectFrom('tasks')
+        .select('status')
+        .where('uuid', '=', key.taskUuid)
+        .where('agent_uuid', '=', key.agentUuid)
+        .where('workspace_uuid', '=', key.workspaceUuid)
+        .executeTakeFirst(),
+    );
+    return row !== undefined && !FINAL_STATUSES.has(row.status as TaskStatus);
+  },
+
   /** Which of these task uuids still exist (the model proxy forgets the spend of the others). */
   async existing(ex: Executor, taskUuids: readonly string[]): Promise<Set<string>> {
     if (taskUuids.length === 0) return new Set();

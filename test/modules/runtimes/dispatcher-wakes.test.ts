@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { runtimesRepo } from '../../../src/modules/runtimes/runtimes-repo.js';
+import { agentsRepo } from '../../../src/modules/agents/agents-repo.js';
 import { queueRepo } from '../../../src/modules/tasks/queue/queue-repo.js';
 import { buildTestApp, type TestApp } from '../../helpers/app.js';
 import { DATABASES } from '../../helpers/databases.js';
@@ -24,7 +24,7 @@ describe.each(DATABASES)('push dispatcher wake-ups on $name', (database) => {
     const user = await createUser(t);
     const agent = (await createAgent(t, user)).uuid;
     const looks = vi.spyOn(queueRepo, 'agentsWithWork');
-    const lookups = vi.spyOn(runtimesRepo, 'runtimeTypes');
+    const lookups = vi.spyOn(agentsRepo, 'runtimeTypes');
     try {
       await submitTask(t, user, agent);
       await vi.waitFor(() => expect(lookups).toHaveBeenCalled());

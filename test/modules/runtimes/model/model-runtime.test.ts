@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSecretBox } from '../../../../src/lib/crypto.js';
+import { agentsRepo } from '../../../../src/modules/agents/agents-repo.js';
 import { createProvidersModule } from '../../../../src/modules/providers/providers-module.js';
 import { createModelRuntime, type ModelRun } from '../../../../src/modules/runtimes/model/model-runtime.js';
 import { routesRepo } from '../../../../src/modules/spotlight/routes/routes-repo.js';
@@ -36,6 +37,7 @@ describe.each(DATABASES)('the model runtime on $name', (database) => {
       runtime: t.runtime,
       box,
       routesNaming: routesRepo.namingCredential,
+      agentsUsing: agentsRepo.namesUsingCredential,
     }).service;
     const spotlight = createSpotlightModule({ config: t.config, runtime: t.runtime, providers });
     closeSpotlight = spotlight.close;
