@@ -169,7 +169,7 @@ export async function buildApp(
   const telemetry = createTelemetryModule({
     config,
     runtime,
-    agentName: (userUuid, agentUuid) => agents.service.get(userUuid, agentUuid).then((agent) => agent.name),
+    agentName: (workspaceUuid, agentUuid) => agents.service.get(workspaceUuid, agentUuid).then((agent) => agent.name),
     events,
   });
   const metrics = createMetricsModule({ config, runtime, events });
@@ -223,7 +223,7 @@ export async function buildApp(
   await app.register(workspaces.routes);
   await app.register(createAuditModule({ config, runtime }).routes);
   // Every agent as an A2A agent, over the tasks service. Its blocking sends and streams each take a
-  // slot of the user's caps on waits and streams (`acquireConnection`).
+  // slot of the workspace's caps on waits and streams (`acquireConnection`).
   const a2aServer = createA2aServerModule({
     config,
     runtime,

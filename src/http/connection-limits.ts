@@ -28,15 +28,15 @@ export function createConnectionLimits(overrides: Readonly<Partial<Record<Connec
 
   return {
     /**
-     * Takes one slot of `kind` for the user; call the returned function (once; later calls do
+     * Takes one slot of `kind` for the workspace; call the returned function (once; later calls do
      * nothing) when the stream or wait ends.
-     * @throws AppError 429 LIMIT_EXCEEDED when the user already holds the limit.
+     * @throws AppError 429 LIMIT_EXCEEDED when the workspace already holds the limit.
      */
     acquire(workspaceUuid: string, kind: ConnectionKind): () => void {
       const key = `${kind}:${workspaceUuid}`;
       const held = counts.get(key) ?? 0;
       if (held >= limits[kind]) {
-        const message = `At most ${limits[kind]} ${WHAT[kind]} per user at once: close one first`;
+        const message = `At most ${limits[kind]} ${WHAT[kind]} per workspace at once: close one first`;
         throw new AppError('LIMIT_EXCEEDED', message, undefined, 429);
       }
       counts.set(key, held + 1);

@@ -3,11 +3,11 @@ import { CONNECTION_LIMITS, createConnectionLimits } from '../../src/http/connec
 import { AppError } from '../../src/http/errors.js';
 
 describe('connection limits', () => {
-  it('are 50 streams and 100 waits per user by default', () => {
+  it('are 50 streams and 100 waits per workspace by default', () => {
     expect(CONNECTION_LIMITS).toEqual({ stream: 50, wait: 100, proxy: 32 });
   });
 
-  it('refuses one more than the limit with 429 LIMIT_EXCEEDED, per user and per kind', () => {
+  it('refuses one more than the limit with 429 LIMIT_EXCEEDED, per workspace and per kind', () => {
     const limits = createConnectionLimits({ stream: 2, wait: 1 });
     const releases = [limits.acquire('u1', 'stream'), limits.acquire('u1', 'stream')];
     let refused: unknown;
@@ -18,11 +18,11 @@ describe('connection limits', () => {
     }
     expect(refused).toBeInstanceOf(AppError);
     expect(refused).toMatchObject({ code: 'LIMIT_EXCEEDED', status: 429 });
-    expect((refused as Error).message).toBe('At most 2 open event streams per user at once: close one first');
+    expect((refused as Error).message).toBe('At most 2 open event streams per workspace at once: close one first');
     // Another user, and another kind, are counted apart.
     expect(() => limits.acquire('u2', 'stream')).not.toThrow();
     expect(() => limits.acquire('u1', 'wait')).not.toThrow();
-    expect(() => limits.acquire('u1', 'wait')).toThrow('At most 1 waiting requests per user');
+    expect(() => limits.acquire('u1', 'wait')).toThrow('At most 1 waiting requests per workspace');
     expect(limits.held('u1', 'stream')).toBe(2);
 
     releases[0]?.();

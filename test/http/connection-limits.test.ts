@@ -13,7 +13,7 @@ import { submitTask, workerHeaders } from '../helpers/tasks.js';
  * affected, and a slot frees when its connection ends.
  */
 
-describe.each(DATABASES)('open streams and waiting claims per user on $name', (database) => {
+describe.each(DATABASES)('open streams and waiting claims per workspace on $name', (database) => {
   let t: TestApp;
   let base: string;
   const controllers: AbortController[] = [];

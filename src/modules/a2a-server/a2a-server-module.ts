@@ -13,7 +13,7 @@ import { createA2aServerService } from './a2a-server-service.js';
 /**
  * Every agent served as an A2A v1.0 agent: its card and a JSON-RPC endpoint over the tasks
  * service. `acquireConnection` counts blocking sends as waits and A2A streams as streams
- * against the user's caps; without it nothing is capped.
+ * against the workspace's caps; without it nothing is capped.
  */
 export function createA2aServerModule(deps: {
   config: Config;

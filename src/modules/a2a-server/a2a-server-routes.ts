@@ -134,7 +134,7 @@ export function a2aServerRoutes(deps: {
         return sendMessage(reply, agent, workspaceUuid, parseSendParams(rpc.params));
       case 'SendStreamingMessage': {
         const p = parseSendParams(rpc.params);
-        // Counted against the user's streams from before anything is written.
+        // Counted against the workspace's streams from before anything is written.
         const release = deps.acquire(workspaceUuid, 'stream');
         let sent: TaskRecord;
         try {
@@ -178,7 +178,7 @@ export function a2aServerRoutes(deps: {
     if (p.returnImmediately) {
       return { task: await service.a2aTask(await service.send(agent, workspaceUuid, p), p.historyLength) };
     }
-    // A blocking send counts as a wait for the user's cap, from before anything is written.
+    // A blocking send counts as a wait for the workspace's cap, from before anything is written.
     const release = deps.acquire(workspaceUuid, 'wait');
     try {
       const stop = AbortSignal.any([hangUp(reply), closing.signal]);

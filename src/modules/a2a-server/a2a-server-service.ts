@@ -108,7 +108,7 @@ export function createA2aServerService(deps: {
   });
 
   return {
-    /** @throws AppError NOT_FOUND (HTTP 404) unless the agent is the user's. */
+    /** @throws AppError NOT_FOUND (HTTP 404) unless the agent is the workspace's. */
     agent: (workspaceUuid: string, agentUuid: string) => deps.agents.requireOwned(workspaceUuid, agentUuid),
 
     card: (agent: AgentRow) => agentCard(agent, deps.publicUrl),

@@ -69,7 +69,7 @@ export const agentsRepo = {
     );
   },
 
-  /** The user's live agent, or undefined when it does not exist, is deleted or is someone else's. */
+  /** The workspace's live agent, or undefined when it does not exist, is deleted or is another workspace's. */
   async findOwned(ex: Executor, workspaceUuid: string, uuid: string): Promise<AgentRow | undefined> {
     const [row] = await withDbErrors(ownedAgent(ex, uuid, workspaceUuid));
     return row && toAgent(row);

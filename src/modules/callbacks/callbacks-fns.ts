@@ -11,13 +11,13 @@ export const ANNOUNCED_STATUSES: ReadonlySet<string> = new Set(TASK_STATUSES.fil
 
 /**
  * Which of the due deliveries (oldest first) to send now: at most `room` in all and at most
- * `perUser` in flight per account, counting `held` (the account's attempts already in flight).
- * `full` names the accounts that have no slot left, so the next look can skip their deliveries.
+ * `perWorkspace` in flight per workspace, counting `held` (the workspace's attempts already in flight).
+ * `full` names the workspaces that have no slot left, so the next look can skip their deliveries.
  */
 export function pickFair<T extends { workspaceUuid: string }>(
   due: readonly T[],
   held: ReadonlyMap<string, number>,
-  perUser: number,
+  perWorkspace: number,
   room: number,
 ): { take: T[]; full: string[] } {
   const counts = new Map(held);
@@ -26,13 +26,13 @@ export function pickFair<T extends { workspaceUuid: string }>(
   for (const row of due) {
     if (take.length >= room) break;
     const count = counts.get(row.workspaceUuid) ?? 0;
-    if (count >= perUser) {
+    if (count >= perWorkspace) {
       full.add(row.workspaceUuid);
       continue;
     }
     take.push(row);
     counts.set(row.workspaceUuid, count + 1);
-    if (count + 1 >= perUser) full.add(row.workspaceUuid);
+    if (count + 1 >= perWorkspace) full.add(row.workspaceUuid);
   }
   return { take, full: [...full] };
 }

@@ -54,7 +54,7 @@ export function createCallbackSender(deps: {
   const { db, repo } = deps;
   const leaseMs = deps.timeoutMs + 5000;
   let inFlight = 0;
-  const inFlightByUser = new Map<string, number>();
+  const inFlightByWorkspace = new Map<string, number>();
   let stopped = true;
   const sending = new Set<Promise<void>>();
 
@@ -163,7 +163,7 @@ export function createCallbackSender(deps: {
   function claimFair(room: number): Promise<CallbackRow[]> {
     const nowMs = deps.clock.now();
     return db.transaction(async (trx) => {
-      const held = new Map(inFlightByUser);
+      const held = new Map(inFlightByWorkspace);
       const skip = new Set([...held].filter(([, n]) => n >= deps.perAccount).map(([user]) => user));
       const chosen: CallbackRow[] = [];
       for (let look = 0; look < MAX_LOOKS && chosen.length < room; look++) {
@@ -187,9 +187,9 @@ export function createCallbackSender(deps: {
   }
 
   function count(workspaceUuid: string, delta: number) {
-    const n = (inFlightByUser.get(workspaceUuid) ?? 0) + delta;
-    if (n > 0) inFlightByUser.set(workspaceUuid, n);
-    else inFlightByUser.delete(workspaceUuid);
+    const n = (inFlightByWorkspace.get(workspaceUuid) ?? 0) + delta;
+    if (n > 0) inFlightByWorkspace.set(workspaceUuid, n);
+    else inFlightByWorkspace.delete(workspaceUuid);
   }
 
   /** Sends what is due while there is room; goes on while each look fills every free slot. */

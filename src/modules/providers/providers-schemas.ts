@@ -1,12 +1,12 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { StrictObject, TimestampSchema, UuidSchema } from '../../http/common-schemas.js';
 
-export const MAX_CREDENTIALS_PER_USER = 100;
+export const MAX_CREDENTIALS_PER_WORKSPACE = 100;
 
 const Name = Type.String({
   pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$',
   description:
-    'Letters, digits, ".", "_" and "-", starting with a letter or digit, at most 64 characters; unique per user. It is the model prefix of the proxy (`<name>/<model>`).',
+    'Letters, digits, ".", "_" and "-", starting with a letter or digit, at most 64 characters; unique per workspace. It is the model prefix of the proxy (`<name>/<model>`).',
 });
 const ApiKey = Type.String({
   minLength: 1,

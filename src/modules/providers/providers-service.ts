@@ -12,7 +12,7 @@ import type { CredentialRow, ProvidersRepo } from './providers-repo.js';
 import {
   type CreateCredentialInput,
   type CredentialView,
-  MAX_CREDENTIALS_PER_USER,
+  MAX_CREDENTIALS_PER_WORKSPACE,
   type PatchCredentialInput,
 } from './providers-schemas.js';
 
@@ -114,8 +114,8 @@ export function createProvidersService(deps: {
       try {
         await db.transaction(async (trx) => {
           if (db.dialect === 'postgres') await repo.lockOwner(trx, workspaceUuid);
-          if ((await repo.count(trx, workspaceUuid)) >= MAX_CREDENTIALS_PER_USER) {
-            throw invalid('provider_credentials', `at most ${MAX_CREDENTIALS_PER_USER} per user`);
+          if ((await repo.count(trx, workspaceUuid)) >= MAX_CREDENTIALS_PER_WORKSPACE) {
+            throw invalid('provider_credentials', `at most ${MAX_CREDENTIALS_PER_WORKSPACE} per workspace`);
           }
           await repo.insert(trx, row);
           await recordAudit(trx, acting, {
@@ -206,7 +206,7 @@ export function createProvidersService(deps: {
       });
     },
 
-    /** The credential with this uuid or name among the user's, opened; undefined when none. */
+    /** The credential with this uuid or name among the workspace's, opened; undefined when none. */
     async resolve(workspaceUuid: string, uuidOrName: string): Promise<OpenedCredential | undefined> {
       const byUuid = /^[0-9a-f-]{36}$/i.test(uuidOrName)
         ? await repo.findOwned(db.kysely, workspaceUuid, uuidOrName)

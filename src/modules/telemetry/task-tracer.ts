@@ -130,7 +130,7 @@ export function spansOfChange(event: Pick<TracedChange, 'operation' | 'before' |
 
 /**
  * Records the service's own spans of tasks, best-effort: spans are queued after the change
- * commits and written in one batch per user on the next turn of the event loop, so tracing never
+ * commits and written in one batch per workspace on the next turn of the event loop, so tracing never
  * fails or slows a request; a write that fails is logged and dropped.
  */
 export function createTaskTracer(deps: {
@@ -166,13 +166,13 @@ export function createTaskTracer(deps: {
   }
 
   async function write(batch: typeof queue) {
-    const byUser = new Map<string, ServiceSpan[]>();
+    const byWorkspace = new Map<string, ServiceSpan[]>();
     for (const { workspaceUuid, spans } of batch) {
-      const list = byUser.get(workspaceUuid);
+      const list = byWorkspace.get(workspaceUuid);
       if (list) list.push(...spans);
-      else byUser.set(workspaceUuid, [...spans]);
+      else byWorkspace.set(workspaceUuid, [...spans]);
     }
-    for (const [workspaceUuid, spans] of byUser) {
+    for (const [workspaceUuid, spans] of byWorkspace) {
       try {
         await deps.record(workspaceUuid, await named(workspaceUuid, spans));
       } catch (err) {

@@ -114,7 +114,7 @@ export const telemetryRepo = {
   /**
    * Every live span of the given traces, in start order. Sorted here, not by the query: asked for
    * that order, SQLite's planner walks every span of the user in the start index instead of
-   * looking the traces up by key, so fetching one trace grew with the user's whole history.
+   * looking the traces up by key, so fetching one trace grew with the workspace's whole history.
    */
   async spansOfTraces(ex: Executor, workspaceUuid: string, traceIds: string[], cutoff: string): Promise<SpanRow[]> {
     if (traceIds.length === 0) return [];
@@ -151,7 +151,7 @@ export const telemetryRepo = {
     return rows.map(spanFromRow);
   },
 
-  /** The user's live spans plus log records, counting no further than `upTo` of each. */
+  /** The workspace's live spans plus log records, counting no further than `upTo` of each. */
   async countLiveRecords(ex: Executor, workspaceUuid: string, cutoff: string, upTo: number): Promise<number> {
     const spans = ex
       .selectFrom('telemetry_spans')

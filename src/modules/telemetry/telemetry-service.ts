@@ -152,7 +152,7 @@ export function createTelemetryService(deps: {
     },
 
     /**
-     * Writes spans of the service's own work into the user's telemetry, committed when it
+     * Writes spans of the service's own work into the workspace's telemetry, committed when it
      * resolves. Ingest never replaces them; recording the same ids again does.
      */
     async recordServiceSpans(workspaceUuid: string, spans: ServiceSpan[]): Promise<void> {

@@ -218,7 +218,7 @@ describe.each(DATABASES)('provider credentials on $name', (database) => {
     );
   });
 
-  it('allows at most 100 credentials per user', async () => {
+  it('allows at most 100 credentials per workspace', async () => {
     const owner = await createUser(t);
     for (let i = 0; i < 100; i++) {
       const res = await create({ name: `c${i}`, provider: 'openai', api_key: 'k' }, owner);

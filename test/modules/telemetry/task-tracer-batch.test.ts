@@ -16,7 +16,7 @@ const spanOf = (agentUuid: string) => {
   });
 };
 
-describe('the task tracer writes one batch per user and turn of the event loop', () => {
+describe('the task tracer writes one batch per workspace and turn of the event loop', () => {
   it('names the task spans of a batch with one lookup per agent, in order, every user apart', async () => {
     const lookups: string[] = [];
     const written: Array<{ userUuid: string; spans: ServiceSpan[] }> = [];

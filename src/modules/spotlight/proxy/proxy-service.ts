@@ -33,7 +33,7 @@ export interface ChatRequest {
   routeUuid?: string | undefined;
   /** The platform key that authenticated the request (null or absent: a session, or the runtime). */
   platformKeyUuid?: string | null | undefined;
-  /** The task a model runtime call serves (already known to be the user's). */
+  /** The task a model runtime call serves (already known to be the workspace's). */
   task?: { taskUuid: string; agentUuid: string } | undefined;
   traceparent?: string | undefined;
   /** Aborted when the caller goes away. */

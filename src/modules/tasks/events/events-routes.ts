@@ -50,7 +50,7 @@ export function eventsRoutes(deps: {
           tags: ['tasks'],
           summary: 'Stream task events (SSE)',
           description:
-            'Server-sent events: `event: task`, `id: <sequence>`, `data: <the GET body>`; the current task first, then one event per state, progress or message change; with Last-Event-ID only later events. The stream ends after completed, failed or cancelled, and within 15 s of its credential being revoked or the password being changed. A comment line is sent every 15 s. At most 50 open streams per user (429 LIMIT_EXCEEDED).',
+            'Server-sent events: `event: task`, `id: <sequence>`, `data: <the GET body>`; the current task first, then one event per state, progress or message change; with Last-Event-ID only later events. The stream ends after completed, failed or cancelled, and within 15 s of its credential being revoked or the password being changed. A comment line is sent every 15 s. At most 50 open streams per workspace (429 LIMIT_EXCEEDED).',
           params: TaskParams,
           headers: EventHeaders,
           response: {

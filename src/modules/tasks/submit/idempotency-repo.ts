@@ -12,7 +12,7 @@ export interface IdempotencyRecord {
   expiresAt: string;
 }
 
-/** Idempotency keys of task submissions: unique per user, enforced by the primary key. */
+/** Idempotency keys of task submissions: unique per workspace, enforced by the primary key. */
 export const idempotencyRepo = {
   /** Inserts the key; a live duplicate raises UniqueViolationError. An expired one is replaced. */
   async claim(ex: Executor, rec: IdempotencyRecord) {
