@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import { withDbErrors } from '../../db/errors.js';
 import { prepareQuery } from '../../db/prepared.js';
@@ -38,9 +39,14 @@ export interface CredentialWithUser {
 
 // Queries on the path of every authenticated request, built once (see prepareQuery). A credential
 // is live while it is not revoked, its workspace is not deleted and its creator is still a member.
-const liveKeyByHash = prepareQuery(1, (ex, hash: string) =>
+/**
+ * The one join of a live credential of `table` with its creator and the creator's membership. Both
+ * tables share the columns it reads; they are typed as `platform_keys` (the wider of the two), so
+ * a caller names a column only one of them has through `sql.ref`.
+ */
+const liveCredential = (ex: Executor, table: CredentialTable) =>
   ex
-    .selectFrom('platform_keys as c')
+    .selectFrom(`${table} as c` as 'platform_keys as c')
     .innerJoin('users as u', 'u.uuid', 'c.created_by')
     .innerJoin('workspace_members as m', (j) =>
       j.onRef('m.workspace_uuid', '=', 'c.workspace_uuid').onRef('m.user_uuid', '=', 'c.created_by'),
@@ -50,33 +56,18 @@ const liveKeyByHash = prepareQuery(1, (ex, hash: string) =>
     .select([
       'c.uuid as credential_uuid',
       'c.last_used_at as credential_last_used_at',
-      'c.name as credential_name',
       'c.workspace_uuid as workspace_uuid',
-      'c.role as credential_role',
       'm.role as member_role',
     ])
-    .where('c.key_hash', '=', hash)
     .where('c.revoked_at', 'is', null)
-    .where('w.deleted_at', 'is', null),
+    .where('w.deleted_at', 'is', null);
+const liveKeyByHash = prepareQuery(1, (ex, hash: string) =>
+  liveCredential(ex, 'platform_keys')
+    .select(['c.name as credential_name', 'c.role as credential_role'])
+    .where('c.key_hash', '=', hash),
 );
 const liveTokenByHash = prepareQuery(1, (ex, hash: string) =>
-  ex
-    .selectFrom('ingest_tokens as c')
-    .innerJoin('users as u', 'u.uuid', 'c.created_by')
-    .innerJoin('workspace_members as m', (j) =>
-      j.onRef('m.workspace_uuid', '=', 'c.workspace_uuid').onRef('m.user_uuid', '=', 'c.created_by'),
-    )
-    .innerJoin('workspaces as w', 'w.uuid', 'c.workspace_uuid')
-    .selectAll('u')
-    .select([
-      'c.uuid as credential_uuid',
-      'c.last_used_at as credential_last_used_at',
-      'c.workspace_uuid as workspace_uuid',
-      'm.role as member_role',
-    ])
-    .where('c.token_hash', '=', hash)
-    .where('c.revoked_at', 'is', null)
-    .where('w.deleted_at', 'is', null),
+  liveCredential(ex, 'ingest_tokens').where(sql.ref('c.token_hash'), '=', hash),
 );
 
 /** Platform keys and ingest tokens. */
