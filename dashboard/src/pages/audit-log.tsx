@@ -1,37 +1,10 @@
 import { useState } from 'preact/hooks';
+import { AUDIT_ACTIONS as ACTIONS } from '../../../src/modules/audit/audit-actions.js';
 import { api } from '../api';
 import { dateTime } from '../format';
 import type { AuditEntry } from '../types';
 import { Empty, ErrorBox, PageTitle, useAction, useLoad } from '../ui';
 import { roleAtLeast, useWorkspace } from '../workspace';
-
-/** The actions the audit log records, for its filter. */
-const ACTIONS = [
-  'workspace.create',
-  'workspace.rename',
-  'workspace.delete',
-  'invitation.create',
-  'invitation.revoke',
-  'invitation.accept',
-  'member.role_change',
-  'member.remove',
-  'member.leave',
-  'agent.create',
-  'agent.update',
-  'agent.delete',
-  'trigger.create',
-  'trigger.update',
-  'trigger.delete',
-  'trigger.rotate_secret',
-  'key.create',
-  'key.revoke',
-  'ingest_token.create',
-  'ingest_token.revoke',
-  'provider_credential.create',
-  'provider_credential.update',
-  'provider_credential.delete',
-  'signing_secret.rotate',
-];
 
 function Actor({ actor }: { actor: AuditEntry['actor'] }) {
   if (actor.type === 'key')

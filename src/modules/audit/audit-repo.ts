@@ -4,42 +4,7 @@ import { fromDbJson, toDbJson } from '../../db/json.js';
 import { newId } from '../../lib/ids.js';
 import type { Acting, AuditActor } from '../../lib/principal.js';
 import { iso } from '../../lib/time.js';
-
-/** Every action the audit log records (docs/workspaces.md lists each one's target and details). */
-export const AUDIT_ACTIONS = [
-  'workspace.create',
-  'workspace.rename',
-  'workspace.delete',
-  'invitation.create',
-  'invitation.revoke',
-  'invitation.accept',
-  'member.role_change',
-  'member.remove',
-  'member.leave',
-  'agent.create',
-  'agent.update',
-  'agent.delete',
-  'trigger.create',
-  'trigger.update',
-  'trigger.delete',
-  'trigger.rotate_secret',
-  'key.create',
-  'key.revoke',
-  'ingest_token.create',
-  'ingest_token.revoke',
-  'provider_credential.create',
-  'provider_credential.update',
-  'provider_credential.delete',
-  'route.create',
-  'route.update',
-  'route.delete',
-  'signing_secret.rotate',
-  'schedule.create',
-  'schedule.update',
-  'schedule.delete',
-  'budget.update',
-] as const;
-export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+import type { AuditAction } from './audit-actions.js';
 
 /** Lone surrogates (a name sent as hostile input) become U+FFFD, as in text columns: jsonb refuses them. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;

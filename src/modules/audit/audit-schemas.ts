@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { StrictObject, StringEnum, TimestampSchema, UuidSchema } from '../../http/common-schemas.js';
-import { AUDIT_ACTIONS } from './audit-repo.js';
+import { AUDIT_ACTIONS } from './audit-actions.js';
 
 export const AUDIT_PAGE_DEFAULT = 50;
 export const AUDIT_PAGE_MAX = 100;

@@ -7,7 +7,8 @@ import type { Acting } from '../../lib/principal.js';
 import { type Clock, iso } from '../../lib/time.js';
 import type { AgentsRepo } from '../agents/agents-repo.js';
 import type { AgentsService } from '../agents/agents-service.js';
-import { type AuditAction, recordAudit } from '../audit/audit-repo.js';
+import type { AuditAction } from '../audit/audit-actions.js';
+import { recordAudit } from '../audit/audit-repo.js';
 import type { TriggerRow, TriggersRepo } from './triggers-repo.js';
 import {
   type CreateTriggerInput,
