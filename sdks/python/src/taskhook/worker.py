@@ -213,22 +213,7 @@ class Worker:
                 why = f"The handler returned {type(result).__name__}, not a JSON object"
                 self._report(task, "fail", _invalid(why))
                 return
-            try:
-                self._http.request(
-                    "POST",
-                    f"{self._base}/task/{_seg(task['task_id'])}/complete",
-                    {"lease_id": task["lease_id"], "result": result},
-                    retry=True,
-                )
-            except TaskhookError as err:
-                if err.code == "INVALID_REQUEST":
-                    self._report(task, "fail", _invalid(err.message))
-                elif err.code == "TASK_NOT_RUNNING":
-                    log.info("complete of task %s refused: it is no longer running", task["task_id"])
-                else:
-                    log.warning("could not complete task %s: %s", task["task_id"], err)
-            except (TypeError, ValueError) as err:
-                self._report(task, "fail", _invalid(f"The result is not JSON: {err}"))
+            self._report(task, "complete", {"result": result})
         finally:
             self._http.close()
             run.ended.set()
@@ -237,12 +222,19 @@ class Worker:
                 self._cond.notify_all()
 
     def _report(self, task: ClaimedTask, kind: str, body: Dict[str, Any]) -> None:
-        """Sends a report (retried); TASK_NOT_RUNNING is logged, other failures are logged too."""
+        """Sends a report (retried); TASK_NOT_RUNNING is logged, other failures are logged too.
+        A result the server refuses, or one that is not JSON, is reported as the task's failure."""
         path = f"{self._base}/task/{_seg(task['task_id'])}/{kind}"
         try:
             self._http.request("POST", path, {"lease_id": task["lease_id"], **body}, retry=True)
+        except (TypeError, ValueError) as err:
+            if kind != "complete":
+                raise
+            self._report(task, "fail", _invalid(f"The result is not JSON: {err}"))
         except TaskhookError as err:
-            if err.code == "TASK_NOT_RUNNING":
+            if kind == "complete" and err.code == "INVALID_REQUEST":
+                self._report(task, "fail", _invalid(err.message))
+            elif err.code == "TASK_NOT_RUNNING":
                 log.info("%s of task %s refused: it is no longer running", kind, task["task_id"])
             else:
                 log.warning("could not send %s of task %s: %s", kind, task["task_id"], err)
