@@ -103,6 +103,14 @@ export function createTaskWriter(deps: { repo: TasksRepo; notifier: Notifier; ev
   }
 
   return {
+    /**
+     * Wakes the agent's waiting claims once `trx` commits, for a change outside its tasks that may
+     * let them take more (the agent resumed, its concurrency raised).
+     */
+    wakeWork(trx: Executor, agentUuid: string): void {
+      afterCommit(trx, () => notifier.publish('work', agentUuid));
+    },
+
     /** Inserts a new task (status queued); its agent's workers are woken once the transaction commits. */
     async insert(trx: Executor, task: TaskRecord): Promise<void> {
       await repo.insertTask(trx, task);
