@@ -61,7 +61,7 @@ export function createTasksModule(deps: {
     db,
     idempotency: idempotencyRepo,
     agents: deps.agents.service,
-    writer,
+    lifecycle,
     estimator: createEstimator({ db, queue: queueRepo }),
     clock: runtime.clock,
     publicUrl: config.publicUrl,

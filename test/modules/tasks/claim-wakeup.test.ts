@@ -8,10 +8,10 @@ import { iso } from '../../../src/lib/time.js';
 import { agentsRepo } from '../../../src/modules/agents/agents-repo.js';
 import { type Claimed, createLifecycle } from '../../../src/modules/tasks/lifecycle/lifecycle.js';
 import { createTaskWriter } from '../../../src/modules/tasks/lifecycle/tasks-writer.js';
+import { initial } from '../../../src/modules/tasks/lifecycle/transition-fns.js';
 import { fairQueueRepo } from '../../../src/modules/tasks/queue/fair-queue-repo.js';
 import { queueRepo } from '../../../src/modules/tasks/queue/queue-repo.js';
 import { widensClaims } from '../../../src/modules/tasks/tasks-fns.js';
-import { queuedTask } from '../../../src/modules/tasks/tasks-record.js';
 import { tasksRepo } from '../../../src/modules/tasks/tasks-repo.js';
 import { createWorkerService } from '../../../src/modules/tasks/worker/worker-service.js';
 import { buildTestApp, call, type TestApp } from '../../helpers/app.js';
@@ -72,10 +72,9 @@ function interleavedWorker(t: TestApp, notifier: Notifier) {
   /** Inserts a queued task through the writer (what a submit does), committed before it resolves. */
   async function submit(workspaceUuid: string, agentUuid: string): Promise<string> {
     const nowMs = t.runtime.clock.now();
-    const task = queuedTask(
+    const task = initial(
       {
         uuid: newId(),
-        ready: true,
         agentUuid,
         workspaceUuid,
         priority: 5,
@@ -89,9 +88,9 @@ function interleavedWorker(t: TestApp, notifier: Notifier) {
         traceParentSpanId: null,
         concurrencyKey: null,
       },
-      iso(nowMs),
+      nowMs,
     );
-    await t.runtime.db.transaction((trx) => writer.insert(trx, task));
+    await t.runtime.db.transaction((trx) => lifecycle.create(trx, task));
     return task.uuid;
   }
   return { worker, state, submit };
