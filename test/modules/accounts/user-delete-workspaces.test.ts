@@ -44,7 +44,7 @@ describe.each(DATABASES)('deleting a user who belongs to teams on $name', (datab
     expect(res.statusCode).toBe(200);
   });
 
-  it('takes their personal workspace and the teams only they were in, and leaves shared teams to the others', async () => {
+  it('marks their personal workspace and the teams only they were in deleted (for the purge), and leaves shared teams to the others', async () => {
     const [leaving, staying] = [await createUser(t), await createUser(t)];
     const solo = await team([[leaving.uuid, 'owner']]);
     const shared = await team([
@@ -59,7 +59,9 @@ describe.each(DATABASES)('deleting a user who belongs to teams on $name', (datab
       .where('uuid', 'in', [leaving.uuid, solo, shared])
       .execute();
     const state = Object.fromEntries(rows.map((r) => [r.uuid, r.deleted_at === null ? 'live' : 'deleted']));
-    expect(state).toEqual({ [solo]: 'deleted', [shared]: 'live' });
+    // The personal workspace is marked deleted like a solo team: the background purge removes
+    // everything of both by the same rule as any deleted workspace (workspace-walk.test.ts).
+    expect(state).toEqual({ [leaving.uuid]: 'deleted', [solo]: 'deleted', [shared]: 'live' });
     const members = await db
       .selectFrom('workspace_members')
       .select('user_uuid')
