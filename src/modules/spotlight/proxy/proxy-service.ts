@@ -2,7 +2,7 @@ import type { Db, Executor } from '../../../db/connect.js';
 import { newId } from '../../../lib/ids.js';
 import { type Clock, iso } from '../../../lib/time.js';
 import type { ProvidersService } from '../../providers/providers-service.js';
-import { refusalAnswer } from '../budgets/budgets-fns.js';
+import { refusalAnswer, unpricedAnswer, unpricedMessage } from '../budgets/budgets-fns.js';
 import type { SpendOf } from '../budgets/budgets-repo.js';
 import type { BudgetsService, CallScopes } from '../budgets/budgets-service.js';
 import { createCapturePool, replayAnswer, streamCapture, wholeEntry } from '../cache/cache-answers.js';
@@ -11,7 +11,7 @@ import type { ResponseCache } from '../cache/cache-store.js';
 import type { CallObserver, RecordedCall } from '../usage/call-spans.js';
 import type { CallsRepo } from '../usage/calls-repo.js';
 import type { CallAttempt } from '../usage/calls-rows.js';
-import { costNanos, type PriceTable } from '../usage/prices.js';
+import { costNanos, type PriceTable, priceOf } from '../usage/prices.js';
 import { attemptTargets, type Target } from './proxy-attempts.js';
 import { checkChatBody, proxyError, upstreamChatBody } from './proxy-fns.js';
 import { createModelLists } from './proxy-models.js';
@@ -42,6 +42,8 @@ export interface ChatRequest {
 
 export interface ChatAnswer extends ProxyAnswer {
   callId: string | null;
+  /** Set when the proxy itself refused the call before anything went upstream. */
+  refused?: 'budget_exceeded' | 'model_not_priced' | undefined;
 }
 
 /** The model proxy: credential or route selection, the cache, budgets, forwarding, one record per call. */
@@ -174,11 +176,20 @@ export function createProxyService(deps: {
       const marked = (answer: ProxyAnswer): ChatAnswer =>
         answered(key === null ? answer : { ...answer, headers: { ...answer.headers, 'x-taskhook-cache': 'miss' } });
 
-      const refusal = await deps.budgets.check(base satisfies CallScopes);
+      const { refusal, applies } = await deps.budgets.check(base satisfies CallScopes);
       if (refusal) {
         const now = deps.clock.now();
-        await record(base, arrivedAt, refusedOutcome(refusal, now), []);
-        return marked(refusalAnswer(refusal, now));
+        await record(base, arrivedAt, refusedOutcome('budget_exceeded', 429, refusal.message, now), []);
+        return { ...marked(refusalAnswer(refusal, now)), refused: 'budget_exceeded' };
+      }
+      // A budget cannot count what has no price: every target must be priced (checked once).
+      const unpriced = applies ? sel.targets.find((t) => !priceOf(deps.prices, t.upstreamModel)) : undefined;
+      if (unpriced) {
+        const message = unpricedMessage(unpriced.upstreamModel);
+        const fields = { ...base, ...targetFields(unpriced) };
+        fields.request = { ...base.request, baseUrl: unpriced.credential.baseUrl };
+        await record(fields, arrivedAt, refusedOutcome('model_not_priced', 400, message, deps.clock.now()), []);
+        return { ...marked(unpricedAnswer(message)), refused: 'model_not_priced' };
       }
       touch(first.credential.uuid);
       const capture = key === null ? null : streamCapture(capturePool);
@@ -228,9 +239,14 @@ function metaOf(target: Target, outcome: CallOutcome | null) {
   };
 }
 
-/** The record of a call a budget refused: 429 `budget_exceeded`, nothing went upstream. */
-function refusedOutcome(refusal: { message: string }, now: number): CallOutcome {
-  return bareOutcome(429, { code: 'budget_exceeded', message: refusal.message }, now);
+/** The record of a call refused before anything went upstream (a reached budget, an unpriced model). */
+function refusedOutcome(
+  code: 'budget_exceeded' | 'model_not_priced',
+  status: number,
+  message: string,
+  now: number,
+): CallOutcome {
+  return bareOutcome(status, { code, message }, now);
 }
 
 export type ProxyService = ReturnType<typeof createProxyService>;

@@ -5,7 +5,13 @@ import { fromDbJson } from '../../../db/json.js';
 /** Rows of spotlight_calls to records and back: the dialects' bigints and booleans, JSON columns. */
 
 export interface CallError {
-  code: 'upstream_error' | 'upstream_unreachable' | 'upstream_timeout' | 'client_closed' | 'budget_exceeded';
+  code:
+    | 'upstream_error'
+    | 'upstream_unreachable'
+    | 'upstream_timeout'
+    | 'client_closed'
+    | 'budget_exceeded'
+    | 'model_not_priced';
   message: string;
 }
 

@@ -5,9 +5,14 @@ const Nullable = <T extends ReturnType<typeof Type.Integer>>(t: T) => Type.Union
 
 const CallErrorSchema = Type.Object({
   code: Type.Union(
-    ['upstream_error', 'upstream_unreachable', 'upstream_timeout', 'client_closed', 'budget_exceeded'].map((c) =>
-      Type.Literal(c),
-    ),
+    [
+      'upstream_error',
+      'upstream_unreachable',
+      'upstream_timeout',
+      'client_closed',
+      'budget_exceeded',
+      'model_not_priced',
+    ].map((c) => Type.Literal(c)),
   ),
   message: Type.String(),
 });
@@ -60,7 +65,7 @@ export const CallSchema = Type.Object(
     }),
     attempts: Type.Array(AttemptSchema, {
       description:
-        'The upstream exchanges in order: one for a plain call that went upstream, one per target tried for a route, none for a budget refusal or a cache hit.',
+        'The upstream exchanges in order: one for a plain call that went upstream, one per target tried for a route, none for a budget refusal, an unpriced model refused under a budget (model_not_priced), or a cache hit.',
     }),
     cache_hit: Type.Boolean({ description: 'Answered from the response cache (cost 0, nothing went upstream).' }),
   },
