@@ -209,6 +209,7 @@ describe('GenAI span of a call', () => {
     route: null,
     attempts: [],
     cacheHit: false,
+    usageEstimated: false,
     responseId: 'chatcmpl-1',
     finishReasons: ['stop'],
     traceparent: null,
@@ -230,11 +231,21 @@ describe('GenAI span of a call', () => {
       'server.port': 443,
       'taskhook.spotlight.call_id': call.uuid,
       'taskhook.spotlight.cache_hit': false,
+      'taskhook.spotlight.usage_estimated': false,
       'taskhook.task_id': 't',
       'taskhook.agent_uuid': 'a',
     });
     const failed = genAiSpanOf({ ...call, error: { code: 'upstream_timeout', message: 'late' } });
     expect(failed).toMatchObject({ name: 'chat gpt-4o', kind: 'client', status: 'error', durationMs: 120 });
     expect(failed.attributes['error.type']).toBe('upstream_timeout');
+  });
+
+  it("says when the usage is the proxy's estimate", () => {
+    const estimated = genAiSpanAttributes({ ...call, inputTokens: 101, outputTokens: 3, usageEstimated: true });
+    expect(estimated).toMatchObject({
+      'gen_ai.usage.input_tokens': 101,
+      'gen_ai.usage.output_tokens': 3,
+      'taskhook.spotlight.usage_estimated': true,
+    });
   });
 });

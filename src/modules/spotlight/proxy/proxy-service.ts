@@ -18,6 +18,7 @@ import { createModelLists } from './proxy-models.js';
 import { createSelection, keyTarget, ROUTE_PREFIX, type RouteLookup } from './proxy-selection.js';
 import { STREAM_CONTENT_TYPE } from './proxy-stream.js';
 import { bareOutcome, type CallOutcome, type ProxyAnswer, type UpstreamDeps } from './proxy-upstream.js';
+import { estimatedTokens, promptChars } from './usage-estimate-fns.js';
 
 /** Who calls and for what: the proxy's request, as plain data. */
 export interface ChatRequest {
@@ -75,18 +76,33 @@ export function createProxyService(deps: {
     routes: deps.routes,
   });
 
-  type Base = Omit<RecordedCall, keyof CallOutcome | 'costNanos' | 'latencyMs' | 'attempts'>;
+  type Base = Omit<RecordedCall, keyof CallOutcome | 'costNanos' | 'latencyMs' | 'attempts' | 'usageEstimated'>;
 
-  /** Writes the record (and tells the observers); a failure to record never fails the answer. */
-  async function record(base: Base, arrivedAt: number, outcome: CallOutcome, attempts: CallAttempt[]) {
+  /**
+   * Writes the record (and tells the observers); a failure to record never fails the answer. A 2xx
+   * answer without usage is charged an estimate from `messages` (the request's) and the generated
+   * text received.
+   */
+  async function record(
+    base: Base,
+    arrivedAt: number,
+    outcome: CallOutcome,
+    attempts: CallAttempt[],
+    messages: unknown = null,
+  ) {
+    const { withoutUsage, ...rest } = outcome;
+    const estimated = !base.cacheHit && withoutUsage !== null;
+    const inputTokens = estimated ? estimatedTokens(promptChars(messages)) : rest.inputTokens;
+    const outputTokens = estimated ? estimatedTokens(withoutUsage.outputChars) : rest.outputTokens;
     const call: RecordedCall = {
       ...base,
-      ...outcome,
+      ...rest,
+      inputTokens,
+      outputTokens,
+      usageEstimated: estimated,
       attempts,
       latencyMs: Math.max(0, Math.round(outcome.endedAt - arrivedAt)),
-      costNanos: base.cacheHit
-        ? 0
-        : costNanos(deps.prices, base.upstreamModel, outcome.inputTokens, outcome.outputTokens),
+      costNanos: base.cacheHit ? 0 : costNanos(deps.prices, base.upstreamModel, inputTokens, outputTokens),
     };
     try {
       // The spend totals move with the record, so spend read back always equals the sum of records.
@@ -206,7 +222,7 @@ export function createProxyService(deps: {
             if (uuid !== first.credential.uuid) touch(uuid);
           const fields = { ...base, ...targetFields(target) };
           fields.request = { ...base.request, baseUrl: target.credential.baseUrl };
-          await record(fields, arrivedAt, outcome, attempts);
+          await record(fields, arrivedAt, outcome, attempts, body.messages);
           // A stream is kept only when it ended with [DONE], without error, the caller still there.
           const entry = capture?.finish(outcome.error === null && !req.signal.aborted, STREAM_CONTENT_TYPE) ?? null;
           if (key !== null && policy !== null && entry) {

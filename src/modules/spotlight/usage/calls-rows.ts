@@ -53,6 +53,8 @@ export interface CallRow {
   attempts: CallAttempt[];
   /** Answered from the response cache. */
   cacheHit: boolean;
+  /** The token counts are the proxy's estimate: the upstream answered 2xx without usage. */
+  usageEstimated: boolean;
 }
 
 /** A record with the name its credential has now (null once deleted). */
@@ -91,6 +93,7 @@ export function toNamedCall(r: Record<string, unknown>): NamedCallRow {
         ? olderAttempts(row, error)
         : fromDbJson<AttemptDb[]>(row.attempts).map(attemptFromDb),
     cacheHit: Boolean(row.cache_hit),
+    usageEstimated: Boolean(row.usage_estimated),
   };
 }
 
