@@ -1,8 +1,13 @@
 from __future__ import annotations
 
+import asyncio
+import importlib
+import importlib.util
+import sys
+import threading
 import time
 import unittest
-from typing import List
+from typing import Any, List
 
 from tests import support
 from tests.support import FakeServer, json_answer
@@ -76,6 +81,46 @@ class TimestampDigitsTest(unittest.TestCase):
         self.assertEqual(verify_webhook(BODY, signed(), SECRET)["type"], "task.completed")
         with self.assertRaises(WebhookVerificationError):
             verify_webhook(BODY, {**signed(), "webhook-timestamp": "9" * 19}, SECRET)
+
+
+class RunSpanTest(unittest.TestCase):
+    """The run's span is current in every handler, async ones after an await too (needs opentelemetry-api)."""
+
+    def test_concurrent_first_runs_and_awaits_keep_the_run_span(self) -> None:
+        if importlib.util.find_spec("opentelemetry") is None:
+            self.skipTest("opentelemetry-api is not installed")
+        from taskhook import _otel
+
+        # As in a fresh worker process: nothing imported yet, so the first run's import takes a while.
+        for name in [m for m in sys.modules if m == "opentelemetry" or m.startswith("opentelemetry.")]:
+            del sys.modules[name]
+        _otel._loaded = False
+        _otel._api = None
+        spans: List[Any] = []
+        start = threading.Barrier(8)
+
+        async def handler(n: int) -> None:
+            await asyncio.sleep(0.01)
+            trace = importlib.import_module("opentelemetry.trace")
+            spans.append((n, trace.get_current_span().get_span_context().span_id))
+
+        def run(n: int) -> None:
+            traceparent = f"00-{'ab' * 16}-{n + 1:016x}-01"
+            start.wait()
+            with _otel.run_context(traceparent):
+                coro = handler(n)
+
+                async def main() -> None:
+                    await coro
+
+                asyncio.run(main())
+
+        threads = [threading.Thread(target=run, args=(n,)) for n in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        self.assertEqual(sorted(spans), [(n, n + 1) for n in range(8)])
 
 
 if __name__ == "__main__":
