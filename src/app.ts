@@ -128,15 +128,9 @@ export async function buildApp(
   // Built in dependency order; each capability subscribes on the event hub to what it reacts to,
   // inside its own module: tasks and triggers to agent:deleted, callbacks and runtimes to
   // task:statusChanged, telemetry's task tracer, metrics and the push dispatcher to task:changed.
-  // The proxy's routes, asked by rooms built before it (a credential a route names cannot go).
   const routeLookups = spotlightLookups(runtime.db);
-  const providers = createProvidersModule({
-    config,
-    runtime,
-    box,
-    routesNaming: routeLookups.routesNaming,
-    agentsUsing: agentsRepo.namesUsingCredential,
-  });
+  const credentialUsers = { routesNaming: routeLookups.routesNaming, agentsUsing: agentsRepo.namesUsingCredential };
+  const providers = createProvidersModule({ config, runtime, box, ...credentialUsers });
   const outboundPolicy = { allowPrivate: config.allowPrivateUrls, lookup: runtime.lookup };
   // The one hub where rooms announce task and agent changes and hear each other's.
   const events = createEventHub();
