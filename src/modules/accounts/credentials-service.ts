@@ -115,6 +115,7 @@ export function createCredentialsService(deps: {
         actor: { type: 'user', uuid: user.uuid, email: user.email },
         ip: null,
         requestId: null,
+        clientRequestId: null,
       };
       const role = opts.role ?? 'admin';
       const { uuid, secret } = await issue('platform_keys', acting, user.uuid, name, role);

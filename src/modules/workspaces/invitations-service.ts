@@ -2,7 +2,7 @@ import { AppError, notFound } from '../../http/errors.js';
 import { forbiddenMessage } from '../../http/permissions.js';
 import { randomSecret, sha256Hex } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';
-import { type Acting, type Principal, type Role, roleAtLeast } from '../../lib/principal.js';
+import { type Acting, type Principal, type RequestOrigin, type Role, roleAtLeast } from '../../lib/principal.js';
 import { iso } from '../../lib/time.js';
 import { normalizeEmail } from '../accounts/accounts-fns.js';
 import { announceCredentialChange } from '../accounts/credential-changes.js';
@@ -117,7 +117,7 @@ export function createInvitationsService(deps: WorkspacesDeps) {
      * conditional update, so exactly one of concurrent accepts (on any instance) wins.
      * @throws AppError INVITATION_INVALID, INVITATION_EMAIL_MISMATCH, CONFLICT (already a member: used up), LIMIT_EXCEEDED.
      */
-    async accept(principal: Principal, token: string, ip: string | null, requestId: string | null) {
+    async accept(principal: Principal, token: string, origin: RequestOrigin) {
       const invitation = await invitationsRepo.findByHash(db.kysely, sha256Hex(token));
       const at = now();
       if (!invitation || invitation.endedAt !== null || invitation.expiresAt <= at) throw invalidInvitation();
@@ -128,8 +128,7 @@ export function createInvitationsService(deps: WorkspacesDeps) {
       const acting: Acting = {
         workspaceUuid,
         actor: { type: 'user', uuid: principal.userUuid, email: principal.email },
-        ip,
-        requestId,
+        ...origin,
       };
       const outcome = await db.transaction(async (trx) => {
         if (!(await invitationsRepo.end(trx, invitation.uuid, 'accepted', at))) throw invalidInvitation();

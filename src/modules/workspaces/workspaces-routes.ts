@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { NoBody, NoContent } from '../../http/common-schemas.js';
 import { errorResponses } from '../../http/error-schemas.js';
 import { actingOf, principalOf } from '../../http/guard.js';
+import { requestOriginOf } from '../../http/request-ids.js';
 import type { InvitationsService } from './invitations-service.js';
 import type { MembersService } from './members-service.js';
 import {
@@ -255,7 +256,7 @@ export function workspacesRoutes(services: {
           response: { 200: WorkspaceSchema, ...errorResponses([400, 401, 403, 409]) },
         },
       },
-      async (request) => invitations.accept(principalOf(request), request.body.token, request.ip, request.id),
+      async (request) => invitations.accept(principalOf(request), request.body.token, requestOriginOf(request)),
     );
   };
 }
