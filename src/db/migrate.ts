@@ -23,6 +23,7 @@ import { migration021 } from './migrations/021-budgets.js';
 import { migration022 } from './migrations/022-routes.js';
 import { migration023 } from './migrations/023-call-routes.js';
 import { migration028 } from './migrations/028-audit-client-request-id.js';
+import { migration029 } from './migrations/029-invitation-sends.js';
 import type { DialectMigration } from './migrations/types.js';
 
 /** Every migration, in order. Forward only: a released migration is never edited. */
@@ -49,6 +50,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '022-routes': migration022,
   '023-call-routes': migration023,
   '028-audit-client-request-id': migration028,
+  '029-invitation-sends': migration029,
 };
 
 export class MigrationError extends Error {}

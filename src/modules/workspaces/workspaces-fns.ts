@@ -1,5 +1,6 @@
 import type { Db, Executor } from '../../db/connect.js';
 import { AppError, invalid } from '../../http/errors.js';
+import { requirePlainName } from '../../http/names.js';
 import type { SecretBox } from '../../lib/crypto.js';
 import type { Clock } from '../../lib/time.js';
 import type { Mailer } from '../accounts/mailer.js';
@@ -49,10 +50,13 @@ export const memberView = (m: MemberRow) => ({
   joined_at: m.joinedAt,
 });
 
-/** @throws AppError INVALID_REQUEST (`name`) for a name that is only whitespace (lengths are the schema's). */
+/**
+ * @throws AppError INVALID_REQUEST (`name`) for a name that is only whitespace or holds a control
+ * character (lengths are the schema's).
+ */
 export function requireName(name: string): string {
   if (name.trim() === '') throw invalid('name', 'must not be only whitespace');
-  return name;
+  return requirePlainName(name);
 }
 
 export const personalRefused = () =>
@@ -61,4 +65,6 @@ export const personalRefused = () =>
 export const lastOwner = () =>
   new AppError('LAST_OWNER', 'A workspace needs at least one owner: make another member owner first');
 
-export const limitExceeded = (message: string) => new AppError('LIMIT_EXCEEDED', message);
+/** 400 `LIMIT_EXCEEDED`; `field` names the limit (`workspaces`, `members`, `invitations`, `role`). */
+export const limitExceeded = (message: string, field: string) =>
+  new AppError('LIMIT_EXCEEDED', message, { field, reason: message });

@@ -198,7 +198,11 @@ export function workspacesRoutes(services: {
           tags,
           summary: 'Invite someone by e-mail',
           description:
-            'Admin or owner; inviting as owner needs owner. The link is e-mailed (or logged without SMTP) and never returned. A pending invitation for the same address is replaced.',
+            'Admin or owner; inviting as owner needs owner. The link is e-mailed (or logged without SMTP) and never returned. ' +
+            'One invitation e-mail per address per workspace per 10 minutes: an address this workspace invited less than 600 s ago ' +
+            '(whatever became of that invitation) is 429 RATE_LIMITED, details.field "email", with Retry-After the seconds left; nothing changes. ' +
+            'Checked after the role (403), body (400) and member (409) checks, before the cap of 100 pending invitations ' +
+            '(400 LIMIT_EXCEEDED, details.field "invitations"). From 600 s on, a pending invitation for the same address is replaced.',
           params: WorkspaceParams,
           body: InviteBody,
           response: { 201: InvitationSchema, ...errorResponses([400, 401, 403, 404, 409]) },
@@ -251,7 +255,10 @@ export function workspacesRoutes(services: {
           tags,
           summary: 'Accept an invitation',
           description:
-            'Joins its workspace with its role. Invalid, expired, used or revoked: 400 INVITATION_INVALID; for another e-mail: 403 INVITATION_EMAIL_MISMATCH; already a member: 409 (the invitation is used up).',
+            'Joins its workspace with its role. In this order: invalid, expired, used or revoked: 400 INVITATION_INVALID; ' +
+            'an inviter no longer a member, or whose role may no longer grant the role, or whose account is disabled: ' +
+            '400 INVITATION_INVALID and the invitation is revoked for good; for another e-mail: 403 INVITATION_EMAIL_MISMATCH; ' +
+            'already a member: 409 (the invitation is used up); limits: 400 LIMIT_EXCEEDED (the invitation stays pending).',
           body: AcceptBody,
           response: { 200: WorkspaceSchema, ...errorResponses([400, 401, 403, 409]) },
         },

@@ -41,7 +41,7 @@ export function createWorkspacesService(deps: WorkspacesDeps) {
       const sealed = deps.box.seal(newSigningSecret());
       await db.transaction(async (trx) => {
         if ((await workspacesRepo.countOf(trx, principal.userUuid)) >= MAX_WORKSPACES_PER_USER) {
-          throw limitExceeded(`A user can belong to at most ${MAX_WORKSPACES_PER_USER} workspaces`);
+          throw limitExceeded(`A user can belong to at most ${MAX_WORKSPACES_PER_USER} workspaces`, 'workspaces');
         }
         await workspacesRepo.insert(trx, { uuid, name, ownerUuid: principal.userUuid, createdAt });
         await accountsRepo.insertSigningSecret(trx, { uuid: newId(), workspaceUuid: uuid, sealed, createdAt });
