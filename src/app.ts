@@ -204,6 +204,7 @@ export async function buildApp(
     mailer: accounts.mailer,
     publicUrl: config.publicUrl,
     invitationTtlMs: config.invitationTtlSeconds * 1000,
+    maxOwnedWorkspaces: config.maxWorkspacesPerUser,
     agents: agents.service,
     dropPendingCallbacks: callbacks.dropPendingOfWorkspace,
     credentialsChanged: accounts.credentialsChanged,

@@ -47,6 +47,11 @@ describe.each(DATABASES.slice(0, 1))('the OpenAPI document and workspaces', (dat
     expect(entry.properties.request_id?.description).toMatch(/server's own id/);
   });
 
+  it('documents TASKHOOK_MAX_WORKSPACES_PER_USER where it refuses', () => {
+    const text = JSON.stringify([doc.paths['/workspaces']?.post, doc.paths['/workspaces/{id}/members/{userUuid}']]);
+    expect(text.match(/TASKHOOK_MAX_WORKSPACES_PER_USER/g)).toHaveLength(2);
+  });
+
   it('lists FORBIDDEN and the workspace codes among the error codes', () => {
     const text = JSON.stringify(doc);
     for (const code of [

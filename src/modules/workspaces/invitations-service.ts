@@ -15,6 +15,7 @@ import {
   MAX_PENDING_INVITATIONS,
   MAX_WORKSPACES_PER_USER,
   personalRefused,
+  requireRoomToOwn,
   type WorkspacesDeps,
   workspaceView,
 } from './workspaces-fns.js';
@@ -173,6 +174,7 @@ export function createInvitationsService(deps: WorkspacesDeps) {
         }
         if (!(await invitationsRepo.end(trx, invitation.uuid, 'accepted', at))) throw invalidInvitation();
         if (members.some((m) => m.userUuid === principal.userUuid)) return 'member' as const;
+        if (invitation.role === 'owner') await requireRoomToOwn(trx, deps, principal.userUuid, 'workspaces');
         if ((await workspacesRepo.countOf(trx, principal.userUuid)) >= MAX_WORKSPACES_PER_USER) {
           throw limitExceeded(`A user can belong to at most ${MAX_WORKSPACES_PER_USER} workspaces`, 'workspaces');
         }

@@ -7,7 +7,7 @@ import { accountsRepo } from '../accounts/accounts-repo.js';
 import { announceCredentialChange } from '../accounts/credential-changes.js';
 import { recordAudit } from '../audit/audit-repo.js';
 import { revokeUngrantable } from './invitation-authority.js';
-import { lastOwner, memberView, personalRefused, type WorkspacesDeps } from './workspaces-fns.js';
+import { lastOwner, memberView, personalRefused, requireRoomToOwn, type WorkspacesDeps } from './workspaces-fns.js';
 import { type MemberRow, workspacesRepo } from './workspaces-repo.js';
 
 const ownerRequired = () => new AppError('FORBIDDEN', forbiddenMessage('owner'));
@@ -79,6 +79,7 @@ export function createMembersService(deps: WorkspacesDeps) {
         }
         if (target.role === role) return { member: target, changed: false };
         if (target.role === 'owner' && owners <= 1) throw lastOwner();
+        if (role === 'owner') await requireRoomToOwn(trx, deps, userUuid, 'role');
         await workspacesRepo.setRole(trx, acting.workspaceUuid, userUuid, role);
         await revokeUngrantable(trx, acting, userUuid, role, now());
         await recordAudit(trx, acting, {

@@ -108,6 +108,20 @@ export const workspacesRepo = {
     return Number(row.n);
   },
 
+  /** How many live team workspaces (the personal one not counted) the user holds the owner role in. */
+  async countOwned(ex: Executor, userUuid: string): Promise<number> {
+    const row = await withDbErrors(
+      memberships(ex, userUuid)
+        .clearSelect()
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('m.role', '=', 'owner')
+        // The personal workspace's uuid is its user's.
+        .where('w.uuid', '!=', userUuid)
+        .executeTakeFirstOrThrow(),
+    );
+    return Number(row.n);
+  },
+
   rename(ex: Executor, workspaceUuid: string, name: string, now: string) {
     return withDbErrors(
       ex.updateTable('workspaces').set({ name, updated_at: now }).where('uuid', '=', workspaceUuid).execute(),

@@ -43,7 +43,10 @@ export function workspacesRoutes(services: {
         schema: {
           tags,
           summary: 'Create a team workspace',
-          description: 'The caller becomes its only member, as owner. At most 100 workspaces per user.',
+          description:
+            'The caller becomes its only member, as owner. A user owns at most TASKHOOK_MAX_WORKSPACES_PER_USER workspaces ' +
+            '(default 10) besides their personal one, and belongs to at most 100: one more is 400 LIMIT_EXCEEDED, ' +
+            'details.field "workspaces"; nothing is created.',
           body: NameBody,
           response: { 201: WorkspaceSchema, ...errorResponses([400, 401, 403]) },
         },
@@ -141,7 +144,7 @@ export function workspacesRoutes(services: {
           tags,
           summary: "Change a member's role",
           description:
-            "Admin or owner; making an owner or changing an owner's role needs owner (403). The only owner cannot be demoted (409 LAST_OWNER). The same role again changes nothing.",
+            'Admin or owner; making an owner or changing an owner\'s role needs owner (403). The only owner cannot be demoted (409 LAST_OWNER). The same role again changes nothing. Making someone owner who already owns TASKHOOK_MAX_WORKSPACES_PER_USER workspaces besides their personal one: 400 LIMIT_EXCEEDED, details.field "role"; nothing changes. A demotion revokes the pending invitations the member may no longer grant.',
           params: MemberParams,
           body: RoleBody,
           response: { 200: MemberSchema, ...errorResponses([400, 401, 403, 404, 409]) },

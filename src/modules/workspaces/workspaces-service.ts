@@ -12,6 +12,7 @@ import {
   MAX_WORKSPACES_PER_USER,
   personalRefused,
   requireName,
+  requireRoomToOwn,
   type WorkspacesDeps,
   workspaceView,
 } from './workspaces-fns.js';
@@ -40,6 +41,7 @@ export function createWorkspacesService(deps: WorkspacesDeps) {
       const createdAt = now();
       const sealed = deps.box.seal(newSigningSecret());
       await db.transaction(async (trx) => {
+        await requireRoomToOwn(trx, deps, principal.userUuid, 'workspaces');
         if ((await workspacesRepo.countOf(trx, principal.userUuid)) >= MAX_WORKSPACES_PER_USER) {
           throw limitExceeded(`A user can belong to at most ${MAX_WORKSPACES_PER_USER} workspaces`, 'workspaces');
         }

@@ -26,7 +26,11 @@ describe.each(DATABASES)('workspace invitations on $name', (database) => {
   const clock = manualClock();
 
   beforeAll(async () => {
-    t = await buildTestApp(database, { clock, config: { invitationTtlSeconds: TTL_SECONDS } });
+    // Owning is capped lower by default (TASKHOOK_MAX_WORKSPACES_PER_USER, owning.test.ts); here the membership cap.
+    t = await buildTestApp(database, {
+      clock,
+      config: { invitationTtlSeconds: TTL_SECONDS, maxWorkspacesPerUser: 100 },
+    });
     logged = captureLog(t);
   });
   afterAll(() => t.close());
