@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { Config } from './config.js';
 import { listenForChanges } from './db/change-cache.js';
@@ -10,6 +9,7 @@ import { answerFrameworkError, registerGuard } from './http/guard.js';
 import { registerJsonBodyParser } from './http/json-body.js';
 import { registerOpenApi } from './http/openapi.js';
 import { createRateLimiter } from './http/rate-limit.js';
+import { genRequestId } from './http/request-ids.js';
 import { lazyChildLogger } from './http/request-logger.js';
 import { registerValidators } from './http/validation.js';
 import { createSecretBox } from './lib/crypto.js';
@@ -38,8 +38,6 @@ import { createTelemetryModule } from './modules/telemetry/telemetry-module.js';
 import { createTriggersModule } from './modules/triggers/triggers-module.js';
 import { createWorkspacesModule } from './modules/workspaces/workspaces-module.js';
 import type { ProcessDeps } from './process-deps.js';
-
-const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -95,10 +93,7 @@ export async function buildApp(
     pluginTimeout: 60_000,
     trustProxy: trustProxyOption(config.trustProxy),
     requestIdHeader: false,
-    genReqId: (req) => {
-      const incoming = req.headers['x-request-id'];
-      return typeof incoming === 'string' && REQUEST_ID_RE.test(incoming) ? incoming : randomUUID();
-    },
+    genReqId: (req) => genRequestId(req.headers),
     childLoggerFactory: lazyChildLogger,
     logController: new LogController({
       disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace',
@@ -210,6 +205,7 @@ export async function buildApp(
     mailer: accounts.mailer,
     publicUrl: config.publicUrl,
     invitationTtlMs: config.invitationTtlSeconds * 1000,
+    maxOwnedWorkspaces: config.maxWorkspacesPerUser,
     agents: agents.service,
     dropPendingCallbacks: callbacks.dropPendingOfWorkspace,
     credentialsChanged: accounts.credentialsChanged,

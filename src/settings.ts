@@ -258,6 +258,12 @@ export const SETTINGS = {
     default: 604_800,
     doc: 'Lifetime of an invitation to a workspace (7 days by default, at most 30).',
   }),
+  maxWorkspacesPerUser: setting({
+    env: 'TASKHOOK_MAX_WORKSPACES_PER_USER',
+    schema: Type.Integer({ minimum: 0, maximum: 100 }),
+    default: 10,
+    doc: 'Most workspaces a user may own (hold the owner role in) besides their personal one; creating, being made owner of, or accepting an owner invitation to one more is refused.',
+  }),
   scheduleMinIntervalSeconds: setting({
     env: 'TASKHOOK_SCHEDULE_MIN_INTERVAL_SECONDS',
     schema: Type.Integer({ minimum: 1, maximum: 3600 }),

@@ -247,6 +247,7 @@ export interface AuditEntry {
   details: Record<string, unknown>;
   ip: string | null;
   request_id: string | null;
+  client_request_id: string | null;
 }
 
 export * from './types-spotlight';

@@ -52,5 +52,8 @@ export interface AuditLogTable {
   target_uuid: string;
   details: DbJson;
   ip: string | null;
+  /** The server's own id for the request (a UUID); null from the CLI. */
   request_id: string | null;
+  /** The X-Request-Id the client sent, when it was accepted; null otherwise and from the CLI. */
+  client_request_id: string | null;
 }

@@ -2,7 +2,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { DbUnavailableError, translateDbError, UnstorableTextError } from '../db/errors.js';
 import { SealedSecretError } from '../lib/crypto.js';
 import { HashingBusyError } from '../lib/passwords.js';
-import { AppError, AuthError, type ErrorCode, type ErrorDetails, statusFor } from './errors.js';
+import { AppError, AuthError, type ErrorCode, type ErrorDetails, RetryLaterError, statusFor } from './errors.js';
 
 interface AjvIssue {
   instancePath: string;
@@ -51,7 +51,8 @@ export function handleError(err: FastifyError, request: FastifyRequest, reply: F
   }
   if (err instanceof AppError) {
     const retryable = err.code === 'RATE_LIMITED' || err.code === 'SERVICE_UNAVAILABLE';
-    if (retryable && !reply.hasHeader('retry-after')) reply.header('retry-after', 1);
+    if (err instanceof RetryLaterError) reply.header('retry-after', err.retryAfterSeconds);
+    else if (retryable && !reply.hasHeader('retry-after')) reply.header('retry-after', 1);
     return reply.code(err.status).send(errorBody(request, err.code, err.message, err.details));
   }
   if (err.validation) {

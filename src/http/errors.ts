@@ -91,6 +91,20 @@ export class AppError extends Error {
 }
 
 /**
+ * A 429 `RATE_LIMITED` of a rule of its own (not the request rate limit): its `Retry-After` is
+ * `retryAfterSeconds`, and the `X-RateLimit-*` headers keep describing the request window.
+ */
+export class RetryLaterError extends AppError {
+  constructor(
+    message: string,
+    details: ErrorDetails,
+    readonly retryAfterSeconds: number,
+  ) {
+    super('RATE_LIMITED', message, details);
+  }
+}
+
+/**
  * An authentication or account-gate failure: 401, or a 403 about the account or the credential
  * kind, always answered with the flat `{"error": message}` shape (docs/api.md §2.2).
  *

@@ -5,6 +5,7 @@ import { errorBody } from './error-handler.js';
 import { AppError, AUTH_MESSAGES, AuthError, invalid } from './errors.js';
 import { forbiddenMessage, permissionOf, workspaceSourceOf } from './permissions.js';
 import { hitEach, type RateLimiter, workspaceScope } from './rate-limit.js';
+import { requestOriginOf } from './request-ids.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -46,7 +47,7 @@ export function taskRefOf(request: FastifyRequest) {
 /** Who acts, where, and from which request: what a management action writes to the audit log. */
 export function actingOf(request: FastifyRequest): Acting {
   const principal = principalOf(request);
-  return { workspaceUuid: principal.workspaceUuid, actor: actorOf(principal), ip: request.ip, requestId: request.id };
+  return { workspaceUuid: principal.workspaceUuid, actor: actorOf(principal), ...requestOriginOf(request) };
 }
 
 /** The authenticated principal of a route that requires one. */

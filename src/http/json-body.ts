@@ -20,8 +20,22 @@ export function registerJsonBodyParser(app: FastifyInstance): void {
     }
     if (jsonHasNul(body as string)) {
       const reason = 'contains a NUL character (U+0000), which cannot be stored';
-      return done(invalid('body', reason, `Request body ${reason}`), undefined);
+      return done(invalid(nulField(body as string), reason, `Request body ${reason}`), undefined);
     }
     parseJson(request, body as string, done);
   });
+}
+
+/**
+ * Where a refused NUL character is: `name` when it is in a top-level `name` string (names refuse
+ * every control character on that field, docs/security.md), else `body`. Runs only on refusal.
+ */
+function nulField(text: string): string {
+  try {
+    const value: unknown = JSON.parse(text);
+    const name = value && typeof value === 'object' ? (value as { name?: unknown }).name : undefined;
+    return typeof name === 'string' && name.includes('\u0000') ? 'name' : 'body';
+  } catch {
+    return 'body';
+  }
 }

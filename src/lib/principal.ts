@@ -59,9 +59,14 @@ export interface Acting {
   actor: AuditActor;
   /** The client address (with TASKHOOK_TRUST_PROXY); null from the CLI. */
   ip: string | null;
-  /** The request's X-Request-Id; null from the CLI. */
+  /** The server's own id for the request (a UUID it made, never the client's); null from the CLI. */
   requestId: string | null;
+  /** The X-Request-Id the client sent, when it was accepted (and echoed); null otherwise and from the CLI. */
+  clientRequestId: string | null;
 }
+
+/** Where a request comes from, as the audit log records it: the part of `Acting` a request alone decides. */
+export type RequestOrigin = Pick<Acting, 'ip' | 'requestId' | 'clientRequestId'>;
 
 /** The actor a principal acts as: its platform key, or its user. */
 export function actorOf(principal: Principal): AuditActor {

@@ -51,5 +51,6 @@ export function actingAs(user: { uuid: string; email: string }): Acting {
     actor: { type: 'user', uuid: user.uuid, email: user.email },
     ip: null,
     requestId: null,
+    clientRequestId: null,
   };
 }

@@ -39,7 +39,13 @@ describe.each(DATABASES)('hostile input the fuzzer found, on $name', (database) 
 
   it('a NUL character in a JSON body is 400 on both databases (PostgreSQL cannot store it; was 500)', async () => {
     const res = await call(t.app, 'POST', '/auth/platform_keys', { token: user.token, body: '{"name":"a\\u0000"}' });
-    expectErrorEnvelope(res, 400, 'INVALID_REQUEST', 'body');
+    // In a name, the refusal names the field (names refuse every control character).
+    expectErrorEnvelope(res, 400, 'INVALID_REQUEST', 'name');
+    const elsewhere = await call(t.app, 'POST', '/agent', {
+      token: user.token,
+      body: '{"name":"a","description":"\\u0000"}',
+    });
+    expectErrorEnvelope(elsewhere, 400, 'INVALID_REQUEST', 'body');
     const agent = await createAgent(t, user);
     const trigger = await createTrigger(t, user, agent.uuid, { message_template: '{{payload.a}}' });
     const delivered = await deliver(t, trigger.uuid, { body: '{"a":"\\u0000"}', secret: trigger.webhook_secret });

@@ -4,6 +4,8 @@ import { DATABASES } from '../helpers/databases.js';
 
 interface Operation {
   parameters?: Array<{ in: string; name: string; schema?: { format?: string } }>;
+  // biome-ignore lint/suspicious/noExplicitAny: the document is walked field by field.
+  responses?: Record<string, { content: Record<string, { schema: any }> }>;
 }
 
 /** The OpenAPI document describes the workspace header where it is read, and the FORBIDDEN code. */
@@ -36,6 +38,18 @@ describe.each(DATABASES.slice(0, 1))('the OpenAPI document and workspaces', (dat
     ] as const) {
       expect(header(path, method), `${method} ${path}`).toBeUndefined();
     }
+  });
+
+  it("documents the audit entry's client_request_id beside request_id", () => {
+    const reply = doc.paths['/workspaces/{id}/audit_log']?.get?.responses?.['200']?.content['application/json']?.schema;
+    const entry = reply.properties.entries.items as { properties: Record<string, { description?: string }> };
+    expect(entry.properties.client_request_id?.description).toMatch(/X-Request-Id the client sent/);
+    expect(entry.properties.request_id?.description).toMatch(/server's own id/);
+  });
+
+  it('documents TASKHOOK_MAX_WORKSPACES_PER_USER where it refuses', () => {
+    const text = JSON.stringify([doc.paths['/workspaces']?.post, doc.paths['/workspaces/{id}/members/{userUuid}']]);
+    expect(text.match(/TASKHOOK_MAX_WORKSPACES_PER_USER/g)).toHaveLength(2);
   });
 
   it('lists FORBIDDEN and the workspace codes among the error codes', () => {

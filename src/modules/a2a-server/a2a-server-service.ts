@@ -26,7 +26,7 @@ const DAY_MS = 86_400_000;
 export function createA2aServerService(deps: {
   db: Db;
   repo: A2aServerRepo;
-  tasks: Pick<TasksService, 'messageIn' | 'cancel' | 'requireTask'>;
+  tasks: Pick<TasksService, 'messageIn' | 'cancelOpen' | 'requireTask'>;
   /** Creates the tasks of new conversations. */
   submitter: Pick<TaskSubmitter, 'prepare' | 'insert'>;
   agents: Pick<AgentsService, 'requireOwned'>;
@@ -165,10 +165,10 @@ export function createA2aServerService(deps: {
       return a2aTask(await requireTask(ref), historyLength);
     },
 
-    /** Cancels (already cancelled: the task as it is). @throws RpcError -32001, -32002. */
+    /** Cancels an open task. @throws RpcError -32001, and -32002 for a completed, failed or cancelled one. */
     async cancel(ref: TaskRef): Promise<A2aTask> {
       try {
-        await tasks.cancel(ref);
+        await tasks.cancelOpen(ref);
       } catch (err) {
         throw rpcErrorOf(err);
       }

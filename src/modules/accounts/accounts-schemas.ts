@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { NullableTimestamp, StrictObject, TimestampSchema, UuidSchema } from '../../http/common-schemas.js';
+import { NAME_RULE } from '../../http/names.js';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from './accounts-fns.js';
 
 const Email = Type.String({ format: 'email', maxLength: 254, description: 'E-mail address (case-insensitive).' });
@@ -47,7 +48,7 @@ const CreatorSchema = Type.Union([Type.Object({ uuid: UuidSchema, email: Type.St
   description: 'The user who made it (null only if that user has been deleted).',
 });
 export const CreateKeyBody = StrictObject({
-  name: Type.String({ minLength: 1, maxLength: 255 }),
+  name: Type.String({ minLength: 1, maxLength: 255, description: `1 to 255 characters. ${NAME_RULE}` }),
   role: Type.Optional(KeyRoleSchema),
 });
 export const CreatedKeyReply = Type.Object({

@@ -1,5 +1,6 @@
 import type { Db } from '../../db/connect.js';
 import { AppError, notFound } from '../../http/errors.js';
+import { requirePlainName } from '../../http/names.js';
 import { type SecretBox, sha256Hex } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';
 import { type Acting, type KeyRole, roleAtLeast } from '../../lib/principal.js';
@@ -94,6 +95,7 @@ export function createCredentialsService(deps: {
   return {
     /** A key of the acting workspace, made by `createdBy` with `role` (default admin). */
     async createPlatformKey(acting: Acting, createdBy: string, name: string, role: KeyRole = 'admin') {
+      requirePlainName(name);
       const { uuid, secret, created_at, workspace_uuid } = await issue('platform_keys', acting, createdBy, name, role);
       return { uuid, name, key: secret, created_at, role, workspace_uuid };
     },
@@ -104,6 +106,7 @@ export function createCredentialsService(deps: {
      * @throws AppError NOT_FOUND for an unknown user, FORBIDDEN when they are not admin or owner there.
      */
     async createPlatformKeyByEmail(email: string, name: string, opts: { workspaceUuid?: string; role?: KeyRole } = {}) {
+      requirePlainName(name);
       const user = await deps.userByEmail(email);
       const workspaceUuid = opts.workspaceUuid ?? user.uuid;
       const held = await membershipsRepo.roleOf(db.kysely, workspaceUuid, user.uuid);
@@ -115,6 +118,7 @@ export function createCredentialsService(deps: {
         actor: { type: 'user', uuid: user.uuid, email: user.email },
         ip: null,
         requestId: null,
+        clientRequestId: null,
       };
       const role = opts.role ?? 'admin';
       const { uuid, secret } = await issue('platform_keys', acting, user.uuid, name, role);

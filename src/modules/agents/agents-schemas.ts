@@ -7,12 +7,13 @@ import {
   TimestampSchema,
   UuidSchema,
 } from '../../http/common-schemas.js';
+import { NAME_RULE } from '../../http/names.js';
 import type { RuntimeSchemas } from './runtime-schemas.js';
 
 export const AGENT_STATUSES = ['active', 'paused', 'stopped', 'error'] as const;
 export type AgentStatus = (typeof AGENT_STATUSES)[number];
 
-const Name = Type.String({ minLength: 1, maxLength: 255 });
+const Name = Type.String({ minLength: 1, maxLength: 255, description: `1 to 255 characters. ${NAME_RULE}` });
 const Description = Type.Union([Type.String({ maxLength: 4000 }), Type.Null()]);
 const Concurrency = Type.Integer({ minimum: 1, maximum: 1000, description: 'Tasks it runs at once; default 10.' });
 const ConcurrencyPerKey = Type.Union(

@@ -1,6 +1,7 @@
 import type { ChangeCache } from '../../db/change-cache.js';
 import type { Db, Executor } from '../../db/connect.js';
 import { notFound } from '../../http/errors.js';
+import { requirePlainName } from '../../http/names.js';
 import type { SecretBox } from '../../lib/crypto.js';
 import type { EventHub } from '../../lib/event-hub.js';
 import { newId } from '../../lib/ids.js';
@@ -115,6 +116,7 @@ export function createAgentsService(deps: {
     /** A new agent of the acting workspace, audited as `agent.create`. */
     async create(acting: Acting, input: CreateAgentInput): Promise<Agent> {
       const { workspaceUuid } = acting;
+      requirePlainName(input.name);
       if (input.runtime) await deps.checkRuntime(workspaceUuid, input.runtime);
       const at = now();
       const agent: AgentRow = {
@@ -153,6 +155,7 @@ export function createAgentsService(deps: {
     /** Changes an agent; audited as `agent.update` naming the changed fields (no entry when none changed). */
     async patch(acting: Acting, uuid: string, input: PatchAgentInput): Promise<Agent> {
       const { workspaceUuid } = acting;
+      if (input.name !== undefined) requirePlainName(input.name);
       if (input.runtime) await deps.checkRuntime(workspaceUuid, input.runtime);
       return db.transaction(async (trx) => {
         const current = await requireOwnedIn(trx, workspaceUuid, uuid);

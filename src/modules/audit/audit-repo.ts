@@ -48,6 +48,7 @@ export function recordAudit(ex: Executor, acting: Acting, entry: AuditEntry, wor
         details: toDbJson(wellFormed(entry.details)),
         ip: acting.ip,
         request_id: acting.requestId,
+        client_request_id: acting.clientRequestId,
       })
       .execute(),
   );
@@ -63,6 +64,7 @@ export interface AuditRow {
   details: Record<string, unknown>;
   ip: string | null;
   request_id: string | null;
+  client_request_id: string | null;
 }
 
 /** The reads and deletes of the audit log; entries are written with `recordAudit`. */
@@ -102,6 +104,7 @@ export const auditRepo = {
       details: fromDbJson<Record<string, unknown>>(r.details),
       ip: r.ip,
       request_id: r.request_id,
+      client_request_id: r.client_request_id,
     }));
   },
 

@@ -34,7 +34,16 @@ export const AuditEntrySchema = Type.Object(
       description: 'The keys listed for the action; never a secret.',
     }),
     ip: Type.Union([Type.String(), Type.Null()], { description: 'Client address; null from the CLI.' }),
-    request_id: Type.Union([Type.String(), Type.Null()], { description: 'The X-Request-Id; null from the CLI.' }),
+    request_id: Type.Union([Type.String(), Type.Null()], {
+      description:
+        "The server's own id for the request (a UUID it made, never a value the client chose); the response's " +
+        'X-Request-Id when the client sent none it accepted. Null for entries written by the CLI.',
+    }),
+    client_request_id: Type.Union([Type.String({ pattern: '^[A-Za-z0-9._:-]{1,128}$' }), Type.Null()], {
+      description:
+        'The X-Request-Id the client sent, when it was accepted (1 to 128 characters of A-Za-z0-9._:-, the value ' +
+        'the response echoed); null when none was sent, when the server replaced it, and for CLI entries.',
+    }),
   },
   { title: 'AuditEntry' },
 );

@@ -73,7 +73,8 @@ export function agentTools(agents: AgentRow[]): Array<{ name: string; agent: Age
   return active.map((agent) => {
     const name = baseToolName(agent.name);
     const shared = (counts.get(name) ?? 0) > 1 || reserved.has(name);
-    return { name: shared ? `${name.slice(0, 55)}_${agent.uuid.replace(/-/g, '').slice(0, 8)}` : name, agent };
+    // The last digits: a UUIDv7 begins with its creation time, so agents made within a minute share their first ones.
+    return { name: shared ? `${name.slice(0, 55)}_${agent.uuid.replace(/-/g, '').slice(-8)}` : name, agent };
   });
 }
 

@@ -7,12 +7,13 @@ import {
   TimestampSchema,
   UuidSchema,
 } from '../../http/common-schemas.js';
+import { NAME_RULE } from '../../http/names.js';
 import { MAX_MESSAGE_CHARS } from '../tasks/tasks-schemas.js';
 
 export const MAX_SCHEDULES_PER_AGENT = 100;
 export const MAX_CATCH_UP_SECONDS = 604_800;
 
-const Name = Type.String({ minLength: 1, maxLength: 255, description: '1 to 255 characters.' });
+const Name = Type.String({ minLength: 1, maxLength: 255, description: `1 to 255 characters. ${NAME_RULE}` });
 const Cron = Type.String({
   maxLength: 255,
   description:

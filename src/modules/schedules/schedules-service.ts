@@ -1,5 +1,6 @@
 import type { Db, Executor } from '../../db/connect.js';
 import { AppError, invalid, notFound } from '../../http/errors.js';
+import { requirePlainName } from '../../http/names.js';
 import { newId } from '../../lib/ids.js';
 import type { Acting } from '../../lib/principal.js';
 import { type Clock, iso } from '../../lib/time.js';
@@ -50,6 +51,7 @@ export function createSchedulesService(deps: {
   return {
     async create(acting: Acting, agentUuid: string, input: CreateScheduleInput) {
       const workspaceUuid = acting.workspaceUuid;
+      requirePlainName(input.name);
       await deps.agents.requireOwned(workspaceUuid, agentUuid);
       const nowMs = deps.clock.now();
       const zone = input.timezone ?? 'UTC';
@@ -107,6 +109,7 @@ export function createSchedulesService(deps: {
       scheduleView(await requireSchedule(db.kysely, workspaceUuid, agentUuid, uuid)),
 
     async patch(acting: Acting, agentUuid: string, uuid: string, input: PatchScheduleInput) {
+      if (input.name !== undefined) requirePlainName(input.name);
       if (input.message !== undefined) checkMessage(input.message);
       checkMetadata(input.metadata);
       const nowMs = deps.clock.now();

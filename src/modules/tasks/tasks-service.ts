@@ -1,5 +1,5 @@
 import type { Db, Executor } from '../../db/connect.js';
-import { notFound } from '../../http/errors.js';
+import { AppError, notFound } from '../../http/errors.js';
 import type { AgentsService } from '../agents/agents-service.js';
 import { fromStoredEvent, needsConversation } from './events/task-events-fns.js';
 import type { Lifecycle } from './lifecycle/lifecycle.js';
@@ -106,6 +106,18 @@ export function createTasksService(deps: {
     async cancel(ref: TaskRef) {
       const task = await change(ref, { op: 'cancel' });
       return { task_id: task.uuid, status: 'cancelled' as const, cancelled_at: task.cancelledAt as string };
+    },
+
+    /**
+     * Cancels an open task and refuses any finished one, an already cancelled one included (A2A's
+     * CancelTask: a task in a final state is not cancelable); the refusal changes nothing.
+     * @throws AppError NOT_FOUND, TASK_NOT_CANCELLABLE.
+     */
+    async cancelOpen(ref: TaskRef): Promise<void> {
+      const applied = await db.transaction((trx) => lifecycle.apply(trx, ref, { op: 'cancel' }));
+      if (!applied.changed) {
+        throw new AppError('TASK_NOT_CANCELLABLE', 'Task cannot be cancelled: it is already cancelled');
+      }
     },
 
     /**

@@ -7,12 +7,13 @@ import {
   TimestampSchema,
   UuidSchema,
 } from '../../http/common-schemas.js';
+import { NAME_RULE } from '../../http/names.js';
 import { VERIFICATION_TYPES, VerificationInputSchema, VerificationPatchSchema } from './verification-schemas.js';
 
 export const MAX_TEMPLATE_CHARS = 10_000;
 export const MAX_TRIGGERS_PER_AGENT = 1000;
 
-const Name = Type.String({ minLength: 1, maxLength: 255, description: '1 to 255 characters.' });
+const Name = Type.String({ minLength: 1, maxLength: 255, description: `1 to 255 characters. ${NAME_RULE}` });
 const Template = Type.String({
   minLength: 1,
   maxLength: MAX_TEMPLATE_CHARS,

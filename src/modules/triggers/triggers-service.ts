@@ -1,6 +1,7 @@
 import type { ChangeCache } from '../../db/change-cache.js';
 import type { Db, Executor } from '../../db/connect.js';
 import { invalid, notFound } from '../../http/errors.js';
+import { requirePlainName } from '../../http/names.js';
 import type { SecretBox } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';
 import type { Acting } from '../../lib/principal.js';
@@ -112,6 +113,7 @@ export function createTriggersService(deps: {
   return {
     async create(acting: Acting, agentUuid: string, input: CreateTriggerInput) {
       const { workspaceUuid } = acting;
+      requirePlainName(input.name);
       await deps.agents.requireOwned(workspaceUuid, agentUuid);
       checkTemplate(input.message_template);
       if (input.concurrency_key) checkTemplate(input.concurrency_key, 'concurrency_key');
@@ -162,6 +164,7 @@ export function createTriggersService(deps: {
     /** Audited as `trigger.update` naming the fields whose value changed (no entry when none did). */
     async patch(acting: Acting, agentUuid: string, uuid: string, input: PatchTriggerInput) {
       const { workspaceUuid } = acting;
+      if (input.name !== undefined) requirePlainName(input.name);
       if (input.message_template !== undefined) checkTemplate(input.message_template);
       if (input.concurrency_key) checkTemplate(input.concurrency_key, 'concurrency_key');
       return db.transaction(async (trx) => {

@@ -165,6 +165,44 @@ export const invitationsRepo = {
     );
   },
 
+  /**
+   * Revokes the pending invitations `inviterUuid` made in the workspace whose role is one of
+   * `roles` (their inviter may no longer grant it). @returns the revoked ones.
+   */
+  async revokeOfInviter(ex: Executor, workspaceUuid: string, inviterUuid: string, roles: readonly Role[], now: string) {
+    if (roles.length === 0) return [];
+    return withDbErrors(
+      ex
+        .updateTable('invitations')
+        .set({ ended_at: now, ended_as: 'revoked' })
+        .where('workspace_uuid', '=', workspaceUuid)
+        .where('invited_by', '=', inviterUuid)
+        .where('role', 'in', roles)
+        .where('ended_at', 'is', null)
+        .where('expires_at', '>', now)
+        .returning(['uuid', 'email', 'role'])
+        .execute(),
+    );
+  },
+
+  /**
+   * When the workspace last sent an invitation to this (normalized) address, whatever became of
+   * that invitation since; null when it never did. Invitations are kept as long as their workspace.
+   */
+  async lastSentAt(ex: Executor, workspaceUuid: string, emailLower: string): Promise<string | null> {
+    const row = await withDbErrors(
+      ex
+        .selectFrom('invitations')
+        .select('created_at')
+        .where('workspace_uuid', '=', workspaceUuid)
+        .where('email_lower', '=', emailLower)
+        .orderBy('created_at', 'desc')
+        .limit(1)
+        .executeTakeFirst(),
+    );
+    return row?.created_at ?? null;
+  },
+
   /** Ends every pending invitation of a workspace being deleted. */
   endAllOf(ex: Executor, workspaceUuid: string, now: string) {
     return withDbErrors(

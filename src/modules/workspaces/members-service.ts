@@ -6,7 +6,8 @@ import { iso } from '../../lib/time.js';
 import { accountsRepo } from '../accounts/accounts-repo.js';
 import { announceCredentialChange } from '../accounts/credential-changes.js';
 import { recordAudit } from '../audit/audit-repo.js';
-import { lastOwner, memberView, personalRefused, type WorkspacesDeps } from './workspaces-fns.js';
+import { revokeUngrantable } from './invitation-authority.js';
+import { lastOwner, memberView, personalRefused, requireRoomToOwn, type WorkspacesDeps } from './workspaces-fns.js';
 import { type MemberRow, workspacesRepo } from './workspaces-repo.js';
 
 const ownerRequired = () => new AppError('FORBIDDEN', forbiddenMessage('owner'));
@@ -34,12 +35,13 @@ export function createMembersService(deps: WorkspacesDeps) {
   }
 
   /**
-   * Takes the member out of the workspace: every key and token they made in it is revoked (each
-   * audited), then `member.remove` or `member.leave`. In the caller's transaction.
+   * Takes the member out of the workspace: every pending invitation, key and token they made in it
+   * is revoked (each audited), then `member.remove` or `member.leave`. In the caller's transaction.
    */
   async function takeOut(trx: Executor, acting: Acting, target: MemberRow, action: 'member.remove' | 'member.leave') {
     const { workspaceUuid } = acting;
     await workspacesRepo.removeMember(trx, workspaceUuid, target.userUuid);
+    await revokeUngrantable(trx, acting, target.userUuid, null, now());
     const revoked = await accountsRepo.revokeCredentialsOf(trx, workspaceUuid, target.userUuid, now());
     for (const credential of revoked) {
       await recordAudit(
@@ -77,7 +79,9 @@ export function createMembersService(deps: WorkspacesDeps) {
         }
         if (target.role === role) return { member: target, changed: false };
         if (target.role === 'owner' && owners <= 1) throw lastOwner();
+        if (role === 'owner') await requireRoomToOwn(trx, deps, userUuid, 'role');
         await workspacesRepo.setRole(trx, acting.workspaceUuid, userUuid, role);
+        await revokeUngrantable(trx, acting, userUuid, role, now());
         await recordAudit(trx, acting, {
           action: 'member.role_change',
           target: { type: 'member', uuid: userUuid },

@@ -1,10 +1,11 @@
 import type { Db, Executor } from '../../db/connect.js';
 import { AppError, invalid } from '../../http/errors.js';
+import { requirePlainName } from '../../http/names.js';
 import type { SecretBox } from '../../lib/crypto.js';
 import type { Clock } from '../../lib/time.js';
 import type { Mailer } from '../accounts/mailer.js';
 import type { AgentsService } from '../agents/agents-service.js';
-import type { MemberRow, WorkspaceRow } from './workspaces-repo.js';
+import { type MemberRow, type WorkspaceRow, workspacesRepo } from './workspaces-repo.js';
 
 /** A user belongs to at most this many live workspaces, the personal one included. */
 export const MAX_WORKSPACES_PER_USER = 100;
@@ -23,6 +24,8 @@ export interface WorkspacesDeps {
   mailer: Pick<Mailer, 'sendInvitation'>;
   publicUrl: string;
   invitationTtlMs: number;
+  /** Most workspaces a user may own besides their personal one (TASKHOOK_MAX_WORKSPACES_PER_USER). */
+  maxOwnedWorkspaces: number;
   /** Deletes the agents of a workspace being deleted, as `DELETE /agent` does. */
   agents: Pick<AgentsService, 'prepareWorkspaceRemoval' | 'removeAllOfWorkspaceIn'>;
   /** In the deleting transaction: drops the workspace's callbacks not yet sent. */
@@ -49,10 +52,13 @@ export const memberView = (m: MemberRow) => ({
   joined_at: m.joinedAt,
 });
 
-/** @throws AppError INVALID_REQUEST (`name`) for a name that is only whitespace (lengths are the schema's). */
+/**
+ * @throws AppError INVALID_REQUEST (`name`) for a name that is only whitespace or holds a control
+ * character (lengths are the schema's).
+ */
 export function requireName(name: string): string {
   if (name.trim() === '') throw invalid('name', 'must not be only whitespace');
-  return name;
+  return requirePlainName(name);
 }
 
 export const personalRefused = () =>
@@ -61,4 +67,20 @@ export const personalRefused = () =>
 export const lastOwner = () =>
   new AppError('LAST_OWNER', 'A workspace needs at least one owner: make another member owner first');
 
-export const limitExceeded = (message: string) => new AppError('LIMIT_EXCEEDED', message);
+/** 400 `LIMIT_EXCEEDED`; `field` names the limit (`workspaces`, `members`, `invitations`, `role`). */
+export const limitExceeded = (message: string, field: string) =>
+  new AppError('LIMIT_EXCEEDED', message, { field, reason: message });
+
+/**
+ * Refuses making `userUuid` the owner of one more workspace when they already own the most allowed
+ * besides their personal one. Locks their personal workspace's row first (its uuid is the user's),
+ * so concurrent creates, promotions and accepts of one user take turns and never overshoot.
+ * @throws AppError LIMIT_EXCEEDED with `details.field` = `field`.
+ */
+export async function requireRoomToOwn(trx: Executor, deps: WorkspacesDeps, userUuid: string, field: string) {
+  await workspacesRepo.lock(trx, userUuid);
+  const max = deps.maxOwnedWorkspaces;
+  if ((await workspacesRepo.countOwned(trx, userUuid)) >= max) {
+    throw limitExceeded(`A user can own at most ${max} workspaces besides their personal one`, field);
+  }
+}

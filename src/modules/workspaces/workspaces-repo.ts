@@ -108,6 +108,20 @@ export const workspacesRepo = {
     return Number(row.n);
   },
 
+  /** How many live team workspaces (the personal one not counted) the user holds the owner role in. */
+  async countOwned(ex: Executor, userUuid: string): Promise<number> {
+    const row = await withDbErrors(
+      memberships(ex, userUuid)
+        .clearSelect()
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('m.role', '=', 'owner')
+        // The personal workspace's uuid is its user's.
+        .where('w.uuid', '!=', userUuid)
+        .executeTakeFirstOrThrow(),
+    );
+    return Number(row.n);
+  },
+
   rename(ex: Executor, workspaceUuid: string, name: string, now: string) {
     return withDbErrors(
       ex.updateTable('workspaces').set({ name, updated_at: now }).where('uuid', '=', workspaceUuid).execute(),
@@ -191,6 +205,30 @@ export const workspacesRepo = {
         .executeTakeFirst(),
     );
     return row !== undefined;
+  },
+
+  /**
+   * A member's current role and whether their account is disabled; undefined when they are not a
+   * member. `lock` locks their member row until the transaction ends (PostgreSQL), so a concurrent
+   * role change or removal (which locks every member row) waits for, or is seen by, the caller.
+   */
+  async standingOf(
+    ex: Executor,
+    workspaceUuid: string,
+    userUuid: string,
+    lock = false,
+  ): Promise<{ role: Role; disabled: boolean } | undefined> {
+    const query = ex
+      .selectFrom('workspace_members')
+      .select('role')
+      .where('workspace_uuid', '=', workspaceUuid)
+      .where('user_uuid', '=', userUuid);
+    const member = await withDbErrors((lock ? lockRows(ex, query) : query).executeTakeFirst());
+    if (!member) return undefined;
+    const user = await withDbErrors(
+      ex.selectFrom('users').select('disabled_at').where('uuid', '=', userUuid).executeTakeFirst(),
+    );
+    return { role: member.role as Role, disabled: !user || user.disabled_at !== null };
   },
 
   setRole(ex: Executor, workspaceUuid: string, userUuid: string, role: Role) {

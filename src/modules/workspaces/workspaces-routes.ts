@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { NoBody, NoContent } from '../../http/common-schemas.js';
 import { errorResponses } from '../../http/error-schemas.js';
 import { actingOf, principalOf } from '../../http/guard.js';
+import { requestOriginOf } from '../../http/request-ids.js';
 import type { InvitationsService } from './invitations-service.js';
 import type { MembersService } from './members-service.js';
 import {
@@ -42,7 +43,10 @@ export function workspacesRoutes(services: {
         schema: {
           tags,
           summary: 'Create a team workspace',
-          description: 'The caller becomes its only member, as owner. At most 100 workspaces per user.',
+          description:
+            'The caller becomes its only member, as owner. A user owns at most TASKHOOK_MAX_WORKSPACES_PER_USER workspaces ' +
+            '(default 10) besides their personal one, and belongs to at most 100: one more is 400 LIMIT_EXCEEDED, ' +
+            'details.field "workspaces"; nothing is created.',
           body: NameBody,
           response: { 201: WorkspaceSchema, ...errorResponses([400, 401, 403]) },
         },
@@ -140,7 +144,7 @@ export function workspacesRoutes(services: {
           tags,
           summary: "Change a member's role",
           description:
-            "Admin or owner; making an owner or changing an owner's role needs owner (403). The only owner cannot be demoted (409 LAST_OWNER). The same role again changes nothing.",
+            'Admin or owner; making an owner or changing an owner\'s role needs owner (403). The only owner cannot be demoted (409 LAST_OWNER). The same role again changes nothing. Making someone owner who already owns TASKHOOK_MAX_WORKSPACES_PER_USER workspaces besides their personal one: 400 LIMIT_EXCEEDED, details.field "role"; nothing changes. A demotion revokes the pending invitations the member may no longer grant.',
           params: MemberParams,
           body: RoleBody,
           response: { 200: MemberSchema, ...errorResponses([400, 401, 403, 404, 409]) },
@@ -197,7 +201,11 @@ export function workspacesRoutes(services: {
           tags,
           summary: 'Invite someone by e-mail',
           description:
-            'Admin or owner; inviting as owner needs owner. The link is e-mailed (or logged without SMTP) and never returned. A pending invitation for the same address is replaced.',
+            'Admin or owner; inviting as owner needs owner. The link is e-mailed (or logged without SMTP) and never returned. ' +
+            'One invitation e-mail per address per workspace per 10 minutes: an address this workspace invited less than 600 s ago ' +
+            '(whatever became of that invitation) is 429 RATE_LIMITED, details.field "email", with Retry-After the seconds left; nothing changes. ' +
+            'Checked after the role (403), body (400) and member (409) checks, before the cap of 100 pending invitations ' +
+            '(400 LIMIT_EXCEEDED, details.field "invitations"). From 600 s on, a pending invitation for the same address is replaced.',
           params: WorkspaceParams,
           body: InviteBody,
           response: { 201: InvitationSchema, ...errorResponses([400, 401, 403, 404, 409]) },
@@ -250,12 +258,15 @@ export function workspacesRoutes(services: {
           tags,
           summary: 'Accept an invitation',
           description:
-            'Joins its workspace with its role. Invalid, expired, used or revoked: 400 INVITATION_INVALID; for another e-mail: 403 INVITATION_EMAIL_MISMATCH; already a member: 409 (the invitation is used up).',
+            'Joins its workspace with its role. In this order: invalid, expired, used or revoked: 400 INVITATION_INVALID; ' +
+            'an inviter no longer a member, or whose role may no longer grant the role, or whose account is disabled: ' +
+            '400 INVITATION_INVALID and the invitation is revoked for good; for another e-mail: 403 INVITATION_EMAIL_MISMATCH; ' +
+            'already a member: 409 (the invitation is used up); limits: 400 LIMIT_EXCEEDED (the invitation stays pending).',
           body: AcceptBody,
           response: { 200: WorkspaceSchema, ...errorResponses([400, 401, 403, 409]) },
         },
       },
-      async (request) => invitations.accept(principalOf(request), request.body.token, request.ip, request.id),
+      async (request) => invitations.accept(principalOf(request), request.body.token, requestOriginOf(request)),
     );
   };
 }

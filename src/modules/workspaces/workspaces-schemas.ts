@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { StrictObject, StringEnum, TimestampSchema, UuidSchema } from '../../http/common-schemas.js';
+import { NAME_RULE } from '../../http/names.js';
 import { ROLES } from '../../lib/principal.js';
 import { MAX_NAME_LENGTH } from './workspaces-fns.js';
 
@@ -7,7 +8,7 @@ const RoleSchema = StringEnum(ROLES, { description: 'viewer < member < admin < o
 const NameSchema = Type.String({
   minLength: 1,
   maxLength: MAX_NAME_LENGTH,
-  description: `1 to ${MAX_NAME_LENGTH} characters, not only whitespace; stored as given.`,
+  description: `1 to ${MAX_NAME_LENGTH} characters, not only whitespace; stored as given. ${NAME_RULE}`,
 });
 
 export const WorkspaceSchema = Type.Object({

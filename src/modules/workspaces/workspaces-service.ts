@@ -12,6 +12,7 @@ import {
   MAX_WORKSPACES_PER_USER,
   personalRefused,
   requireName,
+  requireRoomToOwn,
   type WorkspacesDeps,
   workspaceView,
 } from './workspaces-fns.js';
@@ -40,8 +41,9 @@ export function createWorkspacesService(deps: WorkspacesDeps) {
       const createdAt = now();
       const sealed = deps.box.seal(newSigningSecret());
       await db.transaction(async (trx) => {
+        await requireRoomToOwn(trx, deps, principal.userUuid, 'workspaces');
         if ((await workspacesRepo.countOf(trx, principal.userUuid)) >= MAX_WORKSPACES_PER_USER) {
-          throw limitExceeded(`A user can belong to at most ${MAX_WORKSPACES_PER_USER} workspaces`);
+          throw limitExceeded(`A user can belong to at most ${MAX_WORKSPACES_PER_USER} workspaces`, 'workspaces');
         }
         await workspacesRepo.insert(trx, { uuid, name, ownerUuid: principal.userUuid, createdAt });
         await accountsRepo.insertSigningSecret(trx, { uuid: newId(), workspaceUuid: uuid, sealed, createdAt });

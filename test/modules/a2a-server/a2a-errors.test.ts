@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, call, type TestApp } from '../../helpers/app.js';
 import { DATABASES } from '../../helpers/databases.js';
 import { createAgent, createUser, type TestUser } from '../../helpers/factories.js';
-import { claimOne, reportComplete, submitTask } from '../../helpers/tasks.js';
+import { cancelTask, claimOne, getTask, reportComplete, reportFail, submitTask } from '../../helpers/tasks.js';
 import { a2aRpc, userMessage } from './a2a-rpc.js';
 
 describe.each(DATABASES)('A2A endpoint refusals on $name', (database) => {
@@ -161,6 +161,30 @@ describe.each(DATABASES)('A2A endpoint refusals on $name', (database) => {
     expect(
       await own.errorCode('SendMessage', { message: userMessage('x', { taskId: done, contextId: 'other' }) }),
     ).toBe(-32602);
+  });
+
+  it('answers -32002 to CancelTask on a cancelled or failed task and changes nothing; REST cancel stays idempotent', async () => {
+    const agent = (await createAgent(t, user)).uuid;
+    const own = a2aRpc(t, user, agent);
+    const open = (await submitTask(t, user, agent)).task_id;
+    const cancelled = (await own.rpc('CancelTask', { id: open })).result;
+    expect(cancelled.status.state).toBe('TASK_STATE_CANCELED');
+    const before = await getTask(t, user, agent, open);
+    expect(await own.errorCode('CancelTask', { id: open })).toBe(-32002);
+    expect(await own.errorCode('CancelTask', { id: open })).toBe(-32002);
+    expect(await getTask(t, user, agent, open)).toEqual(before);
+    expect((await own.rpc('GetTask', { id: open })).result.status).toEqual(cancelled.status);
+    const rest = await cancelTask(t, user, agent, open);
+    expect(rest.statusCode).toBe(200);
+    expect(rest.json().cancelled_at).toBe(before.cancelled_at);
+
+    const failing = (await submitTask(t, user, agent)).task_id;
+    const claimed = await claimOne(t, user, agent);
+    expect(claimed.task_id).toBe(failing);
+    const failed = await reportFail(t, user, agent, failing, claimed.lease_id, { message: 'broke' }, false);
+    expect(failed.statusCode).toBe(200);
+    expect(await own.errorCode('CancelTask', { id: failing })).toBe(-32002);
+    expect((await getTask(t, user, agent, failing)).status).toBe('failed');
   });
 
   it('answers -32004 when the agent does not accept tasks', async () => {

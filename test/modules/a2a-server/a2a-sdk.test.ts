@@ -247,15 +247,16 @@ describe.each(DATABASES)('a taskhook agent driven by the A2A SDK on $name', (dat
     expect(listed.tasks.map((task) => task.id)).toEqual([first.id]);
   });
 
-  it('cancels a running task (repeatable) and refuses to cancel a completed one', async () => {
+  it('cancels a running task and refuses to cancel it again or to cancel a completed one', async () => {
     const { client, started } = await setup();
     const sent = wire(await client.sendMessage(sendRequest('slow', {}, { returnImmediately: true })));
     await within(started.opened, 15_000, 'the worker to start the task');
     const cancelled = wire(await client.cancelTask({ tenant: '', id: sent.id, metadata: undefined }));
     expect(cancelled.status.state).toBe('TASK_STATE_CANCELED');
-    expect(wire(await client.cancelTask({ tenant: '', id: sent.id, metadata: undefined })).status).toEqual(
-      cancelled.status,
-    );
+    await expect(client.cancelTask({ tenant: '', id: sent.id, metadata: undefined })).rejects.toMatchObject({
+      envelopeCode: -32002,
+    });
+    expect(wire(await client.getTask({ tenant: '', id: sent.id })).status).toEqual(cancelled.status);
     const done = wire(await client.sendMessage(sendRequest('quick')));
     await expect(client.cancelTask({ tenant: '', id: done.id, metadata: undefined })).rejects.toMatchObject({
       envelopeCode: -32002,

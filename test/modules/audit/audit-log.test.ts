@@ -16,6 +16,7 @@ interface Entry {
   details: Record<string, unknown>;
   ip: string | null;
   request_id: string | null;
+  client_request_id: string | null;
 }
 
 describe.each(DATABASES)('audit log on $name', (database) => {
@@ -51,7 +52,8 @@ describe.each(DATABASES)('audit log on $name', (database) => {
     asKey = false,
   ) {
     const [entry] = await entries(user);
-    expect(entry).toMatchObject({ ...want, request_id: requestId, ip: '127.0.0.1' });
+    expect(entry).toMatchObject({ ...want, client_request_id: requestId, ip: '127.0.0.1' });
+    expect(entry?.request_id).toMatch(/^[0-9a-f-]{36}$/);
     expect(Object.keys(entry?.details ?? {}).sort()).toEqual(Object.keys(want.details).sort());
     expect(entry?.details).toEqual(want.details);
     expect(entry?.actor).toEqual(

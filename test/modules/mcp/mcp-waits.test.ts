@@ -153,6 +153,22 @@ describe.each(DATABASES)('MCP waits, pages and spans on $name', (database) => {
     expect(((await foreign.json()) as { error: { code: number } }).error.code).toBe(-32602);
   });
 
+  it('tells agents of one name apart by the last 8 hex digits of their uuids, made within a minute', async () => {
+    const user = await createUser(t);
+    const made = [];
+    for (let i = 0; i < 3; i++) made.push(await createAgent(t, user, { name: 'twin' }));
+    const answer = await answerOf(await post(user, { jsonrpc: '2.0', id: 1, method: 'tools/list' }));
+    const tools = answer.result.tools as Array<{ name: string; _meta: { 'taskhook/agent_id': string } }>;
+    const twins = tools.filter((tool) => tool.name.startsWith('twin'));
+    expect(twins).toHaveLength(3);
+    for (const tool of twins) {
+      const uuid = tool._meta['taskhook/agent_id'];
+      expect(tool.name).toBe(`twin_${uuid.replace(/-/g, '').slice(-8)}`);
+    }
+    expect(new Set(twins.map((tool) => tool.name)).size).toBe(3);
+    expect(new Set(made.map((agent) => agent.uuid))).toEqual(new Set(twins.map((x) => x._meta['taskhook/agent_id'])));
+  });
+
   it('writes the tools/call span under params._meta.traceparent, the task span under it', async () => {
     const user = await createUser(t);
     await createAgent(t, user, { name: 'traced' });

@@ -26,7 +26,11 @@ describe.each(DATABASES)('workspace invitations on $name', (database) => {
   const clock = manualClock();
 
   beforeAll(async () => {
-    t = await buildTestApp(database, { clock, config: { invitationTtlSeconds: TTL_SECONDS } });
+    // Owning is capped lower by default (TASKHOOK_MAX_WORKSPACES_PER_USER, owning.test.ts); here the membership cap.
+    t = await buildTestApp(database, {
+      clock,
+      config: { invitationTtlSeconds: TTL_SECONDS, maxWorkspacesPerUser: 100 },
+    });
     logged = captureLog(t);
   });
   afterAll(() => t.close());
@@ -108,6 +112,7 @@ describe.each(DATABASES)('workspace invitations on $name', (database) => {
     expect(ownerByAdmin.statusCode).toBe(403);
     expect(ownerByAdmin.json().error.message).toBe('This operation requires the owner role in this workspace');
     expect((await post(admin, { email, role: 'viewer' })).statusCode).toBe(201);
+    clock.advance(600_000); // one invitation e-mail per address per 10 minutes
     expect((await post(owner, { email, role: 'owner' })).statusCode).toBe(201);
     for (const body of [
       { email, role: 'boss' },
@@ -128,6 +133,7 @@ describe.each(DATABASES)('workspace invitations on $name', (database) => {
     const invitee = await createUser(t);
     const ws = (await createWorkspace(t, owner)).uuid;
     const first = await invite(t, logged, ws, owner, invitee.email, 'viewer');
+    clock.advance(600_000); // one invitation e-mail per address per 10 minutes
     const second = await invite(t, logged, ws, owner, invitee.email.toUpperCase(), 'member');
     expect((await pending(ws, owner)).map((i: { role: string }) => i.role)).toEqual(['member']);
     expect((await accept(invitee, first)).json().error.code).toBe('INVITATION_INVALID');
@@ -219,8 +225,16 @@ describe.each(DATABASES)('workspace invitations on $name', (database) => {
       body: { email: `last-${randomUUID()}@example.test`, role: 'viewer' },
     });
     expect(res.statusCode).toBe(400);
-    expect(res.json().error.code).toBe('LIMIT_EXCEEDED');
+    expect(res.json().error).toMatchObject({ code: 'LIMIT_EXCEEDED', details: { field: 'invitations' } });
     expect(await pending(ws, owner)).toHaveLength(100);
+    // Revoked ones do not count.
+    const [one] = (await pending(ws, owner)) as [{ uuid: string }];
+    await call(t.app, 'DELETE', `/workspaces/${ws}/invitations/${one.uuid}`, { token: owner.token });
+    const after = await call(t.app, 'POST', `/workspaces/${ws}/invitations`, {
+      token: owner.token,
+      body: { email: `again-${randomUUID()}@example.test`, role: 'viewer' },
+    });
+    expect(after.statusCode).toBe(201);
     // A hundred requests in a row: more than the default 30 s on a loaded two-core machine.
   }, 120_000);
 

@@ -16,7 +16,8 @@ describe.each(DATABASES)('workspaces on $name', (database) => {
 
   beforeAll(async () => {
     // Callbacks go to 127.0.0.1 (where nothing listens), so they stay pending until dropped.
-    t = await buildTestApp(database, { config: { allowPrivateUrls: true } });
+    // Owning is capped lower by default (TASKHOOK_MAX_WORKSPACES_PER_USER, owning.test.ts); here the membership cap.
+    t = await buildTestApp(database, { config: { allowPrivateUrls: true, maxWorkspacesPerUser: 100 } });
     logged = captureLog(t);
   });
   afterAll(() => t.close());
