@@ -262,7 +262,7 @@ export const SETTINGS = {
     env: 'TASKHOOK_SCHEDULE_MIN_INTERVAL_SECONDS',
     schema: Type.Integer({ minimum: 1, maximum: 3600 }),
     default: 60,
-    doc: 'The shortest gap allowed between two occurrences of a schedule; a pattern that fires more often is refused.',
+    doc: 'The smallest gap allowed between the times of day a schedule pattern names (its hour, minute and second fields, day after day); a pattern with a smaller gap is refused.',
   }),
   dashboard: setting({
     env: 'TASKHOOK_DASHBOARD',
