@@ -22,6 +22,7 @@ import { migration020 } from './migrations/020-concurrency-keys.js';
 import { migration021 } from './migrations/021-budgets.js';
 import { migration022 } from './migrations/022-routes.js';
 import { migration023 } from './migrations/023-call-routes.js';
+import { migration026 } from './migrations/026-schedules-workspace.js';
 import type { DialectMigration } from './migrations/types.js';
 
 /** Every migration, in order. Forward only: a released migration is never edited. */
@@ -47,6 +48,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '021-budgets': migration021,
   '022-routes': migration022,
   '023-call-routes': migration023,
+  '026-schedules-workspace': migration026,
 };
 
 export class MigrationError extends Error {}
