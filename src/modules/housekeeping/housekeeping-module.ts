@@ -32,6 +32,8 @@ type KindName = Exclude<keyof HousekeepingResult, 'ran' | 'deletedWorkspaceRows'
 export interface HousekeepingResult {
   tasks: number;
   triggerDeliveries: number;
+  /** Remembered signatures of signed deliveries past their replay window. */
+  triggerSignatures: number;
   idempotencyKeys: number;
   /** A2A messageIds past their 24 hours of duplicate detection. */
   a2aMessageIds: number;
@@ -135,6 +137,7 @@ export function createHousekeepingModule(deps: {
     return {
       tasks: [taskQueries.deleteFinished, daysAgo(config.retentionDays)],
       triggerDeliveries: [repo.deleteTriggerDeliveries, daysAgo(config.retentionDays)],
+      triggerSignatures: [repo.deleteExpiredTriggerSignatures, iso(now)],
       idempotencyKeys: [idempotencyRepo.deleteExpired, iso(now)],
       a2aMessageIds: [repo.deleteExpiredA2aMessageIds, iso(now)],
       telemetrySpans: [telemetryRepo.deleteExpiredSpans, daysAgo(config.telemetryRetentionDays)],

@@ -19,6 +19,25 @@ export function createHousekeepingRepo() {
       return Number(result.numDeletedRows);
     },
 
+    /** Deletes up to `limit` remembered delivery signatures whose replay window ended before `now`. */
+    async deleteExpiredTriggerSignatures(ex: Executor, now: string, limit: number): Promise<number> {
+      const result = await ex
+        .deleteFrom('trigger_signatures')
+        .where(({ eb, refTuple, selectFrom }) =>
+          eb(
+            refTuple('trigger_uuid', 'signature'),
+            'in',
+            selectFrom('trigger_signatures')
+              .select(['trigger_uuid', 'signature'])
+              .where('expires_at', '<', now)
+              .limit(limit)
+              .$asTuple('trigger_uuid', 'signature'),
+          ),
+        )
+        .executeTakeFirst();
+      return Number(result.numDeletedRows);
+    },
+
     /** Deletes up to `limit` A2A messageIds whose 24 hours ended before `now`. */
     async deleteExpiredA2aMessageIds(ex: Executor, now: string, limit: number): Promise<number> {
       const result = await ex

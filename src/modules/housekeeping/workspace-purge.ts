@@ -58,6 +58,7 @@ export const WORKSPACE_PURGE_STEPS: ReadonlyArray<readonly [string, PurgeStep]> 
           join agents on agents.uuid = triggers.agent_uuid where agents.workspace_uuid = ${ws} limit ${limit}`,
       ),
   ],
+  ['trigger_signatures', owned('trigger_signatures', ['trigger_uuid', 'signature'])],
   ['triggers', ofAgents('triggers', ['uuid'], 'agent_uuid')],
   [
     'task_events',
