@@ -1,6 +1,9 @@
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  // Vitest's own cache lives outside node_modules: a new folder there makes npm distrust its record
+  // of the installed tree, and every `npx taskhook` then re-reads the tree (scripts/prepare.mjs).
+  cacheDir: '.cache/vite',
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/helpers/global-setup.ts'],

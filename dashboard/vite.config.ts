@@ -8,6 +8,8 @@ const here = fileURLToPath(new URL('.', import.meta.url));
 export default defineConfig({
   root: here,
   base: '/dashboard/',
+  // Outside node_modules, as Vitest's (vitest.config.ts says why).
+  cacheDir: fileURLToPath(new URL('../.cache/vite', import.meta.url)),
   plugins: [preact()],
   build: {
     outDir: fileURLToPath(new URL('../dist/dashboard', import.meta.url)),

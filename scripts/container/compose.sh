@@ -75,7 +75,10 @@ run_compose() {
     log "reading the task through $port: ${read_back:-no answer}"
     sleep 2
   done
-  [ "$code" = 0 ] || die "task $task_uuid is not there after docker-compose down and up: $read_back"
+  if [ "$code" != 0 ]; then
+    compose logs --tail 40 taskhook >&2 || true
+    die "task $task_uuid is not there after docker-compose down and up: $read_back"
+  fi
   log 'after down and up the named volume still has the task'
   SUMMARY_FACTS="$SUMMARY_FACTS; compose: 2 instances on PostgreSQL and Redis, volume kept"
 }

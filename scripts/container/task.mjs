@@ -20,17 +20,23 @@ function fail(message) {
 }
 
 async function call(base, key, method, path, body) {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: { 'x-api-key': key, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-    // Also keeps the process alive: a request that neither answers nor fails would otherwise let
-    // Node.js exit with 13 (unsettled top-level await) and no message.
-    signal: AbortSignal.timeout(45_000),
-  });
-  const text = await res.text();
-  if (!res.ok) fail(`${method} ${base}${path} answered ${res.status}: ${text}`);
-  return JSON.parse(text);
+  // AbortSignal.timeout's timer does not keep Node.js running, and neither does a fetch whose
+  // pooled socket undici has unreferenced: a request that had not answered yet let Node.js exit
+  // with 13 (unsettled top-level await) and no message, which the check read as "no answer". This
+  // timer keeps the process alive until the answer comes, and says so when it does not.
+  const timer = setTimeout(() => fail(`${method} ${base}${path}: no answer within 45 s`), 45_000);
+  try {
+    const res = await fetch(`${base}${path}`, {
+      method,
+      headers: { 'x-api-key': key, ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const text = await res.text();
+    if (!res.ok) fail(`${method} ${base}${path} answered ${res.status}: ${text}`);
+    return JSON.parse(text);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 async function run(submitBase, workerBase, key) {

@@ -95,11 +95,9 @@ function ownerOnly(file: string): void {
 }
 
 function connectSqlite(opts: ConnectOptions): Db {
-  if (opts.sqliteFile !== ':memory:') {
-    ownerOnly(opts.sqliteFile);
-    keepTemporariesIn(path.dirname(path.resolve(opts.sqliteFile)));
-  }
+  if (opts.sqliteFile !== ':memory:') ownerOnly(opts.sqliteFile);
   const native = new SqliteDatabase(opts.sqliteFile);
+  if (opts.sqliteFile !== ':memory:') keepTemporariesIn(native, path.dirname(path.resolve(opts.sqliteFile)));
   native.pragma('journal_mode = WAL');
   // 'full' durability is kept by syncing the WAL ourselves before acknowledging (createWalSync),
   // off the event loop; SQLite itself runs with NORMAL so a COMMIT never blocks on an fsync.

@@ -21,9 +21,15 @@ const OPERATOR_TMPDIR = process.env.SQLITE_TMPDIR;
  * Points SQLite's temporary files (sorts that outgrow the page cache, statement journals, VACUUM)
  * at `dir`, the database's directory, unless the operator set SQLITE_TMPDIR. SQLite otherwise puts
  * them in TMPDIR, /var/tmp or /tmp, which a container with a read-only root filesystem cannot write:
- * the data directory is the one place the service writes. SQLite unlinks each one as it opens it,
- * and reads the variable each time it makes one, so setting it before the connection suffices.
+ * the data directory is the one place the service writes. SQLite reads SQLITE_TMPDIR only once, when
+ * the first connection of the process initialises it, so the variable alone would miss a process
+ * that opened any database before (a test run, a CLI command); the `temp_store_directory` pragma
+ * sets the directory SQLite checks first for every temporary file it makes from then on (one per
+ * process, which is what the service has: one data directory). SQLite unlinks each file as it
+ * opens it. The variable is still set for child processes.
  */
-export function keepTemporariesIn(dir: string): void {
-  if (OPERATOR_TMPDIR === undefined) process.env.SQLITE_TMPDIR = dir;
+export function keepTemporariesIn(native: BetterSqlite3.Database, dir: string): void {
+  if (OPERATOR_TMPDIR !== undefined) return;
+  process.env.SQLITE_TMPDIR = dir;
+  native.pragma(`temp_store_directory = '${dir.replaceAll("'", "''")}'`);
 }

@@ -53,6 +53,7 @@ describe.skipIf(!chromiumAvailable()).each(DATABASES)('workspaces in the dashboa
   let teammatePage: Page;
   let team = '';
   let teamAgent = '';
+  let personalAgent = '';
   const logged: unknown[] = [];
   const pageErrors: string[] = [];
   const a11y: Record<string, unknown[]> = {};
@@ -99,7 +100,9 @@ describe.skipIf(!chromiumAvailable()).each(DATABASES)('workspaces in the dashboa
     const created = await api(owner, 'POST', '/workspaces', { name: 'Acme' });
     expect(created.status).toBe(201);
     team = created.body.uuid;
-    expect((await api(owner, 'POST', '/agent', { name: 'personal agent' })).status).toBe(201);
+    const personal = await api(owner, 'POST', '/agent', { name: 'personal agent' });
+    expect(personal.status).toBe(201);
+    personalAgent = personal.body.uuid;
     const agent = await api(owner, 'POST', '/agent', { name: 'team agent' }, team);
     expect(agent.status).toBe(201);
     teamAgent = agent.body.uuid;
@@ -157,6 +160,27 @@ describe.skipIf(!chromiumAvailable()).each(DATABASES)('workspaces in the dashboa
       expect(await workspaceBox(page).inputValue()).toBe(side?.uuid);
       await workspaceBox(page).selectOption({ label: 'Acme' });
       await page.getByRole('link', { name: 'team agent' }).waitFor();
+    },
+    STEP,
+  );
+
+  it(
+    "switching workspace on an agent's schedules page shows the new workspace's agent, never asking for the old one's",
+    async () => {
+      const page = ownerPage;
+      await page.goto(`${t.url}/dashboard/agents/${teamAgent}/schedules`);
+      await page.getByText('No schedules yet').waitFor();
+      const asked: string[] = [];
+      const record = (r: { url(): string }) => asked.push(new URL(r.url()).pathname);
+      page.on('request', record);
+      await workspaceBox(page).selectOption({ label: 'Personal (personal)' });
+      await page.waitForURL(`**/dashboard/agents/${personalAgent}/schedules`);
+      await page.getByText('No schedules yet').waitFor();
+      page.off('request', record);
+      expect(asked).toContain(`/v1/agent/${personalAgent}/schedules`);
+      expect(asked.filter((p) => p.includes(teamAgent))).toEqual([]);
+      await workspaceBox(page).selectOption({ label: 'Acme' });
+      await page.waitForURL(`**/dashboard/agents/${teamAgent}/schedules`);
     },
     STEP,
   );

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
@@ -58,6 +59,20 @@ const TWO_FILE_DIFF = [
   '-// TODO gone',
   '',
 ].join('\n');
+
+describe('the sample diff the README walkthrough submits (examples/change.diff)', () => {
+  it('is a unified diff in which the rules find a credential, console output and a TODO', () => {
+    const text = readFileSync(new URL('../../examples/change.diff', import.meta.url), 'utf8');
+    expect(isUnifiedDiff(text)).toBe(true);
+    const { files, findings } = review(text);
+    expect(files).toBe(1);
+    expect(findings.map((f) => [f.line, f.severity])).toEqual([
+      [3, 'error'],
+      [11, 'warning'],
+      [13, 'info'],
+    ]);
+  });
+});
 
 describe('parseUnifiedDiff', () => {
   it('gives added lines their new-file line numbers across hunks and files, and skips deleted files', () => {

@@ -17,7 +17,10 @@ export function HookState({ enabled, labels }: { enabled: boolean; labels: [stri
 
 /**
  * The list page of one agent's triggers or schedules (`title`: "Triggers"), with an agent picker
- * when there are several. From the main navigation, without an agent, it goes to the first agent's.
+ * when there are several. From the main navigation, without an agent, it goes to the first agent's;
+ * so does a path naming an agent the current workspace does not have (after a switch of workspace,
+ * the path still names the old one's agent). The agent's list is asked for only once the agent is
+ * known to be in this workspace, never for another workspace's agent.
  */
 export function AgentHooksPage({
   agentId,
@@ -34,8 +37,8 @@ export function AgentHooksPage({
   const list = agents.data?.agents ?? [];
   const agent = list.find((a) => a.uuid === agentId);
   useEffect(() => {
-    if (!agentId && list[0]) navigate(`/agents/${list[0].uuid}/${room}`, { replace: true });
-  }, [agentId, list]);
+    if (agents.data && !agent && list[0]) navigate(`/agents/${list[0].uuid}/${room}`, { replace: true });
+  }, [agentId, agents.data]);
   return (
     <section>
       {agent ? <AgentHeader agent={agent} tab={room} /> : <PageTitle title={title}>{title}</PageTitle>}
@@ -47,7 +50,7 @@ export function AgentHooksPage({
           </p>
         </Empty>
       )}
-      {list.length > 1 && agentId && (
+      {list.length > 1 && agent && (
         <label class="inline">
           Agent
           <select value={agentId} onChange={(e) => navigate(`/agents/${e.currentTarget.value}/${room}`)}>
@@ -59,7 +62,7 @@ export function AgentHooksPage({
           </select>
         </label>
       )}
-      {agentId && children(agentId)}
+      {agent && children(agent.uuid)}
     </section>
   );
 }

@@ -29,6 +29,12 @@ declare module '../../lib/event-hub.js' {
     'agent:deleting': { agentUuid: string };
     /** An agent is deleted: heard inside the deleting transaction (a throw rolls it back). */
     'agent:deleted': { trx: Executor; agentUuid: string; at: string };
+    /**
+     * An agent was changed (status, concurrency, runtime…): heard inside the changing transaction,
+     * with the row before and after. E.g. the tasks room wakes the agent's waiting claims once an
+     * agent that may now hand out more work (resumed, more concurrency) commits.
+     */
+    'agent:updated': { trx: Executor; before: AgentRow; after: AgentRow };
   }
 }
 
@@ -59,7 +65,7 @@ export function createAgentsService(deps: {
   /** Agents read outside a transaction, by uuid; only served while it hears every agent change. */
   cache: ChangeCache<AgentRow>;
   clock: Clock;
-  /** Where `agent:deleting` and `agent:deleted` are announced. */
+  /** Where `agent:updated`, `agent:deleting` and `agent:deleted` are announced. */
   events: Pick<EventHub, 'emit'>;
   checkRuntime: RuntimeCheck;
   /** Seals runtime header values at rest. */
@@ -159,6 +165,7 @@ export function createAgentsService(deps: {
         };
         await repo.update(trx, next);
         cache.invalidateAtCommit(trx, uuid);
+        await deps.events.emit('agent:updated', { trx, before: current, after: next });
         const fields = changedFields(current, next, input);
         if (fields.length > 0) {
           await recordAudit(trx, acting, {

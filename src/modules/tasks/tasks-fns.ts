@@ -138,3 +138,22 @@ export function estimateStart(input: {
   const waves = Math.floor((ahead - Math.max(0, free)) / Math.max(1, concurrency)) + 1;
   return now + waves * avgRunMs;
 }
+
+/** The fields of an agent that bound what its claims may take. */
+interface ClaimBounds {
+  status: string;
+  concurrency: number;
+  concurrency_per_key: number | null;
+}
+
+/**
+ * Whether a change of an agent may let a claim take a task it could not take before: the agent
+ * became active, or its concurrency (overall or per key) grew or its per-key cap was removed.
+ * Its tasks did not change, so no task change announces it: the change itself must.
+ */
+export function widensClaims(before: ClaimBounds, after: ClaimBounds): boolean {
+  if (after.status !== 'active') return false;
+  if (before.status !== 'active' || after.concurrency > before.concurrency) return true;
+  if (after.concurrency_per_key === before.concurrency_per_key || before.concurrency_per_key === null) return false;
+  return after.concurrency_per_key === null || after.concurrency_per_key > before.concurrency_per_key;
+}

@@ -18,6 +18,7 @@ import { createSweeper } from './queue/tasks-sweeper.js';
 import { createEstimator } from './submit/estimator.js';
 import { idempotencyRepo } from './submit/idempotency-repo.js';
 import { createTaskSubmitter } from './submit/task-submitter.js';
+import { widensClaims } from './tasks-fns.js';
 import { tasksRepo } from './tasks-repo.js';
 import { tasksRoutes } from './tasks-routes.js';
 import { createTasksService } from './tasks-service.js';
@@ -60,7 +61,7 @@ export function createTasksModule(deps: {
     db,
     idempotency: idempotencyRepo,
     agents: deps.agents.service,
-    writer,
+    lifecycle,
     estimator: createEstimator({ db, queue: queueRepo }),
     clock: runtime.clock,
     publicUrl: config.publicUrl,
@@ -93,6 +94,11 @@ export function createTasksModule(deps: {
     log: runtime.logger,
   });
 
+  // A resumed agent, or one given more concurrency, may hand out tasks that were already queued:
+  // its waiting claims must look again (no task changed, so no task change wakes them).
+  deps.events.on('agent:updated', ({ trx, before, after }) => {
+    if (widensClaims(before, after)) writer.wakeWork(trx, after.uuid);
+  });
   deps.events.on('agent:deleting', ({ agentUuid }) => service.cancelAllOfAgent(agentUuid));
   deps.events.on('agent:deleted', ({ trx, agentUuid, at }) =>
     service.cancelRestOfAgent(trx, agentUuid, Date.parse(at)),

@@ -163,13 +163,12 @@ export function toRecord(row: Selectable<TasksTable>): TaskRecord {
   };
 }
 
-/** The fields a submit decides for a new task. */
+/** The fields a creator (submit, a webhook trigger, a schedule, A2A, MCP) decides for a new task. */
 export type NewTaskFields = Pick<
   TaskRecord,
   | 'uuid'
   | 'agentUuid'
   | 'workspaceUuid'
-  | 'ready'
   | 'priority'
   | 'message'
   | 'metadata'
@@ -182,16 +181,22 @@ export type NewTaskFields = Pick<
   | 'concurrencyKey'
 >;
 
-/** A new queued task created at `now` (nothing written): its message opens the conversation. */
-export function queuedTask(fields: NewTaskFields, now: string): TaskRecord {
+/** What the transition function decides of a new task (see `initial` in lifecycle/transition-fns.ts). */
+export type FirstState = Pick<TaskRecord, 'status' | 'ready' | 'attempt' | 'seq'>;
+
+/**
+ * The record of a new task created at `now` in its first state (nothing written): its message
+ * opens the conversation. Only `initial` calls it; it decides nothing.
+ */
+export function newTaskRecord(fields: NewTaskFields, first: FirstState, now: string): TaskRecord {
   // Written out field by field in the order every task record has (no spread): records of one
   // shape keep the code that reads them monomorphic, and a spread here cost 7 % of a submit's CPU.
   return {
     uuid: fields.uuid,
     agentUuid: fields.agentUuid,
     workspaceUuid: fields.workspaceUuid,
-    status: 'queued',
-    ready: fields.ready,
+    status: first.status,
+    ready: first.ready,
     priority: fields.priority,
     message: fields.message,
     messages: [{ role: 'user', content: fields.message, created_at: now }],
@@ -199,7 +204,7 @@ export function queuedTask(fields: NewTaskFields, now: string): TaskRecord {
     callbackMode: fields.callbackMode,
     webhookUrl: fields.webhookUrl,
     timeoutSeconds: fields.timeoutSeconds,
-    attempt: 1,
+    attempt: first.attempt,
     leaseId: null,
     leaseSeconds: null,
     leaseExpiresAt: null,
@@ -216,7 +221,7 @@ export function queuedTask(fields: NewTaskFields, now: string): TaskRecord {
     completedAt: null,
     failedAt: null,
     cancelledAt: null,
-    seq: 1,
+    seq: first.seq,
     traceId: fields.traceId,
     traceParentSpanId: fields.traceParentSpanId,
     claimedAt: null,

@@ -1,5 +1,5 @@
 import type { Db, Executor } from '../../db/connect.js';
-import type { TaskRecord } from '../tasks/tasks-record.js';
+import type { NewTask } from '../tasks/lifecycle/transition-fns.js';
 import { planDeliveryBatch } from './delivery-batch-fns.js';
 import type { DeliveryRow } from './trigger-deliveries-repo.js';
 import type { TriggersRepo } from './triggers-repo.js';
@@ -11,7 +11,7 @@ export const MAX_DELIVERY_BATCH = 100;
 /** An accepted delivery to record, with the task it creates. */
 export interface AcceptedDelivery {
   record: DeliveryRow;
-  task: TaskRecord;
+  task: NewTask;
   nowMs: number;
 }
 
@@ -29,7 +29,7 @@ export type DeliveryWritten = { created: true } | { created: false; first: Webho
 export function createDeliveryBatcher(deps: {
   db: Db;
   repo: Pick<TriggersRepo, 'findDedupHolders' | 'releaseDedupKeys' | 'insertDeliveries'>;
-  insertTasks: (trx: Executor, tasks: TaskRecord[]) => Promise<void>;
+  insertTasks: (trx: Executor, tasks: NewTask[]) => Promise<void>;
   windowMs: number;
   /** Today's path for one delivery, in a transaction of its own. */
   alone: (delivery: AcceptedDelivery) => Promise<DeliveryWritten>;

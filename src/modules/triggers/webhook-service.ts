@@ -226,7 +226,7 @@ export function createWebhookService(deps: {
       );
       const accepted: WebhookAccepted = {
         task_id: task.uuid,
-        status: 'queued',
+        status: task.status,
         trigger_uuid: trigger.uuid,
         delivery_id: deliveryId,
         poll_url: response.poll_url,

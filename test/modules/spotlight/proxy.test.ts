@@ -204,6 +204,10 @@ describe.each(DATABASES)('model proxy with the openai client on $name', (databas
       code: 'upstream_unreachable',
       type: 'upstream_error',
     });
+    // One sentence, said once ("Upstream the upstream could not be reached" before).
+    expect(unreachable.error).toMatchObject({
+      message: expect.stringMatching(/^The upstream could not be reached \(/),
+    });
     const slow = (await client.chat.completions
       .create({ model: 'fake/hang', messages })
       .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;

@@ -122,6 +122,8 @@ describe.each(DATABASES)('calling a fallback route through the proxy on $name', 
       [null, 'upstream_timeout'],
       [200, null],
     ]);
+    expect(rec.attempts[0].error.message).toMatch(/^The upstream could not be reached \(/);
+    expect(rec.attempts[1].error.message).toBe('The upstream did not answer in time');
     expect(rec.upstream_model).toBe('gpt-4o');
   });
 

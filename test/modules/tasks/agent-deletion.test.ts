@@ -118,7 +118,7 @@ describe.each(DATABASES)('agent deletion with many open tasks on $name', (databa
       repo: tasksRepo,
       queue: queueRepo,
       fair: fairQueueRepo,
-      writer: { save: never, saveMany: async () => [] },
+      writer: { save: never, saveMany: async () => [], insert: never, insertMany: never },
       clock: t.runtime.clock,
     });
     const plans = await sqlitePlans(t, /^select \* from "tasks"/i, () =>

@@ -3,9 +3,12 @@ import type { Db } from '../../../src/db/connect.js';
 import { createEventHub } from '../../../src/lib/event-hub.js';
 import { newId } from '../../../src/lib/ids.js';
 import { createNotifier } from '../../../src/lib/notifier.js';
+import { createLifecycle } from '../../../src/modules/tasks/lifecycle/lifecycle.js';
 import { createTaskWriter } from '../../../src/modules/tasks/lifecycle/tasks-writer.js';
+import { initial, type NewTask } from '../../../src/modules/tasks/lifecycle/transition-fns.js';
+import { fairQueueRepo } from '../../../src/modules/tasks/queue/fair-queue-repo.js';
+import { queueRepo } from '../../../src/modules/tasks/queue/queue-repo.js';
 import { createInsertBatcher } from '../../../src/modules/tasks/submit/insert-batcher.js';
-import type { TaskRecord } from '../../../src/modules/tasks/tasks-record.js';
 import { tasksRepo } from '../../../src/modules/tasks/tasks-repo.js';
 import { buildTestApp, call, type TestApp } from '../../helpers/app.js';
 import { DATABASES } from '../../helpers/databases.js';
@@ -35,8 +38,18 @@ describe.each(DATABASES)('submits batched into one insert on $name', (database) 
     };
   }
 
-  /** A queued task record like a submit makes, copied from a real one with a new id. */
-  async function records(count: number): Promise<TaskRecord[]> {
+  /** The door over a writer of its own (a notifier nobody hears). */
+  function door() {
+    const writer = createTaskWriter({
+      repo: tasksRepo,
+      notifier: createNotifier({ log: { warn: () => undefined } }),
+      events: createEventHub(),
+    });
+    return createLifecycle({ repo: tasksRepo, queue: queueRepo, fair: fairQueueRepo, writer, clock: t.runtime.clock });
+  }
+
+  /** New tasks like a submit makes (`initial`), with the fields of a real one and new ids. */
+  async function records(count: number): Promise<NewTask[]> {
     const user = await createUser(t);
     const agent = (await createAgent(t, user)).uuid;
     const { task_id } = await submitTask(t, user, agent);
@@ -46,17 +59,12 @@ describe.each(DATABASES)('submits batched into one insert on $name', (database) 
       taskUuid: task_id,
     });
     if (!model) throw new Error('no model task');
-    return Array.from({ length: count }, () => ({ ...model, uuid: newId() }));
+    return Array.from({ length: count }, () => initial({ ...model, uuid: newId() }, Date.parse(model.createdAt)));
   }
 
   it('commits the tasks of one turn of the event loop in one transaction', async () => {
     const { db, transactions } = counted();
-    const writer = createTaskWriter({
-      repo: tasksRepo,
-      notifier: createNotifier({ log: { warn: () => undefined } }),
-      events: createEventHub(),
-    });
-    const batcher = createInsertBatcher({ db, writer });
+    const batcher = createInsertBatcher({ db, lifecycle: door() });
     const tasks = await records(30);
     await Promise.all(tasks.map((task) => batcher.insert(task)));
     expect(transactions()).toBe(1);
@@ -72,14 +80,9 @@ describe.each(DATABASES)('submits batched into one insert on $name', (database) 
 
   it('a bad row fails only its own submit: the others are committed one by one', async () => {
     const { db, transactions } = counted();
-    const writer = createTaskWriter({
-      repo: tasksRepo,
-      notifier: createNotifier({ log: { warn: () => undefined } }),
-      events: createEventHub(),
-    });
-    const batcher = createInsertBatcher({ db, writer });
+    const batcher = createInsertBatcher({ db, lifecycle: door() });
     const tasks = await records(4);
-    const [first] = tasks as [TaskRecord];
+    const [first] = tasks as [NewTask];
     // The same id twice in one batch: the multi-row insert fails on its primary key.
     const outcomes = await Promise.allSettled([...tasks, { ...first }].map((task) => batcher.insert(task)));
     expect(outcomes.filter((o) => o.status === 'rejected')).toHaveLength(1);

@@ -4,6 +4,7 @@ import { AppError } from '../../../src/http/errors.js';
 import { iso } from '../../../src/lib/time.js';
 import {
   type Change,
+  initial,
   isClaimable,
   type TaskInput,
   transition,
@@ -263,5 +264,47 @@ describe('transition: any stored task and any input', () => {
         expectConsistent(task, result);
       }),
     );
+  });
+});
+
+describe("initial: the first transition, every creator's", () => {
+  const fields = {
+    uuid: 't9',
+    agentUuid: 'a1',
+    workspaceUuid: 'u1',
+    priority: 7,
+    message: 'first words',
+    metadata: { from: 'test' },
+    callbackMode: 'poll' as const,
+    webhookUrl: null,
+    timeoutSeconds: 600,
+    estimatedStart: iso(T0),
+    traceId: null,
+    traceParentSpanId: null,
+    concurrencyKey: 'k',
+  };
+
+  it('is queued, waiting for a worker, attempt 1, event 1, its message opening the conversation', () => {
+    const task = initial(fields, T0);
+    expect(task).toMatchObject({
+      ...fields,
+      status: 'queued',
+      ready: true,
+      attempt: 1,
+      seq: 1,
+      messages: [{ role: 'user', content: 'first words', created_at: iso(T0) }],
+      createdAt: iso(T0),
+      updatedAt: iso(T0),
+      leaseExpiresAt: null,
+      startedAt: null,
+      timeoutAt: null,
+    });
+    // The state it starts in is one the state table knows, and it waits for a worker as a queued task does.
+    expect(task.ready).toBe(isClaimable(task.status, task.leaseExpiresAt));
+    expect('error' in outcomeOf(task.status, 'claim')).toBe(false);
+  });
+
+  it('is pure: the same fields and time give the same task', () => {
+    expect(initial(fields, T0)).toEqual(initial(fields, T0));
   });
 });

@@ -69,8 +69,12 @@ function failureOf(err: unknown, aborted: boolean): Failure {
   return { status: 502, code: 'upstream_unreachable', message: `the upstream could not be reached (${reason})` };
 }
 
+/** The failure as the caller reads it: its message is a sentence ("The upstream could not be reached …"). */
 const failureAnswer = (f: Failure) =>
-  new ProxyError(f.status, openAiError(`Upstream ${f.message}`, 'upstream_error', f.code));
+  new ProxyError(
+    f.status,
+    openAiError(`${f.message[0]?.toUpperCase()}${f.message.slice(1)}`, 'upstream_error', f.code),
+  );
 
 /**
  * Reads a whole body of at most `maxBytes`.

@@ -10,7 +10,7 @@ import type { TaskRecord } from '../tasks-record.js';
 import type { TasksRepo } from '../tasks-repo.js';
 import { taskView } from '../tasks-view.js';
 import type { SavedTask, TaskWriter } from './tasks-writer.js';
-import { type Change, type TaskInput, transition } from './transition-fns.js';
+import { type Change, type NewTask, type TaskInput, transition } from './transition-fns.js';
 
 /**
  * Which task a change is for: owner-checked (`workspaceUuid` and `agentUuid` given, as every request
@@ -40,7 +40,9 @@ export interface Claimed {
 }
 
 /**
- * The one door into the task lifecycle. Every change of an existing task, whoever asks (a user
+ * The one door into the task lifecycle. Every new task, whoever creates it (a submit, a webhook
+ * trigger, a schedule, A2A, MCP), is `initial` (its first state, pure) → `create` →
+ * `writer.insert`. Every change of an existing task, whoever asks (a user
  * through the tasks service or A2A, a worker, a push runtime, the sweeper, agent deletion), is
  * load under a row lock → `transition` (the state table, pure) → `writer.save` (fields, event,
  * subscribers in the transaction, wake-ups after commit). Every claim is lock the agent row →
@@ -52,7 +54,7 @@ export function createLifecycle(deps: {
   queue: Pick<QueueRepo, 'lockOpenOfAgent' | 'lockClaimable' | 'countHeld' | 'lockAgentForClaim'>;
   /** The statements of claiming with concurrency keys. */
   fair: FairQueueRepo;
-  writer: Pick<TaskWriter, 'save' | 'saveMany'>;
+  writer: Pick<TaskWriter, 'save' | 'saveMany' | 'insert' | 'insertMany'>;
   clock: Clock;
 }) {
   const { repo, queue, writer } = deps;
@@ -88,6 +90,15 @@ export function createLifecycle(deps: {
   }
 
   return {
+    /**
+     * Writes a new task in `trx`, in the first state `initial` gave it (subscribers in `trx`, its
+     * agent's workers woken after the commit). Adds no statement beyond the insert.
+     */
+    create: (trx: Executor, task: NewTask): Promise<void> => writer.insert(trx, task),
+
+    /** `create` for the new tasks of one transaction in one multi-row INSERT (a batch of submits or deliveries). */
+    createMany: (trx: Executor, tasks: NewTask[]): Promise<void> => writer.insertMany(trx, tasks),
+
     /**
      * Applies `input` to the task: loads it under a row lock in `trx`, asks the transition
      * function, saves what it decided (subscribers run in `trx`, wake-ups after its commit).

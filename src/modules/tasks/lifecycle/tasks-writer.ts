@@ -8,7 +8,7 @@ import type { TaskRecord } from '../tasks-record.js';
 import type { TasksRepo } from '../tasks-repo.js';
 import type { TaskView } from '../tasks-schemas.js';
 import { taskView } from '../tasks-view.js';
-import type { Change } from './transition-fns.js';
+import type { Change, NewTask } from './transition-fns.js';
 
 /**
  * A saved change of a task, given to subscribers inside its transaction. `operation` is
@@ -103,15 +103,23 @@ export function createTaskWriter(deps: { repo: TasksRepo; notifier: Notifier; ev
   }
 
   return {
-    /** Inserts a new task (status queued); its agent's workers are woken once the transaction commits. */
-    async insert(trx: Executor, task: TaskRecord): Promise<void> {
+    /**
+     * Wakes the agent's waiting claims once `trx` commits, for a change outside its tasks that may
+     * let them take more (the agent resumed, its concurrency raised).
+     */
+    wakeWork(trx: Executor, agentUuid: string): void {
+      afterCommit(trx, () => notifier.publish('work', agentUuid));
+    },
+
+    /** Inserts a new task (as `initial` made it); its agent's workers are woken once the transaction commits. */
+    async insert(trx: Executor, task: NewTask): Promise<void> {
       await repo.insertTask(trx, task);
       await tell({ trx, operation: 'submit', before: null, task, view: taskView(task) });
       afterCommit(trx, () => wake(null, task, true));
     },
 
     /** Inserts new tasks in one statement; as `insert` for each. */
-    async insertMany(trx: Executor, tasks: TaskRecord[]): Promise<void> {
+    async insertMany(trx: Executor, tasks: NewTask[]): Promise<void> {
       await repo.insertTasks(trx, tasks);
       for (const task of tasks) {
         await tell({ trx, operation: 'submit', before: null, task, view: taskView(task) });

@@ -1,7 +1,7 @@
 import { AppError, type ErrorCode } from '../../../http/errors.js';
 import { iso } from '../../../lib/time.js';
 import { MAX_ATTEMPTS, outcomeOf, type TaskOperation, type TaskStatus } from '../tasks-fns.js';
-import type { TaskRecord } from '../tasks-record.js';
+import { type NewTaskFields, newTaskRecord, type TaskRecord } from '../tasks-record.js';
 import type { ConversationMessage, Progress, TaskResult } from '../tasks-schemas.js';
 
 /** How long a claim or a heartbeat holds a task when the worker does not say. */
@@ -77,6 +77,26 @@ const refusal = (code: ErrorCode) => new AppError(code, MESSAGES[code] ?? code);
  */
 export function isClaimable(status: TaskStatus, leaseExpiresAt: string | null): boolean {
   return status === 'queued' || (status === 'running' && leaseExpiresAt === null);
+}
+
+declare const madeByInitial: unique symbol;
+
+/**
+ * A new task in its first state, as `initial` made it. Only `initial` makes one, and the door's
+ * `create` takes only this: no creator can put a first state together by hand.
+ */
+export type NewTask = TaskRecord & { status: 'queued'; readonly [madeByInitial]: true };
+
+/**
+ * A task's creation, the first transition: the state a new task starts in, whoever creates it (a
+ * submit, a webhook trigger, a schedule, A2A, MCP). Queued, waiting for a worker, attempt 1, its
+ * message opening the conversation, and visible as event 1 (the writer announces it as `submit`).
+ * Pure: no I/O, no clock.
+ */
+export function initial(fields: NewTaskFields, nowMs: number): NewTask {
+  const status = 'queued';
+  const first = { status, ready: isClaimable(status, null), attempt: 1, seq: 1 } as const;
+  return newTaskRecord(fields, first, iso(nowMs)) as NewTask;
 }
 
 /**

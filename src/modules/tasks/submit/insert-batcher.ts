@@ -1,6 +1,6 @@
 import type { Db } from '../../../db/connect.js';
-import type { TaskWriter } from '../lifecycle/tasks-writer.js';
-import type { TaskRecord } from '../tasks-record.js';
+import type { Lifecycle } from '../lifecycle/lifecycle.js';
+import type { NewTask } from '../lifecycle/transition-fns.js';
 
 /** Most tasks one batch inserts (one statement: 100 rows stay far below either database's parameter limit). */
 export const MAX_INSERT_BATCH = 100;
@@ -12,10 +12,10 @@ export const MAX_INSERT_BATCH = 100;
  * task). Each caller's promise settles once its task is committed. If the batch fails as a whole,
  * each task is tried again in a transaction of its own, so one bad row fails only its own submit.
  */
-export function createInsertBatcher(deps: { db: Db; writer: Pick<TaskWriter, 'insertMany'> }) {
-  let pending: Array<{ task: TaskRecord; resolve: () => void; reject: (err: unknown) => void }> = [];
+export function createInsertBatcher(deps: { db: Db; lifecycle: Pick<Lifecycle, 'createMany'> }) {
+  let pending: Array<{ task: NewTask; resolve: () => void; reject: (err: unknown) => void }> = [];
 
-  const write = (tasks: TaskRecord[]) => deps.db.transaction((trx) => deps.writer.insertMany(trx, tasks));
+  const write = (tasks: NewTask[]) => deps.db.transaction((trx) => deps.lifecycle.createMany(trx, tasks));
 
   async function flush(batch: typeof pending) {
     try {
@@ -29,7 +29,7 @@ export function createInsertBatcher(deps: { db: Db; writer: Pick<TaskWriter, 'in
 
   return {
     /** Resolves once the task is committed (durable), with the others of its turn. */
-    insert(task: TaskRecord): Promise<void> {
+    insert(task: NewTask): Promise<void> {
       return new Promise<void>((resolve, reject) => {
         pending.push({ task, resolve, reject });
         if (pending.length > 1) return;

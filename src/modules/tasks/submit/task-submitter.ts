@@ -6,11 +6,9 @@ import { newId } from '../../../lib/ids.js';
 import { type Clock, iso } from '../../../lib/time.js';
 import type { AgentRow } from '../../agents/agents-repo.js';
 import type { AgentsService } from '../../agents/agents-service.js';
-import type { TaskWriter } from '../lifecycle/tasks-writer.js';
-import { isClaimable } from '../lifecycle/transition-fns.js';
+import type { Lifecycle } from '../lifecycle/lifecycle.js';
+import { initial, type NewTask } from '../lifecycle/transition-fns.js';
 import { requestHash } from '../tasks-fns.js';
-import type { TaskRecord } from '../tasks-record.js';
-import { queuedTask } from '../tasks-record.js';
 import { MAX_METADATA_BYTES, type SubmitInput, type SubmitResult } from '../tasks-schemas.js';
 import type { createEstimator } from './estimator.js';
 import type { IdempotencyRecord, idempotencyRepo } from './idempotency-repo.js';
@@ -35,7 +33,8 @@ export function createTaskSubmitter(deps: {
   db: Db;
   idempotency: typeof idempotencyRepo;
   agents: Pick<AgentsService, 'requireOwned'>;
-  writer: Pick<TaskWriter, 'insert' | 'insertMany'>;
+  /** The door new tasks go through (`create`), as every change of a task does. */
+  lifecycle: Pick<Lifecycle, 'create' | 'createMany'>;
   estimator: ReturnType<typeof createEstimator>;
   clock: Clock;
   publicUrl: string;
@@ -44,8 +43,8 @@ export function createTaskSubmitter(deps: {
   /** Per-account lanes every submit passes through (TASKHOOK_SUBMITS_PER_ACCOUNT). */
   lanes: Pick<AccountLanes, 'run'>;
 }) {
-  const { db, writer } = deps;
-  const batcher = createInsertBatcher({ db, writer });
+  const { db, lifecycle } = deps;
+  const batcher = createInsertBatcher({ db, lifecycle });
 
   /** The task's poll and cancel addresses, as every answer about it gives them. */
   function urls(agentUuid: string, taskUuid: string) {
@@ -86,24 +85,25 @@ export function createTaskSubmitter(deps: {
     return first.response as SubmitResult;
   }
 
-  /** A new queued task for the agent and the submit response announcing it (nothing written yet). */
+  /**
+   * A new task for the agent in its first state (`initial`, the transition function's) and the
+   * submit response announcing it (nothing written yet).
+   */
   async function prepare(
     agent: Pick<AgentRow, 'uuid' | 'concurrency' | 'default_timeout_seconds'>,
     workspaceUuid: string,
     input: SubmitInput,
     nowMs: number,
     parent: TraceParent | null = null,
-  ): Promise<{ task: TaskRecord; response: SubmitResult }> {
-    const now = iso(nowMs);
+  ): Promise<{ task: NewTask; response: SubmitResult }> {
     const priority = input.priority ?? DEFAULT_PRIORITY;
     const uuid = newId();
     const estimatedStart = iso(await deps.estimator.estimate(agent, priority, nowMs));
-    const task = queuedTask(
+    const task = initial(
       {
         uuid,
         agentUuid: agent.uuid,
         workspaceUuid,
-        ready: isClaimable('queued', null),
         priority,
         message: input.message,
         metadata: input.metadata ?? {},
@@ -115,12 +115,12 @@ export function createTaskSubmitter(deps: {
         traceParentSpanId: parent?.spanId ?? null,
         concurrencyKey: input.concurrency_key ?? null,
       },
-      now,
+      nowMs,
     );
     const response: SubmitResult = {
       task_id: uuid,
-      status: 'queued',
-      created_at: now,
+      status: task.status,
+      created_at: task.createdAt,
       estimated_start: estimatedStart,
       ...urls(agent.uuid, uuid),
     };
@@ -136,10 +136,10 @@ export function createTaskSubmitter(deps: {
      */
     prepare,
 
-    /** Writes a task made by `prepare` in the caller's transaction (workers are woken once it commits). */
-    insert: (trx: Executor, task: TaskRecord) => writer.insert(trx, task),
+    /** Writes a task made by `prepare` in the caller's transaction, through the door (workers are woken once it commits). */
+    insert: (trx: Executor, task: NewTask) => lifecycle.create(trx, task),
     /** `insert` for several tasks in one multi-row INSERT (a batch of webhook deliveries). */
-    insertMany: (trx: Executor, tasks: TaskRecord[]) => writer.insertMany(trx, tasks),
+    insertMany: (trx: Executor, tasks: NewTask[]) => lifecycle.createMany(trx, tasks),
 
     /**
      * Queues a task. With an idempotency key, a repeat of the same request within 24 h answers
@@ -204,7 +204,7 @@ export function createTaskSubmitter(deps: {
     try {
       await db.transaction(async (trx) => {
         if (key) await deps.idempotency.claim(trx, key);
-        await writer.insert(trx, task);
+        await lifecycle.create(trx, task);
         await alsoWrite?.(trx, task);
       });
     } catch (err) {
