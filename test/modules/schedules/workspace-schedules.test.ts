@@ -65,6 +65,34 @@ describe.each(DATABASES)('schedules of a workspace on $name', (shared) => {
     expect((await create(other, (await createAgent(t, other)).uuid)).statusCode).toBe(201);
   });
 
+  it('judges the minimum interval by the times of day, not by occurrences', async () => {
+    const user = await createUser(t);
+    const agent = await createAgent(t, user);
+    // 01:59:30 and 02:59:30 Berlin time: 3600 s apart on the clock, 30 s apart in real time on
+    // 2027-03-28 (02:59:30 falls in the gap). Allowed: the gap is judged in wall-clock time.
+    const cron = '30 59 1,2 * * *';
+    const created = await call(t.app, 'POST', base(agent.uuid), {
+      token: user.token,
+      body: { name: 'n', cron, timezone: 'Europe/Berlin', message: 'm', enabled: false },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const preview = await call(t.app, 'POST', `${base(agent.uuid)}/preview`, {
+      token: user.token,
+      body: { cron, timezone: 'Europe/Berlin', from: '2027-03-27T23:00:00Z', count: 2 },
+    });
+    expect(preview.json().occurrences.map((o: { scheduled_for: string }) => o.scheduled_for)).toEqual([
+      '2027-03-28T00:59:30.000Z',
+      '2027-03-28T01:00:00.000Z',
+    ]);
+    const tight = await call(t.app, 'POST', `${base(agent.uuid)}/preview`, {
+      token: user.token,
+      body: { cron: '0,30 * * * * *' },
+    });
+    expect(tight.statusCode).toBe(400);
+    expect(tight.json().error.details).toMatchObject({ field: 'cron' });
+    expect(tight.json().error.details.reason).toContain('30 seconds apart at the closest; the minimum is 60 seconds');
+  });
+
   it("one pass decides another workspace's occurrence whatever the backlog of the first", async () => {
     const [a, b] = [await createUser(t), await createUser(t)];
     const [agentA1, agentA2, agentB] = [await createAgent(t, a), await createAgent(t, a), await createAgent(t, b)];
