@@ -244,7 +244,7 @@ export const SETTINGS = {
   modelPricesFile: setting({
     env: 'TASKHOOK_MODEL_PRICES_FILE',
     schema: Type.Optional(Type.String({ minLength: 1 })),
-    doc: 'JSON file of model prices laid over the shipped table: `{"gpt-4o": {"input": 2.5, "output": 10}}` in US dollars per million tokens. A malformed file stops the server at start.',
+    doc: 'JSON file of model prices laid over the shipped table: `{"gpt-4o": {"input": 2.5, "output": 10}}` in US dollars per million tokens. A model is priced by its own entry, else by the entry of its name without one snapshot suffix (-YYYY-MM-DD, -YYYYMMDD, four digits, -latest), else by the longest family key ending in `*` that starts it (`"acme-ft-*"`; the shipped table has none), else by the same steps on the part after its last `/`. A malformed file, or a key that is `*` alone or has `*` before its end, stops the server at start.',
   }),
   unverifiedTtlHours: setting({
     env: 'TASKHOOK_UNVERIFIED_TTL_HOURS',

@@ -24,6 +24,7 @@ import { migration022 } from './migrations/022-routes.js';
 import { migration023 } from './migrations/023-call-routes.js';
 import { migration026 } from './migrations/026-schedules-workspace.js';
 import { migration027 } from './migrations/027-trigger-signatures.js';
+import { migration032 } from './migrations/032-usage-estimated.js';
 import type { DialectMigration } from './migrations/types.js';
 
 /** Every migration, in order. Forward only: a released migration is never edited. */
@@ -51,6 +52,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '023-call-routes': migration023,
   '026-schedules-workspace': migration026,
   '027-trigger-signatures': migration027,
+  '032-usage-estimated': migration032,
 };
 
 export class MigrationError extends Error {}

@@ -61,6 +61,8 @@ export interface SpotlightCallsTable {
   /** The upstream exchanges in order; null on records written before routes existed. */
   attempts: DbJson | null;
   cache_hit: DbBool;
+  /** The token counts are the proxy's estimate (a 2xx answer without usage). */
+  usage_estimated: DbBool;
 }
 
 /** A scope's spending limits in nano-dollars (null: none); `scope_id` is the workspace's uuid for `account`. */

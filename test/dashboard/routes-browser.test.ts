@@ -183,6 +183,7 @@ describe.skipIf(!chromiumAvailable()).each(DATABASES)('dashboard routes and mode
         route: { uuid: randomUUID(), name: 'chat' },
         attempts: [],
         cacheHit: false,
+        usageEstimated: false,
         ...c,
       });
       const attempt = { providerCredentialUuid: primary.uuid, upstreamModel: 'gpt-4o-mini', latencyMs: 120 };

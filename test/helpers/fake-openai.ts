@@ -22,7 +22,9 @@ export interface SeenRequest {
  * - `inband`: streams one chunk, then an error event inside the 200 stream, then `[DONE]`;
  * - `findings`: answers a review as fenced JSON; `ask`: calls the request_input tool when offered;
  * - `huge`: a 256 KiB answer, or streamed: one event that never ends (up to 4 MiB, while read);
- * - `long`: streamed: small whole events, 4 MiB in all (while read).
+ * - `long`: streamed: small whole events, 4 MiB in all (while read);
+ * - `hello-world`: streamed: "Hello", ", ", "world", then nothing more (until the caller goes away);
+ * - `no-usage`: answers without a usage object, streamed or not (no usage chunk even when asked).
  * GET /models lists two models; a key of `bad-key` gets 401, one of `slow-key` no answer at all,
  * one of `huge-models-key` a 2 MiB list. `state.modelsPeak` is the most /models requests open at once.
  */
@@ -86,6 +88,10 @@ export async function startFakeOpenAi() {
     if (name === 'huge' && body.stream !== true) {
       return json(res, 200, { ...completion(name, body), padding: 'x'.repeat(256 * 1024) });
     }
+    if (name === 'no-usage' && body.stream !== true) {
+      const { usage: _none, ...rest } = completion(name, body);
+      return json(res, 200, rest);
+    }
     if (body.stream !== true) return json(res, 200, completion(name, body));
     if (name === 'huge' || name === 'long') return streamFlood(res, name);
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
@@ -93,6 +99,11 @@ export async function startFakeOpenAi() {
     const send = (data: unknown) => res.write(`data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`);
     send(chunk(name, { role: 'assistant', content: '' }));
     send(chunk(name, { content: 'Hello' }));
+    if (name === 'hello-world') {
+      send(chunk(name, { content: ', ' }));
+      send(chunk(name, { content: 'world' }));
+      return;
+    }
     if (name === 'gated') await gate;
     if (name === 'stall') return;
     // Let the chunks reach the wire first: destroying drops whatever is still queued.
@@ -105,7 +116,7 @@ export async function startFakeOpenAi() {
     send(chunk(name, { content: ' there' }));
     send(chunk(name, {}, 'stop'));
     const options = body.stream_options as { include_usage?: boolean } | undefined;
-    if (options?.include_usage) send({ ...chunk(name, {}), choices: [], usage: USAGE });
+    if (options?.include_usage && name !== 'no-usage') send({ ...chunk(name, {}), choices: [], usage: USAGE });
     send('[DONE]');
     res.end();
   }

@@ -35,7 +35,7 @@ describe.each(DATABASES.slice(0, 1))('the OpenAPI document and model proxy gover
       doc,
       doc.paths['/spotlight/calls/{id}'].get.responses['200'].content['application/json'].schema,
     );
-    for (const field of ['cost_usd', 'platform_key_uuid', 'route', 'attempts', 'cache_hit'])
+    for (const field of ['cost_usd', 'platform_key_uuid', 'route', 'attempts', 'cache_hit', 'usage_estimated'])
       expect(record.properties[field], field).toBeDefined();
     const attempt = resolve(doc, record.properties.attempts.items).properties;
     expect(Object.keys(attempt).sort()).toEqual([

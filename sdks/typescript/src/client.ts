@@ -15,6 +15,8 @@ import type {
 const FINAL: ReadonlySet<TaskStatus> = new Set(['completed', 'failed', 'cancelled']);
 /** Reconnects in a row without an item before an event stream gives up. */
 const MAX_EMPTY_RECONNECTS = 5;
+/** A redirect answer: never followed, never resumed. */
+const isRedirect = (status: number | undefined) => status !== undefined && status >= 300 && status < 400;
 
 /** A client of the task and trigger API for code that submits work and reads results. */
 export class TaskhookClient {
@@ -115,6 +117,9 @@ export class TaskhookClient {
             accept: 'text/event-stream',
             ...(lastId ? { 'last-event-id': lastId } : {}),
           },
+          // Never follow a redirect: the key in Authorization must not travel to a Location
+          // chosen by whoever answered. A 3xx is an error answer (not a break to resume).
+          redirect: 'manual',
           signal: abort.signal,
         }).catch((err: unknown) => {
           if (options.signal?.aborted) throw err;
@@ -143,7 +148,7 @@ export class TaskhookClient {
         }
       } catch (err) {
         if (options.signal?.aborted) throw err;
-        if (first && err instanceof TaskhookError) throw err;
+        if (err instanceof TaskhookError && (first || isRedirect(err.status))) throw err;
         lastError = err;
       } finally {
         options.signal?.removeEventListener('abort', onAbort);

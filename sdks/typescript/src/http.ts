@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { request } from 'undici';
-import { errorOf, TaskhookConnectionError, TaskhookError } from './errors.js';
+import { errorOf, retryAfterOf, TaskhookConnectionError, TaskhookError } from './errors.js';
 import { VERSION } from './version.js';
 
 /** How a client or worker reaches the API. Every field has a default. */
@@ -60,6 +60,8 @@ export interface CallOptions {
 }
 
 const RETRIED = new Set([408, 429, 500, 502, 503, 504]);
+/** The Retry-After seconds of an error answer, whatever its status (a 503 may carry one too). */
+const retryAfterOfError = new WeakMap<TaskhookError, number>();
 
 /** The wait before retry `n` (1, 2, …): Retry-After when given (≤ 60 s), else backoff with jitter (≤ 8 s). */
 export function retryDelayMs(n: number, retryAfter: number | undefined): number {
@@ -102,7 +104,8 @@ export async function callApi<T>(
       return await attempt<T>(opts, method, path, body, extra);
     } catch (err) {
       if (n >= attempts || !isRetriable(err) || extra.signal?.aborted) throw err;
-      await sleep(retryDelayMs(n, (err as { retryAfter?: number }).retryAfter), extra.signal);
+      const retryAfter = err instanceof TaskhookError ? retryAfterOfError.get(err) : undefined;
+      await sleep(retryDelayMs(n, retryAfter), extra.signal);
       if (extra.signal?.aborted) throw err;
     }
   }
@@ -121,7 +124,8 @@ async function attempt<T>(
   let res: Awaited<ReturnType<typeof request>>;
   let text: string;
   // undici's request rather than fetch: a worker makes several calls per task, and fetch costs
-  // several times the CPU per call. It follows no redirect.
+  // several times the CPU per call. It follows no redirect (none is ever followed: a 3xx is thrown as
+  // a TaskhookError with its status, so the key never goes to a Location the answer names).
   try {
     res = await request(new URL(path, opts.baseUrl), {
       method: method as 'GET',
@@ -147,10 +151,13 @@ async function attempt<T>(
   }
   if (!ok) {
     const requestId = res.headers['x-request-id'];
-    throw errorOf(res.statusCode, parsed, {
+    const err = errorOf(res.statusCode, parsed, {
       requestId: Array.isArray(requestId) ? requestId[0] : requestId,
       retryAfter: res.headers['retry-after'],
     });
+    const retryAfter = retryAfterOf(res.headers['retry-after']);
+    if (retryAfter !== undefined) retryAfterOfError.set(err, retryAfter);
+    throw err;
   }
   return { status: res.statusCode, body: parsed as T, headers: res.headers };
 }

@@ -40,7 +40,8 @@ export function verifyWebhook(
   const signature = header(headers, 'webhook-signature');
   if (!id || !timestamp || !signature)
     throw new WebhookVerificationError('Missing webhook-id, -timestamp or -signature');
-  if (!/^\d+$/.test(timestamp)) throw new WebhookVerificationError('webhook-timestamp is not a Unix time');
+  // 1–19 ASCII digits only: no sign, space, underscore or other script's digits.
+  if (!/^[0-9]{1,19}$/.test(timestamp)) throw new WebhookVerificationError('webhook-timestamp is not a Unix time');
   if (Math.abs(Date.now() / 1000 - Number(timestamp)) > toleranceSeconds) {
     throw new WebhookVerificationError('webhook-timestamp is outside the tolerance');
   }

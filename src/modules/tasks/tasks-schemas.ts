@@ -105,7 +105,7 @@ export type TaskResult = Static<typeof ResultSchema>;
 export const TaskErrorSchema = Type.Object({
   code: Type.String({
     description:
-      'TIMEOUT, LEASE_EXPIRED, AGENT_ERROR, PROVIDER_ERROR, BUDGET_EXCEEDED (a model budget refused the run; not retried), DELIVERY_FAILED, AGENT_REJECTED, INVALID_AGENT_RESPONSE, or a code the worker reported.',
+      'TIMEOUT, LEASE_EXPIRED, AGENT_ERROR, PROVIDER_ERROR, BUDGET_EXCEEDED (a model budget refused the run; not retried), MODEL_NOT_PRICED (a budget applies and the model has no price; not retried), DELIVERY_FAILED, AGENT_REJECTED, INVALID_AGENT_RESPONSE, or a code the worker reported.',
   }),
   message: Type.String(),
 });

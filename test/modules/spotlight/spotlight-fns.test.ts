@@ -1,5 +1,3 @@
-import { writeFileSync } from 'node:fs';
-import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { apiKeyHint, normaliseBaseUrl } from '../../../src/modules/providers/providers-fns.js';
@@ -19,8 +17,6 @@ import {
   genAiSpanOf,
   type RecordedCall,
 } from '../../../src/modules/spotlight/usage/call-spans.js';
-import { costNanos, loadPriceTable, priceOf, SHIPPED_PRICES } from '../../../src/modules/spotlight/usage/prices.js';
-import { tempDir } from '../../helpers/databases.js';
 
 describe('provider credential rules', () => {
   it.each([
@@ -189,47 +185,6 @@ describe('reading streams', () => {
   });
 });
 
-describe('prices', () => {
-  it('finds exact entries, dated snapshots and router prefixes', () => {
-    expect(priceOf(SHIPPED_PRICES, 'gpt-4o-mini')).toEqual({ input: 0.15, output: 0.6 });
-    expect(priceOf(SHIPPED_PRICES, 'gpt-4o-mini-2024-07-18')).toEqual({ input: 0.15, output: 0.6 });
-    expect(priceOf(SHIPPED_PRICES, 'gpt-4o-2024-08-06')).toEqual({ input: 2.5, output: 10 });
-    expect(priceOf(SHIPPED_PRICES, 'openai/gpt-4o')).toEqual({ input: 2.5, output: 10 });
-    expect(priceOf(SHIPPED_PRICES, 'llama3')).toBeUndefined();
-    expect(priceOf(SHIPPED_PRICES, 'gpt-4omega')).toBeUndefined();
-  });
-
-  it('computes exact costs in billionths of a dollar', () => {
-    expect(costNanos(SHIPPED_PRICES, 'gpt-4o', 1_000_000, 1_000_000)).toBe(12_500_000_000);
-    expect(costNanos(SHIPPED_PRICES, 'gpt-4o-mini', 11, 7)).toBe(5850);
-    expect(costNanos(SHIPPED_PRICES, 'gpt-4o', null, 10)).toBe(100_000);
-    expect(costNanos(SHIPPED_PRICES, 'gpt-4o', null, null)).toBeNull();
-    expect(costNanos(SHIPPED_PRICES, 'unknown', 10, 10)).toBeNull();
-  });
-
-  it("lays the operator's file over the shipped table and refuses a malformed one", () => {
-    const dir = tempDir();
-    const file = path.join(dir, 'prices.json');
-    writeFileSync(file, JSON.stringify({ 'gpt-4o': { input: 1, output: 2 }, llama3: { input: 0, output: 0 } }));
-    const table = loadPriceTable(file);
-    expect(table['gpt-4o']).toEqual({ input: 1, output: 2 });
-    expect(table.llama3).toEqual({ input: 0, output: 0 });
-    expect(table['gpt-4o-mini']).toEqual(SHIPPED_PRICES['gpt-4o-mini']);
-    expect(loadPriceTable(undefined)).toBe(SHIPPED_PRICES);
-    for (const bad of [
-      '[]',
-      '{"m": {"input": -1, "output": 1}}',
-      '{"m": {"input": 1}}',
-      '{"m": {"input": 1, "output": 1, "x": 1}}',
-      'nope',
-    ]) {
-      writeFileSync(file, bad);
-      expect(() => loadPriceTable(file)).toThrow(/TASKHOOK_MODEL_PRICES_FILE/);
-    }
-    expect(() => loadPriceTable(path.join(dir, 'missing.json'))).toThrow(/TASKHOOK_MODEL_PRICES_FILE/);
-  });
-});
-
 describe('GenAI span of a call', () => {
   const call: RecordedCall = {
     uuid: '0190b4c2-0000-7000-8000-000000000001',
@@ -254,6 +209,7 @@ describe('GenAI span of a call', () => {
     route: null,
     attempts: [],
     cacheHit: false,
+    usageEstimated: false,
     responseId: 'chatcmpl-1',
     finishReasons: ['stop'],
     traceparent: null,
@@ -275,11 +231,21 @@ describe('GenAI span of a call', () => {
       'server.port': 443,
       'taskhook.spotlight.call_id': call.uuid,
       'taskhook.spotlight.cache_hit': false,
+      'taskhook.spotlight.usage_estimated': false,
       'taskhook.task_id': 't',
       'taskhook.agent_uuid': 'a',
     });
     const failed = genAiSpanOf({ ...call, error: { code: 'upstream_timeout', message: 'late' } });
     expect(failed).toMatchObject({ name: 'chat gpt-4o', kind: 'client', status: 'error', durationMs: 120 });
     expect(failed.attributes['error.type']).toBe('upstream_timeout');
+  });
+
+  it("says when the usage is the proxy's estimate", () => {
+    const estimated = genAiSpanAttributes({ ...call, inputTokens: 101, outputTokens: 3, usageEstimated: true });
+    expect(estimated).toMatchObject({
+      'gen_ai.usage.input_tokens': 101,
+      'gen_ai.usage.output_tokens': 3,
+      'taskhook.spotlight.usage_estimated': true,
+    });
   });
 });

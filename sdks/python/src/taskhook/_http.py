@@ -14,7 +14,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 from urllib.parse import urlsplit
 
 from ._version import __version__
-from .errors import RateLimitError, TaskhookConnectionError, TaskhookError, error_of
+from .errors import TaskhookConnectionError, TaskhookError, error_of
 
 RETRIED_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 
@@ -112,8 +112,7 @@ class Transport:
             except TaskhookError as err:
                 if n >= attempts or not is_retriable(err):
                     raise
-                retry_after = err.retry_after if isinstance(err, RateLimitError) else None
-                time.sleep(retry_delay(n, retry_after))
+                time.sleep(retry_delay(n, err._retry_after))
 
     def _attempt(
         self,

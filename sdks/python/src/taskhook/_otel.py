@@ -5,23 +5,28 @@ from __future__ import annotations
 import contextlib
 import importlib
 import re
+import threading
 from typing import Any, Iterator, Optional
 
 _TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
 _api: Optional[Any] = None
 _loaded = False
+_lock = threading.Lock()
 
 
 def _load() -> Optional[Any]:
+    # Handlers start on several threads at once: the first import must finish before any of them
+    # reads the result (marking it loaded first let a second thread run its handler with no span).
     global _api, _loaded
-    if not _loaded:
-        _loaded = True
-        try:
-            trace = importlib.import_module("opentelemetry.trace")
-            context = importlib.import_module("opentelemetry.context")
-            _api = (trace, context)
-        except ImportError:
-            _api = None
+    with _lock:
+        if not _loaded:
+            try:
+                trace = importlib.import_module("opentelemetry.trace")
+                context = importlib.import_module("opentelemetry.context")
+                _api = (trace, context)
+            except ImportError:
+                _api = None
+            _loaded = True
     return _api
 
 

@@ -173,7 +173,9 @@ class TaskhookClient:
                     if item.task["status"] in FINAL_STATES:
                         return
             except TaskhookError as err:
-                if first:
+                # A redirect is never followed (http.client follows none) nor resumed: the key in
+                # Authorization must not go to a Location chosen by whoever answered.
+                if first or (err.status is not None and 300 <= err.status < 400):
                     raise
                 last_error = err
             except (OSError, http.client.HTTPException) as err:

@@ -25,6 +25,8 @@ class TaskhookError(Exception):
         self.details = details
         self.request_id = request_id
         self.body = body
+        # The answer's Retry-After seconds whatever the status (a 503 may carry one): the retry wait.
+        self._retry_after: Optional[float] = None
 
     def __str__(self) -> str:
         parts = [self.message]
@@ -112,8 +114,13 @@ def error_of(status: int, body: Any, headers: Mapping[str, str]) -> TaskhookErro
         "request_id": request_id,
         "body": body,
     }
+    retry_after = retry_after_of(headers.get("retry-after"))
+    error: TaskhookError
     if status == 429:
-        return RateLimitError(message, retry_after=retry_after_of(headers.get("retry-after")), **fields)
-    if status >= 500:
-        return ServerError(message, **fields)
-    return _BY_STATUS.get(status, TaskhookError)(message, **fields)
+        error = RateLimitError(message, retry_after=retry_after, **fields)
+    elif status >= 500:
+        error = ServerError(message, **fields)
+    else:
+        error = _BY_STATUS.get(status, TaskhookError)(message, **fields)
+    error._retry_after = retry_after
+    return error

@@ -7,8 +7,12 @@ import binascii
 import hashlib
 import hmac
 import json
+import re
 import time
 from typing import Any, Dict, Optional, Sequence, Union, cast
+
+
+_TIMESTAMP = re.compile(r"[0-9]{1,19}")
 
 
 class WebhookVerificationError(Exception):
@@ -57,7 +61,8 @@ def verify_webhook(
     signature = _header(headers, "webhook-signature")
     if not webhook_id or not timestamp or not signature:
         raise WebhookVerificationError("Missing webhook-id, webhook-timestamp or webhook-signature")
-    if not timestamp.isdigit():
+    # 1-19 ASCII digits only: str.isdigit() and int() also take other scripts' digits ("١٢٣", "²").
+    if _TIMESTAMP.fullmatch(timestamp) is None:
         raise WebhookVerificationError("webhook-timestamp is not a Unix time")
     if abs(time.time() - int(timestamp)) > tolerance:
         raise WebhookVerificationError("webhook-timestamp is outside the tolerance")

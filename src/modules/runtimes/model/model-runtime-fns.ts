@@ -16,8 +16,11 @@ export type ModelOutcome =
       retryable: boolean;
       retryAfterMs: number | null;
       message: string;
-      /** Set when a budget refused the run (BUDGET_EXCEEDED); otherwise the failure is PROVIDER_ERROR. */
-      code?: 'BUDGET_EXCEEDED';
+      /**
+       * Set when the proxy refused the run: a reached budget (BUDGET_EXCEEDED), or a model without a
+       * price while a budget applies (MODEL_NOT_PRICED); otherwise the failure is PROVIDER_ERROR.
+       */
+      code?: 'BUDGET_EXCEEDED' | 'MODEL_NOT_PRICED';
     };
 
 export const REQUEST_INPUT_TOOL = {

@@ -48,7 +48,8 @@ function upstreamMessage(text: string): string {
  * Runs tasks of agents that are a model: each run is one chat completion through the model proxy's
  * path (recorded with source "runtime" and the task), and its answer becomes the outcome the task
  * lifecycle applies: complete, ask for input, or fail (retryable or not) with PROVIDER_ERROR, or at
- * once with BUDGET_EXCEEDED when a budget refused the call.
+ * once with BUDGET_EXCEEDED when a budget refused the call, or MODEL_NOT_PRICED when a budget applies
+ * and the model has no price.
  */
 export function createModelRuntime(deps: { spotlight: Pick<ProxyService, 'chatCompletions'>; now: () => number }) {
   return {
@@ -76,15 +77,15 @@ export function createModelRuntime(deps: { spotlight: Pick<ProxyService, 'chatCo
       const { callId } = answer;
       if (run.signal.aborted) return { kind: 'aborted', callId };
       const text = await textOf(answer.body);
-      // Only the proxy's own refusal carries this header (upstream headers are not relayed): not
-      // retried, since spend does not go down until the window ends or the limit is raised.
-      if (answer.headers['x-taskhook-budget-scope'] !== undefined) {
+      // The proxy's own refusals are not retried: spend does not go down until the window ends or
+      // the limit is raised, and a model gets a price only when the operator adds one.
+      if (answer.refused !== undefined) {
         return {
           kind: 'failed',
           retryable: false,
           retryAfterMs: null,
           message: upstreamMessage(text),
-          code: 'BUDGET_EXCEEDED',
+          code: answer.refused === 'budget_exceeded' ? 'BUDGET_EXCEEDED' : 'MODEL_NOT_PRICED',
           callId,
         };
       }
@@ -112,7 +113,7 @@ export type ModelRuntime = ReturnType<typeof createModelRuntime>;
 
 /**
  * The model runtime as a push runtime: the conversation of the claimed task goes to the model;
- * its failures carry PROVIDER_ERROR, or BUDGET_EXCEEDED (never retried).
+ * its failures carry PROVIDER_ERROR, or BUDGET_EXCEEDED or MODEL_NOT_PRICED (never retried).
  */
 export function modelPushRuntime(model: ModelRuntime): PushRuntime<OpenAiRuntime> {
   return {

@@ -102,3 +102,16 @@ export function refusalAnswer(r: Refusal, now: number) {
   const body = { error: { message: r.message, type: 'insufficient_quota', param: null, code: 'budget_exceeded' } };
   return { status: 429, headers, body: JSON.stringify(body) };
 }
+
+/** Why a call to an unpriced model is refused while a budget applies to it. */
+export const unpricedMessage = (upstreamModel: string) =>
+  `Model ${upstreamModel} has no price and a budget applies to this call: add it to TASKHOOK_MODEL_PRICES_FILE`;
+
+/**
+ * The answer of a call refused because its model has no price while a budget applies (its cost
+ * could not be counted against the limit): 400 in OpenAI's shape, code `model_not_priced`.
+ */
+export function unpricedAnswer(message: string) {
+  const body = { error: { message, type: 'invalid_request_error', param: 'model', code: 'model_not_priced' } };
+  return { status: 400, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
+}

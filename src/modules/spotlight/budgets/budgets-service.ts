@@ -25,6 +25,12 @@ export interface CallScopes {
   taskUuid: string | null;
 }
 
+/** A call's budgets: the limit that refuses it (or null), and whether any limit applies to it. */
+export interface BudgetCheck {
+  refusal: Refusal | null;
+  applies: boolean;
+}
+
 /**
  * What a budget asks of the rooms that own what it names: a task's agent and creation time (the
  * tasks room), whether an agent is live (the agents room), whether a key is the workspace's (the
@@ -156,10 +162,13 @@ export function createBudgetsService(deps: { db: Db; repo: BudgetsRepo; owners: 
   return {
     /**
      * The check before a call goes upstream: the first reached limit of its scopes (task, agent,
-     * platform_key, account), or null. Spend is what was committed before this moment.
+     * platform_key, account), or null, and whether a budget applies to the call at all (one of its
+     * scopes has a limit, reached or not: an unpriced model is then refused). Spend is what was
+     * committed before this moment.
      */
-    async check(c: CallScopes): Promise<Refusal | null> {
-      return refusalOf(await states(c, deps.clock.now()));
+    async check(c: CallScopes): Promise<BudgetCheck> {
+      const limited = await states(c, deps.clock.now());
+      return { refusal: refusalOf(limited), applies: limited.length > 0 };
     },
 
     /** One scope's budget object. @throws AppError NOT_FOUND for another workspace's or an unknown id. */

@@ -116,7 +116,7 @@ export async function attemptTargets(deps: UpstreamDeps, opts: AttemptOptions): 
       return { answer, target, kind: 'whole', text, outcome };
     } catch (err) {
       if (!(err instanceof ProxyError)) throw err;
-      const outcome = failedOutcome(err, deps.now());
+      const outcome = failedOutcome(err, deps.now(), upstreamStatus);
       // The upstream's own status when its headers came (a body that broke or was too large), else none.
       attempts.push(attempt(upstreamStatus, outcome.error, outcome.endedAt));
       if (canFallBack(fallbackOf({ statusCode: upstreamStatus, errorCode: outcome.error?.code ?? null }))) continue;

@@ -10,7 +10,7 @@ export const OpenAiErrorSchema = Type.Object(
       param: Type.Union([Type.String(), Type.Null()]),
       code: Type.Union([Type.String(), Type.Null()], {
         description:
-          "credential_not_found, model_not_found, invalid_task_id, budget_exceeded (429, type insufficient_quota), upstream_error, upstream_unreachable, upstream_timeout, or the upstream's own code.",
+          "credential_not_found, model_not_found, invalid_task_id, budget_exceeded (429, type insufficient_quota), model_not_priced (400: a budget applies and the model has no price), upstream_error, upstream_unreachable, upstream_timeout, or the upstream's own code.",
       }),
     }),
   },

@@ -2,7 +2,7 @@ import type { Db, Executor } from '../../../db/connect.js';
 import { newId } from '../../../lib/ids.js';
 import { type Clock, iso } from '../../../lib/time.js';
 import type { ProvidersService } from '../../providers/providers-service.js';
-import { refusalAnswer } from '../budgets/budgets-fns.js';
+import { refusalAnswer, unpricedAnswer, unpricedMessage } from '../budgets/budgets-fns.js';
 import type { SpendOf } from '../budgets/budgets-repo.js';
 import type { BudgetsService, CallScopes } from '../budgets/budgets-service.js';
 import { createCapturePool, replayAnswer, streamCapture, wholeEntry } from '../cache/cache-answers.js';
@@ -11,13 +11,14 @@ import type { ResponseCache } from '../cache/cache-store.js';
 import type { CallObserver, RecordedCall } from '../usage/call-spans.js';
 import type { CallsRepo } from '../usage/calls-repo.js';
 import type { CallAttempt } from '../usage/calls-rows.js';
-import { costNanos, type PriceTable } from '../usage/prices.js';
+import { costNanos, type PriceTable, priceOf } from '../usage/prices.js';
 import { attemptTargets, type Target } from './proxy-attempts.js';
 import { checkChatBody, proxyError, upstreamChatBody } from './proxy-fns.js';
 import { createModelLists } from './proxy-models.js';
 import { createSelection, keyTarget, ROUTE_PREFIX, type RouteLookup } from './proxy-selection.js';
 import { STREAM_CONTENT_TYPE } from './proxy-stream.js';
 import { bareOutcome, type CallOutcome, type ProxyAnswer, type UpstreamDeps } from './proxy-upstream.js';
+import { estimatedTokens, promptChars } from './usage-estimate-fns.js';
 
 /** Who calls and for what: the proxy's request, as plain data. */
 export interface ChatRequest {
@@ -42,6 +43,8 @@ export interface ChatRequest {
 
 export interface ChatAnswer extends ProxyAnswer {
   callId: string | null;
+  /** Set when the proxy itself refused the call before anything went upstream. */
+  refused?: 'budget_exceeded' | 'model_not_priced' | undefined;
 }
 
 /** The model proxy: credential or route selection, the cache, budgets, forwarding, one record per call. */
@@ -73,18 +76,33 @@ export function createProxyService(deps: {
     routes: deps.routes,
   });
 
-  type Base = Omit<RecordedCall, keyof CallOutcome | 'costNanos' | 'latencyMs' | 'attempts'>;
+  type Base = Omit<RecordedCall, keyof CallOutcome | 'costNanos' | 'latencyMs' | 'attempts' | 'usageEstimated'>;
 
-  /** Writes the record (and tells the observers); a failure to record never fails the answer. */
-  async function record(base: Base, arrivedAt: number, outcome: CallOutcome, attempts: CallAttempt[]) {
+  /**
+   * Writes the record (and tells the observers); a failure to record never fails the answer. A 2xx
+   * answer without usage is charged an estimate from `messages` (the request's) and the generated
+   * text received.
+   */
+  async function record(
+    base: Base,
+    arrivedAt: number,
+    outcome: CallOutcome,
+    attempts: CallAttempt[],
+    messages: unknown = null,
+  ) {
+    const { withoutUsage, ...rest } = outcome;
+    const estimated = !base.cacheHit && withoutUsage !== null;
+    const inputTokens = estimated ? estimatedTokens(promptChars(messages)) : rest.inputTokens;
+    const outputTokens = estimated ? estimatedTokens(withoutUsage.outputChars) : rest.outputTokens;
     const call: RecordedCall = {
       ...base,
-      ...outcome,
+      ...rest,
+      inputTokens,
+      outputTokens,
+      usageEstimated: estimated,
       attempts,
       latencyMs: Math.max(0, Math.round(outcome.endedAt - arrivedAt)),
-      costNanos: base.cacheHit
-        ? 0
-        : costNanos(deps.prices, base.upstreamModel, outcome.inputTokens, outcome.outputTokens),
+      costNanos: base.cacheHit ? 0 : costNanos(deps.prices, base.upstreamModel, inputTokens, outputTokens),
     };
     try {
       // The spend totals move with the record, so spend read back always equals the sum of records.
@@ -174,11 +192,20 @@ export function createProxyService(deps: {
       const marked = (answer: ProxyAnswer): ChatAnswer =>
         answered(key === null ? answer : { ...answer, headers: { ...answer.headers, 'x-taskhook-cache': 'miss' } });
 
-      const refusal = await deps.budgets.check(base satisfies CallScopes);
+      const { refusal, applies } = await deps.budgets.check(base satisfies CallScopes);
       if (refusal) {
         const now = deps.clock.now();
-        await record(base, arrivedAt, refusedOutcome(refusal, now), []);
-        return marked(refusalAnswer(refusal, now));
+        await record(base, arrivedAt, refusedOutcome('budget_exceeded', 429, refusal.message, now), []);
+        return { ...marked(refusalAnswer(refusal, now)), refused: 'budget_exceeded' };
+      }
+      // A budget cannot count what has no price: every target must be priced (checked once).
+      const unpriced = applies ? sel.targets.find((t) => !priceOf(deps.prices, t.upstreamModel)) : undefined;
+      if (unpriced) {
+        const message = unpricedMessage(unpriced.upstreamModel);
+        const fields = { ...base, ...targetFields(unpriced) };
+        fields.request = { ...base.request, baseUrl: unpriced.credential.baseUrl };
+        await record(fields, arrivedAt, refusedOutcome('model_not_priced', 400, message, deps.clock.now()), []);
+        return { ...marked(unpricedAnswer(message)), refused: 'model_not_priced' };
       }
       touch(first.credential.uuid);
       const capture = key === null ? null : streamCapture(capturePool);
@@ -195,7 +222,7 @@ export function createProxyService(deps: {
             if (uuid !== first.credential.uuid) touch(uuid);
           const fields = { ...base, ...targetFields(target) };
           fields.request = { ...base.request, baseUrl: target.credential.baseUrl };
-          await record(fields, arrivedAt, outcome, attempts);
+          await record(fields, arrivedAt, outcome, attempts, body.messages);
           // A stream is kept only when it ended with [DONE], without error, the caller still there.
           const entry = capture?.finish(outcome.error === null && !req.signal.aborted, STREAM_CONTENT_TYPE) ?? null;
           if (key !== null && policy !== null && entry) {
@@ -228,9 +255,14 @@ function metaOf(target: Target, outcome: CallOutcome | null) {
   };
 }
 
-/** The record of a call a budget refused: 429 `budget_exceeded`, nothing went upstream. */
-function refusedOutcome(refusal: { message: string }, now: number): CallOutcome {
-  return bareOutcome(429, { code: 'budget_exceeded', message: refusal.message }, now);
+/** The record of a call refused before anything went upstream (a reached budget, an unpriced model). */
+function refusedOutcome(
+  code: 'budget_exceeded' | 'model_not_priced',
+  status: number,
+  message: string,
+  now: number,
+): CallOutcome {
+  return bareOutcome(status, { code, message }, now);
 }
 
 export type ProxyService = ReturnType<typeof createProxyService>;

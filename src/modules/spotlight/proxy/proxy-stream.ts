@@ -3,6 +3,7 @@ import { PassThrough } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { chunkFacts, createSseSplitter, SseEventTooLarge, sseData } from './proxy-fns.js';
 import type { CallOutcome, ProxyAnswer } from './proxy-upstream.js';
+import { generatedChars } from './usage-estimate-fns.js';
 
 const TIMEOUT_CODES = new Set(['UND_ERR_BODY_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT']);
 
@@ -45,9 +46,13 @@ export function relayStream(
     timeToFirstTokenMs: null,
     inputTokens: null,
     outputTokens: null,
+    withoutUsage: null,
     endedAt: 0,
   };
   let first = true;
+  // For the estimate when no usage chunk comes: generated characters of every delta received.
+  let usageSeen = false;
+  let outputChars = 0;
 
   /** Reads one event for the record; true when it is the usage-only chunk. */
   function inspect(event: string): boolean {
@@ -69,7 +74,9 @@ export function relayStream(
       outcome.timeToFirstTokenMs = Math.max(0, opts.now() - opts.upstreamStartedAt);
     }
     outcome.finishReasons.push(...facts.finishReasons);
+    outputChars += generatedChars(parsed, 'delta');
     if (facts.usage) {
+      usageSeen = true;
       outcome.inputTokens = facts.usage.input;
       outcome.outputTokens = facts.usage.output;
     }
@@ -118,6 +125,7 @@ export function relayStream(
       fail(err);
     }
     outcome.endedAt = opts.now();
+    if (!usageSeen) outcome.withoutUsage = { outputChars };
     await opts.onEnd(outcome).catch(() => undefined);
     if (final !== null) await write(final).catch(() => undefined);
     out.end();

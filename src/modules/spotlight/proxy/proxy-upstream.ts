@@ -5,6 +5,7 @@ import type { FairOutbound } from '../../../lib/outbound-fair.js';
 import type { OpenedCredential } from '../../providers/providers-service.js';
 import type { CallError } from '../usage/calls-rows.js';
 import { chunkFacts, openAiError, ProxyError, upstreamErrorBody } from './proxy-fns.js';
+import { generatedChars } from './usage-estimate-fns.js';
 
 const RELAYED_HEADERS = ['retry-after', 'retry-after-ms'];
 
@@ -25,6 +26,12 @@ export interface CallOutcome {
   timeToFirstTokenMs: number | null;
   inputTokens: number | null;
   outputTokens: number | null;
+  /**
+   * Set when the upstream answered 2xx but no usage object came (a stream that ended, broke or was
+   * left before its usage chunk; an answer without usage): the characters of generated text
+   * received, from which the record's tokens are estimated. Null otherwise.
+   */
+  withoutUsage: { outputChars: number } | null;
   /** When the answer ended (ms). */
   endedAt: number;
 }
@@ -171,11 +178,17 @@ export async function relayWhole(
   return { answer: { status: res.statusCode, headers, body: relayed.body }, text, errorMessage: relayed.message };
 }
 
-/** The outcome of a failed exchange as recorded. */
-export function failedOutcome(err: unknown, now: number): CallOutcome {
+/**
+ * The outcome of a failed exchange as recorded. `upstreamStatus` is the upstream's status when its
+ * headers came: a 2xx whose body then failed (the caller left, it broke, it was too large) carried
+ * no usage the proxy could read, so its tokens are estimated (no generated text counted).
+ */
+export function failedOutcome(err: unknown, now: number, upstreamStatus: number | null = null): CallOutcome {
   const status = err instanceof ProxyError ? err.status : 502;
   const code = (err instanceof ProxyError ? err.body.error.code : 'upstream_unreachable') as CallError['code'];
-  return bareOutcome(status, { code, message: err instanceof Error ? err.message : String(err) }, now);
+  const outcome = bareOutcome(status, { code, message: err instanceof Error ? err.message : String(err) }, now);
+  const answered = upstreamStatus !== null && upstreamStatus >= 200 && upstreamStatus < 300;
+  return answered ? { ...outcome, withoutUsage: { outputChars: 0 } } : outcome;
 }
 
 /** An outcome with nothing read from an answer: no model, tokens or timing (a failure, a refusal, a hit). */
@@ -189,6 +202,7 @@ export function bareOutcome(statusCode: number, error: CallError | null, now: nu
     timeToFirstTokenMs: null,
     inputTokens: null,
     outputTokens: null,
+    withoutUsage: null,
     endedAt: now,
   };
 }
@@ -197,9 +211,11 @@ export function bareOutcome(statusCode: number, error: CallError | null, now: nu
 export function wholeOutcome(status: number, text: string, errorMessage: string | null, now: number): CallOutcome {
   const ok = status >= 200 && status < 300;
   let facts = chunkFacts(null);
+  let parsed: unknown = null;
   if (ok) {
     try {
-      facts = chunkFacts(JSON.parse(text));
+      parsed = JSON.parse(text);
+      facts = chunkFacts(parsed);
     } catch {
       // not JSON: relayed as it is, nothing to count
     }
@@ -213,6 +229,7 @@ export function wholeOutcome(status: number, text: string, errorMessage: string 
     timeToFirstTokenMs: null,
     inputTokens: facts.usage?.input ?? null,
     outputTokens: facts.usage?.output ?? null,
+    withoutUsage: ok && facts.usage === null ? { outputChars: generatedChars(parsed, 'message') } : null,
     endedAt: now,
   };
 }

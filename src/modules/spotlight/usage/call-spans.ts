@@ -33,6 +33,7 @@ export function genAiSpanAttributes(call: RecordedCall): Record<string, Attribut
     'server.port': port,
     'taskhook.spotlight.call_id': call.uuid,
     'taskhook.spotlight.cache_hit': call.cacheHit,
+    'taskhook.spotlight.usage_estimated': call.usageEstimated,
   };
   const optional: Record<string, AttributeValue | null | undefined> = {
     'gen_ai.response.model': call.responseModel,

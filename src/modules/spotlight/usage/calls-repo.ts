@@ -62,6 +62,7 @@ export const callsRepo = {
           route_name: c.route?.name ?? null,
           attempts: toDbJson(c.attempts.map(attemptToDb)),
           cache_hit: c.cacheHit ? 1 : 0,
+          usage_estimated: c.usageEstimated ? 1 : 0,
         })
         .execute(),
     );

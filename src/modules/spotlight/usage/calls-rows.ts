@@ -5,7 +5,13 @@ import { fromDbJson } from '../../../db/json.js';
 /** Rows of spotlight_calls to records and back: the dialects' bigints and booleans, JSON columns. */
 
 export interface CallError {
-  code: 'upstream_error' | 'upstream_unreachable' | 'upstream_timeout' | 'client_closed' | 'budget_exceeded';
+  code:
+    | 'upstream_error'
+    | 'upstream_unreachable'
+    | 'upstream_timeout'
+    | 'client_closed'
+    | 'budget_exceeded'
+    | 'model_not_priced';
   message: string;
 }
 
@@ -47,6 +53,8 @@ export interface CallRow {
   attempts: CallAttempt[];
   /** Answered from the response cache. */
   cacheHit: boolean;
+  /** The token counts are the proxy's estimate: the upstream answered 2xx without usage. */
+  usageEstimated: boolean;
 }
 
 /** A record with the name its credential has now (null once deleted). */
@@ -85,6 +93,7 @@ export function toNamedCall(r: Record<string, unknown>): NamedCallRow {
         ? olderAttempts(row, error)
         : fromDbJson<AttemptDb[]>(row.attempts).map(attemptFromDb),
     cacheHit: Boolean(row.cache_hit),
+    usageEstimated: Boolean(row.usage_estimated),
   };
 }
 

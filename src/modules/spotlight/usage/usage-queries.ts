@@ -40,6 +40,7 @@ function view(c: NamedCallRow): CallView {
       latency_ms: a.latencyMs,
     })),
     cache_hit: c.cacheHit,
+    usage_estimated: c.usageEstimated,
   };
 }
 

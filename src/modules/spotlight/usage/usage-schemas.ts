@@ -5,9 +5,14 @@ const Nullable = <T extends ReturnType<typeof Type.Integer>>(t: T) => Type.Union
 
 const CallErrorSchema = Type.Object({
   code: Type.Union(
-    ['upstream_error', 'upstream_unreachable', 'upstream_timeout', 'client_closed', 'budget_exceeded'].map((c) =>
-      Type.Literal(c),
-    ),
+    [
+      'upstream_error',
+      'upstream_unreachable',
+      'upstream_timeout',
+      'client_closed',
+      'budget_exceeded',
+      'model_not_priced',
+    ].map((c) => Type.Literal(c)),
   ),
   message: Type.String(),
 });
@@ -44,8 +49,12 @@ export const CallSchema = Type.Object(
     error: Type.Union([CallErrorSchema, Type.Null()]),
     latency_ms: Type.Integer(),
     time_to_first_token_ms: Nullable(Type.Integer()),
-    input_tokens: Nullable(Type.Integer()),
-    output_tokens: Nullable(Type.Integer()),
+    input_tokens: Nullable(
+      Type.Integer({ description: "The upstream's usage, or the estimate when usage_estimated." }),
+    ),
+    output_tokens: Nullable(
+      Type.Integer({ description: "The upstream's usage, or the estimate when usage_estimated." }),
+    ),
     cost_usd: Type.Union([Type.Number(), Type.Null()], {
       description:
         "From the price table (shipped, or the operator's); null when the model has no price or no usage came.",
@@ -60,9 +69,13 @@ export const CallSchema = Type.Object(
     }),
     attempts: Type.Array(AttemptSchema, {
       description:
-        'The upstream exchanges in order: one for a plain call that went upstream, one per target tried for a route, none for a budget refusal or a cache hit.',
+        'The upstream exchanges in order: one for a plain call that went upstream, one per target tried for a route, none for a budget refusal, an unpriced model refused under a budget (model_not_priced), or a cache hit.',
     }),
     cache_hit: Type.Boolean({ description: 'Answered from the response cache (cost 0, nothing went upstream).' }),
+    usage_estimated: Type.Boolean({
+      description:
+        'True when the upstream answered 2xx without a usage object (a stream closed by the caller or broken before its usage chunk, an answer without usage): input_tokens is then ceil(P / 4), P the Unicode code points of the request messages (string contents and the text of content parts), and output_tokens ceil(C / 4), C the code points of generated text received (content, refusal, tool call arguments); cost_usd follows from them. False on every other record.',
+    }),
   },
   { title: 'ModelCall' },
 );

@@ -86,6 +86,22 @@ describe.each(DATABASES)('openai runtime under budgets on $name', (shared) => {
     expect(calls.map((c: { status_code: number }) => c.status_code)).toEqual([429]);
   });
 
+  it('an unpriced model under a budget fails the task at once with MODEL_NOT_PRICED, nothing upstream', async () => {
+    const agent = await modelAgent('llama3');
+    await setBudget(agent.uuid, { daily_usd: 10 });
+    const before = callsOf('llama3');
+    const { task_id } = await submitTask(t, user, agent.uuid);
+    const failed = await waitForStatus(t, user, agent.uuid, task_id, 'failed');
+    expect(failed.error).toEqual({
+      code: 'MODEL_NOT_PRICED',
+      message: 'Model llama3 has no price and a budget applies to this call: add it to TASKHOOK_MODEL_PRICES_FILE',
+    });
+    expect(callsOf('llama3')).toBe(before);
+    const calls = (await call(t.app, 'GET', `/spotlight/calls?task_id=${task_id}`, { token: user.token })).json().calls;
+    expect(calls).toHaveLength(1);
+    expect(calls[0]).toMatchObject({ source: 'runtime', status_code: 400, error: { code: 'model_not_priced' } });
+  });
+
   it('housekeeping drops spend totals of windows past retention and of tasks that are gone, never current ones', async () => {
     const db = t.runtime.db;
     const ws = user.uuid;
