@@ -268,7 +268,13 @@ export const SETTINGS = {
     env: 'TASKHOOK_SCHEDULE_MIN_INTERVAL_SECONDS',
     schema: Type.Integer({ minimum: 1, maximum: 3600 }),
     default: 60,
-    doc: 'The shortest gap allowed between two occurrences of a schedule; a pattern that fires more often is refused.',
+    doc: 'The smallest gap allowed between the times of day a schedule pattern names (its hour, minute and second fields, day after day); a pattern with a smaller gap is refused.',
+  }),
+  maxSchedulesPerWorkspace: setting({
+    env: 'TASKHOOK_MAX_SCHEDULES_PER_WORKSPACE',
+    schema: Type.Integer({ minimum: 1, maximum: 100_000 }),
+    default: 1000,
+    doc: 'Most schedules a workspace holds, enabled or not, over all its agents (1–100000); a create beyond it is refused.',
   }),
   dashboard: setting({
     env: 'TASKHOOK_DASHBOARD',

@@ -29,6 +29,7 @@ describe('loadConfig defaults', () => {
     expect(config.databaseUrl).toBeUndefined();
     expect(config.jwtSecret).toBeUndefined();
     expect(config.rateLimit).toBe(1000);
+    expect(loadConfig({}).maxSchedulesPerWorkspace).toBe(1000);
   });
 
   it('derives the public URL from PORT and drops trailing slashes of an explicit one', () => {
@@ -50,6 +51,7 @@ describe('loadConfig defaults', () => {
       TASKHOOK_SMTP_URL: 'smtp://mail:25',
       TASKHOOK_CALLBACK_RETRY_SCHEDULE: '1, 2,3.5',
       TASKHOOK_SQLITE_SYNCHRONOUS: 'normal',
+      TASKHOOK_MAX_SCHEDULES_PER_WORKSPACE: '250',
     });
     expect(config).toMatchObject({
       port: 3000,
@@ -65,6 +67,7 @@ describe('loadConfig defaults', () => {
       smtpUrl: 'smtp://mail:25',
       callbackRetrySchedule: [1, 2, 3.5],
       sqliteSynchronous: 'normal',
+      maxSchedulesPerWorkspace: 250,
     });
   });
 });
@@ -100,6 +103,9 @@ describe('loadConfig refuses bad values, naming the variable', () => {
     ['TASKHOOK_HEAP_GROWING_PERCENT', '301'],
     ['TASKHOOK_AGENT_CACHE_MS', '60001'],
     ['TASKHOOK_TRIGGER_CACHE_MS', '60001'],
+    ['TASKHOOK_MAX_SCHEDULES_PER_WORKSPACE', '0'],
+    ['TASKHOOK_MAX_SCHEDULES_PER_WORKSPACE', '100001'],
+    ['TASKHOOK_MAX_SCHEDULES_PER_WORKSPACE', '12.5'],
   ])('%s=%s', (name, value) => {
     let error: unknown;
     try {

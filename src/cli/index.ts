@@ -2,13 +2,13 @@
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { ConfigError, loadConfig } from '../config.js';
 import { migrateToLatest } from '../db/migrate.js';
-import { AppError } from '../http/errors.js';
 import { createSecretBox } from '../lib/crypto.js';
 import { isUuid } from '../lib/ids.js';
 import type { KeyRole } from '../lib/principal.js';
 import { createAccountsModule } from '../modules/accounts/accounts-module.js';
 import type { AccountsService } from '../modules/accounts/accounts-service.js';
 import { createLogger, openDb, openProcessDeps } from '../process-deps.js';
+import { failureMessage } from './failure.js';
 import { addSecretCommands } from './secret-commands.js';
 
 function print(value: unknown) {
@@ -147,6 +147,5 @@ try {
 } catch (err) {
   if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : 2);
   if (err instanceof ConfigError) fail(err.message);
-  if (err instanceof AppError) fail(err.message);
-  fail(err instanceof Error ? err.message : String(err));
+  fail(failureMessage(err));
 }

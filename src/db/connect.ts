@@ -106,8 +106,15 @@ function connectSqlite(opts: ConnectOptions): Db {
   native.pragma('foreign_keys = ON');
   const timing = queryTiming();
   const writerStatements = withStatementCache(native);
+  // Kysely begins transactions DEFERRED: one that reads and then writes after another process
+  // (the CLI beside the server) committed cannot be upgraded and fails at once with "database is
+  // locked", busy timeout or not. IMMEDIATE takes the write lock first, waiting up to busy_timeout.
+  const writer: typeof writerStatements = {
+    ...writerStatements,
+    prepare: (text: string) => writerStatements.prepare(text === 'begin' ? 'begin immediate' : text),
+  };
   const kysely = new Kysely<Database>({
-    dialect: checked(new SqliteDialect({ database: writerStatements }), opts),
+    dialect: checked(new SqliteDialect({ database: writer }), opts),
     log: timing.log,
   });
   const reader = opts.sqliteFile === ':memory:' ? null : openReader(opts.sqliteFile);

@@ -33,7 +33,7 @@ import type {
   TasksTable,
 } from './task-tables.js';
 import type { TelemetryLogsTable, TelemetrySpansTable } from './telemetry-tables.js';
-import type { TriggerDeliveriesTable, TriggersTable } from './trigger-tables.js';
+import type { TriggerDeliveriesTable, TriggerSignaturesTable, TriggersTable } from './trigger-tables.js';
 import type { AuditLogTable, InvitationsTable, WorkspaceMembersTable, WorkspacesTable } from './workspace-tables.js';
 
 // The tables of each room live beside this file; these re-exports keep `database.js` the one import.
@@ -70,6 +70,7 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   triggers: TriggersTable;
   trigger_deliveries: TriggerDeliveriesTable;
+  trigger_signatures: TriggerSignaturesTable;
   callbacks: CallbacksTable;
   push_runs: PushRunsTable;
   oauth_attempts: OAuthAttemptsTable;

@@ -22,6 +22,8 @@ import { migration020 } from './migrations/020-concurrency-keys.js';
 import { migration021 } from './migrations/021-budgets.js';
 import { migration022 } from './migrations/022-routes.js';
 import { migration023 } from './migrations/023-call-routes.js';
+import { migration026 } from './migrations/026-schedules-workspace.js';
+import { migration027 } from './migrations/027-trigger-signatures.js';
 import { migration028 } from './migrations/028-audit-client-request-id.js';
 import { migration029 } from './migrations/029-invitation-sends.js';
 import { migration032 } from './migrations/032-usage-estimated.js';
@@ -50,6 +52,8 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '021-budgets': migration021,
   '022-routes': migration022,
   '023-call-routes': migration023,
+  '026-schedules-workspace': migration026,
+  '027-trigger-signatures': migration027,
   '028-audit-client-request-id': migration028,
   '029-invitation-sends': migration029,
   '032-usage-estimated': migration032,

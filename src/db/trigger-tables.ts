@@ -38,3 +38,14 @@ export interface TriggerDeliveriesTable {
   error: string | null;
   response: DbJson | null;
 }
+
+/** Signatures of accepted signed deliveries, remembered per trigger for the scheme's replay window. */
+export interface TriggerSignaturesTable {
+  trigger_uuid: string;
+  /** The verified HMAC's bytes, as lowercase hex (whatever the header's text). */
+  signature: string;
+  workspace_uuid: string;
+  expires_at: string;
+  /** The first delivery's 202 body, answered again to every copy. */
+  response: DbJson;
+}

@@ -73,15 +73,15 @@ export const workspaceScope = (workspaceUuid: string) => `user:${workspaceUuid}`
 
 /**
  * Counts one request in each of `scopes` (a webhook delivery counts in its trigger's window and
- * in its owner's) and answers for the tightest: a window that is used up first, else the one
- * with the fewest requests left.
+ * in its owner's) and answers for the first, the request's own window (a delivery's trigger: the
+ * sender's quota, which the sender can act on), except when another window is used up while the
+ * first is not: then the refusal is that window's, and its headers say so.
  */
 export async function hitEach(hit: RateLimiter, scopes: string[]): Promise<RateLimitResult> {
-  const results = await Promise.all(scopes.map((scope) => hit(scope)));
-  return results.reduce((tightest, next) => {
-    if (next.exceeded !== tightest.exceeded) return next.exceeded ? next : tightest;
-    return next.remaining < tightest.remaining ? next : tightest;
-  });
+  const [own, ...others] = await Promise.all(scopes.map((scope) => hit(scope)));
+  if (!own) throw new Error('hitEach needs at least one scope');
+  if (own.exceeded) return own;
+  return others.find((r) => r.exceeded) ?? own;
 }
 
 /**

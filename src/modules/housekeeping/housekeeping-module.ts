@@ -13,7 +13,7 @@ import { callsRepo } from '../spotlight/usage/calls-repo.js';
 import { idempotencyRepo } from '../tasks/submit/idempotency-repo.js';
 import { taskQueries } from '../tasks/task-queries.js';
 import { telemetryRepo } from '../telemetry/telemetry-repo.js';
-import { deleteOldDeliveries } from '../triggers/triggers-purge.js';
+import { deleteExpiredSignatures, deleteOldDeliveries } from '../triggers/triggers-purge.js';
 import { workspacesPurge } from '../workspaces/workspaces-purge.js';
 import { createHousekeepingRepo } from './housekeeping-repo.js';
 import { AGENT_STEPS, WORKSPACE_STEPS } from './workspace-purge.js';
@@ -36,6 +36,8 @@ type KindName = Exclude<keyof HousekeepingResult, 'ran' | 'deletedWorkspaceRows'
 export interface HousekeepingResult {
   tasks: number;
   triggerDeliveries: number;
+  /** Remembered signatures of signed deliveries past their replay window. */
+  triggerSignatures: number;
   idempotencyKeys: number;
   /** A2A messageIds past their 24 hours of duplicate detection. */
   a2aMessageIds: number;
@@ -158,6 +160,7 @@ export function createHousekeepingModule(deps: {
     return {
       tasks: [taskQueries.deleteFinished, daysAgo(config.retentionDays)],
       triggerDeliveries: [deleteOldDeliveries, daysAgo(config.retentionDays)],
+      triggerSignatures: [deleteExpiredSignatures, iso(now)],
       idempotencyKeys: [idempotencyRepo.deleteExpired, iso(now)],
       a2aMessageIds: [deleteExpiredMessageIds, iso(now)],
       telemetrySpans: [telemetryRepo.deleteExpiredSpans, daysAgo(config.telemetryRetentionDays)],

@@ -1,12 +1,11 @@
 import { Cron } from 'croner';
 import { type CronSpec, parseCron } from './cron-fns.js';
+import { cachedGap } from './gap-fns.js';
 import { instantOf, wallClockAt } from './zone-fns.js';
 
 const YEAR_MS = 365.25 * 86_400_000;
 /** A pattern must have an occurrence within this long (`0 0 30 2 *` has none). */
 const HORIZON_MS = 8 * YEAR_MS;
-/** How many occurrences the minimum-interval check looks at. */
-const CHECKED_OCCURRENCES = 1000;
 const BATCH = 64;
 
 /**
@@ -44,7 +43,8 @@ export function occurrencesAfter(t: Timing, after: number, count: number, until 
   let cursor = wallClockAt(t.zone, after);
   const out: number[] = [];
   while (out.length < count) {
-    const walls = cron.nextRuns(BATCH, new Date(cursor));
+    // Ask croner for no more than needed: a yearly pattern's 64 runs would be 64 years of search.
+    const walls = cron.nextRuns(Math.min(BATCH, count - out.length + 1), new Date(cursor));
     if (walls.length === 0) break;
     for (const w of walls) {
       const instant = instantOf(t.zone, w.getTime());
@@ -84,24 +84,40 @@ export function latestUpTo(t: Timing, from: number, now: number): number {
 
 export type TimingCheck = { ok: true; timing: Timing } | { ok: false; field: 'cron'; reason: string };
 
+/** Patterns (and zones) found without an occurrence in the next 8 years, until when that is trusted. */
+const barren = new Map<string, number>();
+const BARREN_TRUST_MS = 3_600_000;
+
+/** Whether the pattern has an occurrence within 8 years of `now`; a "no" is remembered for an hour. */
+function occursWithinHorizon(timing: Timing, now: number): boolean {
+  const key = `${timing.spec.pattern}|${timing.zone}`;
+  const trustedUntil = barren.get(key);
+  if (trustedUntil !== undefined && trustedUntil > now) return false;
+  if (nextAfter(timing, now) !== null) return true;
+  if (barren.size >= 4096) barren.clear();
+  barren.set(key, now + BARREN_TRUST_MS);
+  return false;
+}
+
 /**
- * The full check of a pattern at `now`: the grammar, an occurrence within eight years, and no two
- * of the next 1,000 occurrences closer than `minIntervalSeconds`.
+ * The full check of a pattern at `now`: the grammar, a gap (from the time-of-day fields, see
+ * gap-fns.ts) of at least `minIntervalSeconds`, and an occurrence within eight years. The cost
+ * does not grow with the pattern's occurrences: one day's times at most, and one next occurrence.
  */
 export function checkTiming(cron: string, zone: string, now: number, minIntervalSeconds: number): TimingCheck {
   const parsed = parseCron(cron);
   if (!parsed.ok) return { ok: false, field: 'cron', reason: parsed.reason };
+  const gap = cachedGap(parsed.spec);
+  if (gap < minIntervalSeconds) {
+    return {
+      ok: false,
+      field: 'cron',
+      reason: `its times of day are ${gap} seconds apart at the closest; the minimum is ${minIntervalSeconds} seconds (TASKHOOK_SCHEDULE_MIN_INTERVAL_SECONDS)`,
+    };
+  }
   const timing = { spec: parsed.spec, zone };
-  const next = occurrencesAfter(timing, now, CHECKED_OCCURRENCES);
-  if (next.length === 0) return { ok: false, field: 'cron', reason: 'has no occurrence within the next 8 years' };
-  for (let i = 1; i < next.length; i++) {
-    if ((next[i] as number) - (next[i - 1] as number) < minIntervalSeconds * 1000) {
-      return {
-        ok: false,
-        field: 'cron',
-        reason: `fires more often than every ${minIntervalSeconds} seconds (TASKHOOK_SCHEDULE_MIN_INTERVAL_SECONDS)`,
-      };
-    }
+  if (!occursWithinHorizon(timing, now)) {
+    return { ok: false, field: 'cron', reason: 'has no occurrence within the next 8 years' };
   }
   return { ok: true, timing };
 }

@@ -4,19 +4,23 @@ import { createLoop } from '../../lib/loop.js';
 import { type Clock, iso, type Timers } from '../../lib/time.js';
 import { parseCron } from './cron-fns.js';
 import type { Decisions } from './decide.js';
+import { createDecisionRecord, fairOrder } from './fair-fns.js';
 import { latestUpTo, nextAfter } from './occurrences-fns.js';
 import type { ScheduleRow, SchedulesRepo } from './schedules-repo.js';
 
 /** The clock's pass: every second, so an occurrence is decided at most about 1 s after it. */
 export const SCHEDULER_INTERVAL_MS = 1000;
-/** Due schedules one pass decides before it asks for the next pass at once. */
-const BATCH = 100;
+/** Rounds one pass reads: at most this many due schedules of each workspace. */
+const ROUNDS = 20;
+/** Due schedules one pass decides (at most) before it asks for the next pass at once. */
+const BATCH = 200;
 /** A missed occurrence still fires this long after it, whatever `catch_up_seconds` says. */
 const MIN_CATCH_UP_MS = 10_000;
 
 /**
  * The schedules' clock, in the background substrate (a loop like the sweeper's). Each pass finds
- * the due schedules and decides each one's latest past occurrence: the claim (moving
+ * the due schedules and decides each one's latest past occurrence, in fair rounds across
+ * workspaces (fair-fns.ts): the claim (moving
  * `next_run_at` on, conditional on its old value) and the decision (task and run) are one
  * transaction, so with any number of instances and passes each occurrence is decided once, and a
  * crash before the commit leaves it undecided for the next pass (docs/schedules.md).
@@ -51,18 +55,25 @@ export function createScheduler(deps: {
     });
   }
 
+  /** Each workspace's latest decision on this instance: the order of the rounds. */
+  const record = createDecisionRecord();
+
   async function runOnce(): Promise<number> {
     const nowMs = deps.clock.now();
-    const due = await repo.due(db.kysely, iso(nowMs), BATCH);
+    const due = await repo.dueByWorkspace(db.kysely, iso(nowMs), ROUNDS, BATCH);
     let decided = 0;
-    for (const s of due) {
+    for (const s of fairOrder(due, record.latest)) {
+      record.decided(s.workspaceUuid);
       try {
         if (await fire(s, nowMs)) decided++;
       } catch (err) {
         deps.log.warn({ err, schedule: s.uuid }, 'A schedule could not be fired; trying again at the next pass');
       }
     }
-    if (due.length === BATCH) loop.nudge();
+    // More may be due than one pass read: the whole batch, or a workspace's whole share of rounds.
+    const perWorkspace = new Map<string, number>();
+    for (const s of due) perWorkspace.set(s.workspaceUuid, (perWorkspace.get(s.workspaceUuid) ?? 0) + 1);
+    if (due.length === BATCH || [...perWorkspace.values()].some((n) => n >= ROUNDS)) loop.nudge();
     return decided;
   }
 

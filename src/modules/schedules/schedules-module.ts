@@ -39,6 +39,7 @@ export function createSchedulesModule(deps: {
     decisions,
     clock: runtime.clock,
     minIntervalSeconds: deps.config.scheduleMinIntervalSeconds,
+    maxPerWorkspace: deps.config.maxSchedulesPerWorkspace,
   });
   // An agent's schedules (and their run logs) go with it, in its deletion's transaction.
   deps.events.on('agent:deleted', ({ trx, agentUuid }) => schedulesRepo.removeAllOfAgent(trx, agentUuid));

@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely';
+import { type Selectable, sql } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import { withDbErrors } from '../../db/errors.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
@@ -151,6 +151,18 @@ export const schedulesRepo = {
     return Number(row.n);
   },
 
+  /** The schedules of a workspace, enabled or not, over all its agents. */
+  async countInWorkspace(ex: Executor, workspaceUuid: string): Promise<number> {
+    const row = await withDbErrors(
+      ex
+        .selectFrom('schedules')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('workspace_uuid', '=', workspaceUuid)
+        .executeTakeFirstOrThrow(),
+    );
+    return Number(row.n);
+  },
+
   async remove(ex: Executor, uuid: string) {
     await withDbErrors(ex.deleteFrom('schedule_runs').where('schedule_uuid', '=', uuid).execute());
     await withDbErrors(ex.deleteFrom('schedules').where('uuid', '=', uuid).execute());
@@ -162,15 +174,26 @@ export const schedulesRepo = {
     await withDbErrors(ex.deleteFrom('schedules').where('agent_uuid', '=', agentUuid).execute());
   },
 
-  /** Enabled schedules whose next occurrence is due at `now`, soonest first. */
-  async due(ex: Executor, now: string, limit: number) {
+  /**
+   * Due schedules for the fair rounds (docs/schedules.md): of every workspace with due work, its
+   * earliest `perWorkspace` due schedules (by `next_run_at`, then uuid), rank by rank, at most
+   * `limit` rows in all. The caller orders the workspaces within each round.
+   */
+  async dueByWorkspace(ex: Executor, now: string, perWorkspace: number, limit: number) {
+    const ranked = ex
+      .selectFrom('schedules')
+      .selectAll()
+      .select(sql<number>`row_number() over (partition by workspace_uuid order by next_run_at, uuid)`.as('rank'))
+      .where('next_run_at', 'is not', null)
+      .where('next_run_at', '<=', now);
     const rows = await withDbErrors(
       ex
-        .selectFrom('schedules')
+        .selectFrom(ranked.as('due'))
         .selectAll()
-        .where('next_run_at', 'is not', null)
-        .where('next_run_at', '<=', now)
+        .where('rank', '<=', perWorkspace)
+        .orderBy('rank')
         .orderBy('next_run_at')
+        .orderBy('uuid')
         .limit(limit)
         .execute(),
     );

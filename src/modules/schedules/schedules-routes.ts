@@ -36,7 +36,7 @@ export function schedulesRoutes(service: SchedulesService) {
           tags,
           summary: 'Create a schedule',
           description:
-            'Creates one task on the agent at each occurrence of a cron pattern in an IANA time zone. A pattern that fires more often than TASKHOOK_SCHEDULE_MIN_INTERVAL_SECONDS, or never within 8 years, is a 400; an agent has at most 100 schedules.',
+            'Creates one task on the agent at each occurrence of a cron pattern in an IANA time zone. A pattern whose times of day are closer than TASKHOOK_SCHEDULE_MIN_INTERVAL_SECONDS (its gap, docs/schedules.md), or that never fires within 8 years, is a 400; an agent has at most 100 schedules and a workspace at most TASKHOOK_MAX_SCHEDULES_PER_WORKSPACE (400 LIMIT_EXCEEDED, details.field "schedules").',
           params: AgentParams,
           body: CreateScheduleBody,
           response: { 201: ScheduleSchema, ...notFound },

@@ -8,6 +8,7 @@ import type { AgentsRepo } from '../agents/agents-repo.js';
 import type { AgentsService } from '../agents/agents-service.js';
 import { recordAudit } from '../audit/audit-repo.js';
 import type { TaskSubmitter } from '../tasks/submit/task-submitter.js';
+import { workspacesRepo } from '../workspaces/workspaces-repo.js';
 import type { Decisions } from './decide.js';
 import { checkMessage } from './message-fns.js';
 import { occurrencesAfter } from './occurrences-fns.js';
@@ -35,6 +36,8 @@ export function createSchedulesService(deps: {
   decisions: Decisions;
   clock: Clock;
   minIntervalSeconds: number;
+  /** Most schedules a workspace holds, over all its agents. */
+  maxPerWorkspace: number;
   /** Called after a change that may move the next occurrence (wakes the clock). */
   onChange?: () => void;
 }) {
@@ -80,12 +83,20 @@ export function createSchedulesService(deps: {
         updatedAt: at,
       };
       await db.transaction(async (trx) => {
-        // The agent row lock (PostgreSQL) makes the count and the insert one step.
+        // The workspace and agent row locks (PostgreSQL; SQLite has one writer) make the counts
+        // and the insert one step: concurrent creates never overshoot either cap.
+        await workspacesRepo.lock(trx, workspaceUuid);
         if (!(await deps.agentsRepo.findForClaim(trx, agentUuid))) throw notFound('Agent');
         if ((await repo.count(trx, agentUuid)) >= MAX_SCHEDULES_PER_AGENT) {
           throw new AppError('LIMIT_EXCEEDED', `An agent has at most ${MAX_SCHEDULES_PER_AGENT} schedules`, {
             field: 'schedules',
             reason: `at most ${MAX_SCHEDULES_PER_AGENT} per agent`,
+          });
+        }
+        if ((await repo.countInWorkspace(trx, workspaceUuid)) >= deps.maxPerWorkspace) {
+          throw new AppError('LIMIT_EXCEEDED', `A workspace has at most ${deps.maxPerWorkspace} schedules`, {
+            field: 'schedules',
+            reason: `at most ${deps.maxPerWorkspace} per workspace (TASKHOOK_MAX_SCHEDULES_PER_WORKSPACE)`,
           });
         }
         await repo.insert(trx, schedule);

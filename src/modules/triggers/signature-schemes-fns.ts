@@ -152,14 +152,18 @@ export function slackChallenge(payload: unknown): string | null {
 }
 
 /**
- * The delivery id a scheme reads from the payload: Stripe's event `id`, Slack's Events API
- * `event_id` (a non-empty string at the top level), else undefined (section 7's headers count).
+ * The delivery id a scheme reads from the payload: Stripe's event `id`; Slack's Events API
+ * `event_id`, else its `trigger_id` (slash commands and interactivity: one per user action); each
+ * only as a non-empty string at the top level. Else undefined (section 7's headers count).
  */
 export function payloadDeliveryId(type: VerificationType, payload: unknown): string | undefined {
-  const field = type === 'stripe' ? 'id' : type === 'slack' ? 'event_id' : null;
-  if (!field || typeof payload !== 'object' || payload === null || Array.isArray(payload)) return undefined;
-  const value = (payload as Record<string, unknown>)[field];
-  return typeof value === 'string' && value !== '' ? value : undefined;
+  const fields = type === 'stripe' ? ['id'] : type === 'slack' ? ['event_id', 'trigger_id'] : [];
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return undefined;
+  for (const field of fields) {
+    const value = (payload as Record<string, unknown>)[field];
+    if (typeof value === 'string' && value !== '') return value;
+  }
+  return undefined;
 }
 
 /** Whether a delivery proved knowledge of the trigger's secret: `ok`, or why not (section 7's two 401s). */

@@ -4,7 +4,8 @@ import { type AgentPurgeStep, deleteLimited, ownedBy } from '../../db/purge.js';
 
 /**
  * The triggers room's part of purging a deleted workspace, per agent: the deliveries of its
- * triggers in batches of their own, then the triggers (with their secrets and signature settings).
+ * triggers and their remembered signatures in batches of their own, then the triggers (with their
+ * secrets and signature settings).
  */
 export const triggersPurge: ReadonlyArray<readonly [string, AgentPurgeStep]> = [
   [
@@ -18,6 +19,17 @@ export const triggersPurge: ReadonlyArray<readonly [string, AgentPurgeStep]> = [
           where triggers.agent_uuid = ${agentUuid} limit ${limit}`,
       ),
   ],
+  [
+    'trigger_signatures',
+    (ex, agentUuid, limit) =>
+      deleteLimited(
+        ex,
+        'trigger_signatures',
+        ['trigger_uuid', 'signature'],
+        sql`from trigger_signatures join triggers on triggers.uuid = trigger_signatures.trigger_uuid
+          where triggers.agent_uuid = ${agentUuid} limit ${limit}`,
+      ),
+  ],
   ['triggers', ownedBy('triggers', ['uuid'], 'agent_uuid')],
 ];
 
@@ -27,6 +39,25 @@ export async function deleteOldDeliveries(ex: Executor, before: string, limit: n
     .deleteFrom('trigger_deliveries')
     .where('uuid', 'in', (q) =>
       q.selectFrom('trigger_deliveries').select('uuid').where('received_at', '<', before).limit(limit),
+    )
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+/** Retention: deletes up to `limit` remembered delivery signatures whose replay window ended before `now`. */
+export async function deleteExpiredSignatures(ex: Executor, now: string, limit: number): Promise<number> {
+  const result = await ex
+    .deleteFrom('trigger_signatures')
+    .where(({ eb, refTuple, selectFrom }) =>
+      eb(
+        refTuple('trigger_uuid', 'signature'),
+        'in',
+        selectFrom('trigger_signatures')
+          .select(['trigger_uuid', 'signature'])
+          .where('expires_at', '<', now)
+          .limit(limit)
+          .$asTuple('trigger_uuid', 'signature'),
+      ),
     )
     .executeTakeFirst();
   return Number(result.numDeletedRows);

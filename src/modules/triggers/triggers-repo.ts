@@ -7,6 +7,7 @@ import { prepareQuery } from '../../db/prepared.js';
 import { lockRows } from '../../db/transactions.js';
 import type { VerificationType } from './signature-schemes-fns.js';
 import { deliveriesRepo } from './trigger-deliveries-repo.js';
+import { signaturesRepo } from './trigger-signatures-repo.js';
 
 export interface TriggerRow {
   uuid: string;
@@ -169,6 +170,7 @@ export const triggersRepo = {
   async remove(ex: Executor, uuid: string) {
     await triggerChanges.announce(ex, uuid);
     await withDbErrors(ex.deleteFrom('trigger_deliveries').where('trigger_uuid', '=', uuid).execute());
+    await withDbErrors(ex.deleteFrom('trigger_signatures').where('trigger_uuid', '=', uuid).execute());
     await withDbErrors(ex.deleteFrom('triggers').where('uuid', '=', uuid).execute());
   },
 
@@ -188,6 +190,7 @@ export const triggersRepo = {
 
   /** The delivery log (see trigger-deliveries-repo.ts). */
   ...deliveriesRepo,
+  ...signaturesRepo,
 };
 
 /** The trigger tables' queries, for narrow `Pick`s in services and tests. */

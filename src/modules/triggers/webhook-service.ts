@@ -1,6 +1,5 @@
 import type { ChangeCache } from '../../db/change-cache.js';
 import type { Db } from '../../db/connect.js';
-import { UniqueViolationError } from '../../db/errors.js';
 import { AppError, AuthError, invalid } from '../../http/errors.js';
 import type { SecretBox } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';
@@ -11,8 +10,10 @@ import type { TaskSubmitter } from '../tasks/submit/task-submitter.js';
 import { MAX_MESSAGE_CHARS } from '../tasks/tasks-schemas.js';
 import { type ServiceSpan, webhookSpan } from '../telemetry/service-spans-fns.js';
 import { deriveSpanId, deriveTraceId, parseTraceparent } from '../telemetry/trace-context-fns.js';
-import { type AcceptedDelivery, createDeliveryBatcher, type DeliveryWritten } from './delivery-batcher.js';
+import { createDeliveryBatcher } from './delivery-batcher.js';
 import { createDeliveryLog } from './delivery-log.js';
+import { createDeliveryWrites, DEDUP_WINDOW_MS } from './delivery-writes.js';
+import { signatureMark } from './replay-fns.js';
 import {
   authenticateScheme,
   DEFAULT_TOLERANCE_SECONDS,
@@ -26,7 +27,6 @@ import type { TriggerRow, TriggersRepo } from './triggers-repo.js';
 import type { SlackChallengeReply, WebhookAccepted } from './triggers-schemas.js';
 import { checkTemplate, renderConcurrencyKey, renderTemplate } from './triggers-template-fns.js';
 
-const DAY_MS = 24 * 60 * 60 * 1000;
 const MAX_DELIVERY_ID = 255;
 
 export const WEBHOOK_MESSAGES = {
@@ -70,49 +70,15 @@ export function createWebhookService(deps: {
   const { db, repo, cache } = deps;
   const now = () => iso(deps.clock.now());
 
-  /**
-   * Today's path for one accepted delivery: its own transaction (the dedup check, the record, the
-   * task); a repeat of an accepted delivery id logs the repeat and answers the first 202.
-   */
-  async function writeAlone({ record, task, nowMs }: AcceptedDelivery): Promise<DeliveryWritten> {
-    const sent = record.dedupKey;
-    try {
-      await db.transaction(async (trx) => {
-        if (sent) {
-          const earlier = await repo.findByDedupKey(trx, record.triggerUuid, sent);
-          if (earlier && Date.parse(earlier.receivedAt) <= nowMs - DAY_MS)
-            await repo.releaseDedupKey(trx, earlier.uuid);
-        }
-        await repo.insertDelivery(trx, record);
-        await deps.tasks.insert(trx, task);
-      });
-      return { created: true };
-    } catch (err) {
-      if (!(sent && err instanceof UniqueViolationError)) throw err;
-      // A repeat of an accepted delivery: answer the first 202 again, create nothing.
-      const first = await repo.findByDedupKey(db.kysely, record.triggerUuid, sent);
-      if (!first) throw new AppError('CONFLICT', 'The same delivery is being processed; retry');
-      await db.transaction((trx) =>
-        repo.insertDelivery(trx, {
-          ...record,
-          uuid: newId(),
-          dedupKey: null,
-          taskUuid: first.taskUuid,
-          response: null,
-        }),
-      );
-      return { created: false, first: first.response as WebhookAccepted };
-    }
-  }
-
+  const writes = createDeliveryWrites(deps);
   const logWithoutTask = createDeliveryLog(deps);
 
   const batcher = createDeliveryBatcher({
     db,
     repo,
     insertTasks: (trx, tasks) => deps.tasks.insertMany(trx, tasks),
-    windowMs: DAY_MS,
-    alone: writeAlone,
+    windowMs: DEDUP_WINDOW_MS,
+    alone: writes.alone,
   });
 
   /** The trigger an address names, from the cache when it serves (an unknown address is never cached). */
@@ -129,14 +95,16 @@ export function createWebhookService(deps: {
     return secrets;
   }
 
+  /** What a signed scheme checks a delivery against now. */
+  const keysOf = (trigger: TriggerRow) => ({
+    secrets: activeSecrets(trigger),
+    nowMs: deps.clock.now(),
+    toleranceSeconds: trigger.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS,
+  });
+
   function authenticate(trigger: TriggerRow, incoming: IncomingDelivery): DeliveryAuth {
     if (trigger.verification !== 'secret') {
-      const keys = {
-        secrets: activeSecrets(trigger),
-        nowMs: deps.clock.now(),
-        toleranceSeconds: trigger.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS,
-      };
-      return authenticateScheme(trigger.verification, incoming.headers, incoming.body, keys);
+      return authenticateScheme(trigger.verification, incoming.headers, incoming.body, keysOf(trigger));
     }
     // The default scheme (section 7), the benchmarked path: nothing more than before schemes existed.
     const secret = header(incoming.headers, 'x-webhook-secret');
@@ -274,7 +242,12 @@ export function createWebhookService(deps: {
         error: null,
         response: accepted,
       };
-      const written = await batcher.write({ record, task, nowMs });
+      // A signed scheme's delivery is known by its signature too: a copy answers the first 202.
+      const { verification: type } = trigger;
+      const mark = type === 'secret' ? null : signatureMark(type, incoming.headers, incoming.body, keysOf(trigger));
+      const written = mark
+        ? await writes.signed({ record, task, nowMs }, mark, trigger.workspaceUuid)
+        : await batcher.write({ record, task, nowMs });
       if (!written.created) return written.first;
       deps.traceSpans?.(trigger.workspaceUuid, [
         webhookSpan({

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HOUSEKEEPING_BATCH, HOUSEKEEPING_LOCK_KEY } from '../../../src/modules/housekeeping/housekeeping-module.js';
@@ -55,8 +56,14 @@ describe.each(DATABASES)('retention on $name', (shared) => {
     // Day 29: a task that finishes later; nothing is old enough yet.
     clock.advance(29 * DAY);
     const recentDone = await finishedTask(user, agent.uuid);
+    // A signed (github) delivery: its signature is remembered for 24 hours.
+    const github = await createTrigger(t, user, idle.uuid, { verification: { type: 'github', secret: 'gh' } });
+    const signed = JSON.stringify({ b: 2 });
+    const signature = `sha256=${createHmac('sha256', 'gh').update(signed).digest('hex')}`;
+    const res = await deliver(t, github.uuid, { body: signed, headers: { 'x-hub-signature-256': signature } });
+    expect(res.statusCode, res.body).toBe(202);
     const early = await t.app.background.housekeep();
-    expect(early).toMatchObject({ tasks: 0, triggerDeliveries: 0, ran: true });
+    expect(early).toMatchObject({ tasks: 0, triggerDeliveries: 0, triggerSignatures: 0, ran: true });
     expect(early.idempotencyKeys).toBe(1); // 24 hours passed long ago
 
     // Day 31: only the day-0 finished task and delivery are past 30 days.
@@ -64,6 +71,7 @@ describe.each(DATABASES)('retention on $name', (shared) => {
     expect(await t.app.background.housekeep()).toEqual({
       tasks: 1,
       triggerDeliveries: 1,
+      triggerSignatures: 1, // the day-29 GitHub signature, past its 24 hours
       idempotencyKeys: 0,
       a2aMessageIds: 0,
       telemetrySpans: 3, // the service's own spans of day 0, past the 30 days of telemetry
@@ -91,6 +99,7 @@ describe.each(DATABASES)('retention on $name', (shared) => {
     expect(await t.app.background.housekeep()).toEqual({
       tasks: 0,
       triggerDeliveries: 0,
+      triggerSignatures: 0,
       idempotencyKeys: 0,
       a2aMessageIds: 0,
       telemetrySpans: 0,

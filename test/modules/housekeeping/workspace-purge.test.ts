@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WORKSPACE_OWNED_TABLES } from '../../../src/db/migrations/016-workspaces.js';
@@ -44,6 +44,9 @@ describe.each(DATABASES)('purge of deleted workspaces on $name', (shared) => {
       where k.workspace_uuid = ${workspaceUuid}`);
     counts.trigger_deliveries = await count(sql`select count(*) as n from trigger_deliveries d
       join triggers g on g.uuid = d.trigger_uuid where g.workspace_uuid = ${workspaceUuid}`);
+    counts.trigger_signatures = await count(
+      sql`select count(*) as n from trigger_signatures where workspace_uuid = ${workspaceUuid}`,
+    );
     counts.workspace_members = await count(
       sql`select count(*) as n from workspace_members where workspace_uuid = ${workspaceUuid}`,
     );
@@ -71,6 +74,12 @@ describe.each(DATABASES)('purge of deleted workspaces on $name', (shared) => {
         });
         expect(res.statusCode).toBe(202);
       }
+      // A signed (github) delivery leaves its signature behind.
+      const github = await createTrigger(t, who, agentUuid, { verification: { type: 'github', secret: 'gh' } });
+      const signed = JSON.stringify({ a, at: randomUUID() });
+      const signature = `sha256=${createHmac('sha256', 'gh').update(signed).digest('hex')}`;
+      const res = await deliver(t, github.uuid, { body: signed, headers: { 'x-hub-signature-256': signature } });
+      expect(res.statusCode, res.body).toBe(202);
     }
     for (let i = 0; i < 2; i++) {
       const res = await call(t.app, 'POST', '/user/provider_credentials', {
@@ -114,7 +123,14 @@ describe.each(DATABASES)('purge of deleted workspaces on $name', (shared) => {
     for (const kind of ['tasks', 'task_events', 'trigger_deliveries', 'audit_log', 'telemetry_spans']) {
       expect(doomed[kind], kind).toBeGreaterThan(BATCH);
     }
-    for (const kind of ['agents', 'idempotency_keys', 'provider_credentials', 'platform_keys', 'ingest_tokens']) {
+    for (const kind of [
+      'agents',
+      'idempotency_keys',
+      'provider_credentials',
+      'platform_keys',
+      'ingest_tokens',
+      'trigger_signatures',
+    ]) {
       expect(doomed[kind], kind).toBeGreaterThan(0);
     }
 

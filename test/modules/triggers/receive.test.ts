@@ -544,8 +544,8 @@ describe.each(DATABASES)('webhook rate limit on $name', (database) => {
     expect((await submit()).statusCode).toBe(202);
     const firstDelivery = await fire(first);
     expect(firstDelivery.statusCode, firstDelivery.body).toBe(202);
-    // The owner's window (3 used) is tighter than the trigger's (1 used): its count is the one shown.
-    expect(limits(firstDelivery)).toEqual({ limit: LIMIT, remaining: LIMIT - 3, reset });
+    // The owner's window has 3 used, the trigger's 1: a delivery shows its trigger's window.
+    expect(limits(firstDelivery)).toEqual({ limit: LIMIT, remaining: LIMIT - 1, reset });
     expect((await fire(second)).statusCode).toBe(202);
     expect((await fire(first)).statusCode).toBe(202);
     // Five tasks in the owner's window: neither a trigger (each has room in its own window) nor
@@ -557,6 +557,29 @@ describe.each(DATABASES)('webhook rate limit on $name', (database) => {
     nextWindow();
     const list = await call(t.app, 'GET', `/agent/${agent}/tasks`, { token });
     expect(list.json().pagination.total).toBe(LIMIT);
+  });
+
+  it("shows the trigger's window on a delivery, and the owner's only on a 429 the owner's window caused", async () => {
+    const { token, agent, first } = await setup();
+    const start = nextWindow();
+    const reset = start / 1000 + 60;
+    const address = uniqueAddress();
+    const fire = (secret: string) => deliver(t, first.uuid, { body: { n: 1 }, secret, remoteAddress: address });
+    const own = () => call(t.app, 'GET', `/agent/${agent}/tasks`, { token });
+    // Wrong-secret twins count against the address only; the owner spends 2 of their window.
+    for (let i = 0; i < 2; i++) expect((await fire('whs_wrong')).statusCode).toBe(401);
+    for (let i = 0; i < 2; i++) expect((await own()).statusCode).toBe(200);
+    const good = await fire(first.webhook_secret);
+    expect(good.statusCode, good.body).toBe(202);
+    // The trigger's window: its first delivery of the window, whatever the owner did.
+    expect(limits(good)).toEqual({ limit: LIMIT, remaining: LIMIT - 1, reset });
+    // The owner fills their window (5 of 5): the next delivery is refused by it, and says so.
+    for (let i = 0; i < 2; i++) expect((await own()).statusCode).toBe(200);
+    clock.advance(15_000);
+    const over = await fire(first.webhook_secret);
+    expect(over.statusCode).toBe(429);
+    expect(limits(over)).toEqual({ limit: LIMIT, remaining: 0, reset });
+    expect(over.headers['retry-after']).toBe('45');
   });
 
   it("does not let strangers without the secret use up the owner's window", async () => {
