@@ -135,19 +135,34 @@ export const telemetryRepo = {
    * `start_key || ''` so that SQLite still finds the trace by its key (see spansOfTraces) and
    * sorts only that trace's spans.
    */
-  async firstSpansOfTrace(ex: Executor, workspaceUuid: string, traceId: string, cutoff: string, limit: number) {
-    const rows = await withDbErrors(
-      ex
-        .selectFrom('telemetry_spans')
-        .selectAll()
-        .where('workspace_uuid', '=', workspaceUuid)
-        .where('trace_id', '=', traceId)
-        .where('end_time', '>=', cutoff)
-        .orderBy(sql`start_key || ''`)
-        .orderBy('span_id')
-        .limit(limit)
-        .execute(),
-    );
+  /**
+   * Up to `limit` live spans of the trace by start, then span id, after the span `after` (its
+   * start key and id) when given: the trace is read a page at a time, so no one read holds the
+   * event loop (SQLite) or a connection for long.
+   */
+  async spanPageOfTrace(
+    ex: Executor,
+    workspaceUuid: string,
+    traceId: string,
+    cutoff: string,
+    after: { startKey: string; spanId: string } | null,
+    limit: number,
+  ) {
+    let q = ex
+      .selectFrom('telemetry_spans')
+      .selectAll()
+      .where('workspace_uuid', '=', workspaceUuid)
+      .where('trace_id', '=', traceId)
+      .where('end_time', '>=', cutoff);
+    if (after) {
+      q = q.where((eb) =>
+        eb.or([
+          eb('start_key', '>', after.startKey),
+          eb.and([eb('start_key', '=', after.startKey), eb('span_id', '>', after.spanId)]),
+        ]),
+      );
+    }
+    const rows = await withDbErrors(q.orderBy(sql`start_key || ''`).orderBy('span_id').limit(limit).execute());
     return rows.map(spanFromRow);
   },
 

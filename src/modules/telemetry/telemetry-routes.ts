@@ -13,6 +13,7 @@ import {
   UsageReply,
 } from './telemetry-schemas.js';
 import type { TelemetryService } from './telemetry-service.js';
+import { traceBody } from './trace-body.js';
 
 const tags = ['telemetry'];
 const config = { auth: 'session' as const };
@@ -51,7 +52,11 @@ export function telemetryRoutes(service: TelemetryService) {
           response: { 200: TraceReply, ...errorResponses([404]) },
         },
       },
-      async (request) => service.getTrace(who(request), request.params.traceId),
+      // Streamed a chunk of spans per turn (trace-body.ts): one large trace must not stall others.
+      async (request, reply) => {
+        const trace = await service.getTrace(who(request), request.params.traceId);
+        return reply.type('application/json; charset=utf-8').send(traceBody(reply, trace) as never);
+      },
     );
 
     app.get(
