@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUSY_MESSAGE, failureMessage } from '../../src/cli/failure.js';
+import { SQLITE_DRIVER } from '../../src/db/sqlite-driver.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { ROOT } from '../helpers/cli-process.js';
 import { tempDir } from '../helpers/databases.js';
@@ -25,15 +26,16 @@ describe('SQLite: writers of two processes take turns', () => {
 
   it('a user delete waits for another connection holding a write transaction', async () => {
     const user = await createUser(t);
-    // Another process takes the write lock, says so, and commits 400 ms later.
+    // Another process takes the write lock, says so, and commits 400 ms later. It loads the driver
+    // this Node.js uses (better-sqlite3 12 is built for Node.js 20 only, 13 for 22 and later).
     const script = `
-      const db = require('better-sqlite3')(process.argv[1]);
+      const db = require(process.argv[3])(process.argv[1]);
       db.pragma('busy_timeout = 5000');
       db.exec('begin immediate');
       db.prepare('update users set updated_at = updated_at where uuid = ?').run(process.argv[2]);
       process.stdout.write('held\\n');
       setTimeout(() => { db.exec('commit'); db.close(); }, 400);`;
-    const other = spawn(process.execPath, ['-e', script, file, user.uuid], { cwd: ROOT });
+    const other = spawn(process.execPath, ['-e', script, file, user.uuid, SQLITE_DRIVER], { cwd: ROOT });
     await new Promise<void>((resolve, reject) => {
       other.stdout.once('data', () => resolve());
       other.once('exit', (code) => reject(new Error(`the other writer exited (${code})`)));
