@@ -34,3 +34,9 @@ export const ownedBy =
   (table: string, key: readonly string[], column = 'workspace_uuid') =>
   (ex: Executor, owner: string, limit: number): Promise<number> =>
     deleteLimited(ex, table, key, sql`from ${sql.table(table)} where ${sql.ref(column)} = ${owner} limit ${limit}`);
+
+/** Retention: a step over `table`'s rows whose `expires_at` is before `now`, at most `limit` of them. */
+export const expiredBefore =
+  (table: string, key: readonly string[]) =>
+  (ex: Executor, now: string, limit: number): Promise<number> =>
+    deleteLimited(ex, table, key, sql`from ${sql.table(table)} where expires_at < ${now} limit ${limit}`);

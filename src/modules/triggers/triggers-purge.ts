@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/connect.js';
-import { type AgentPurgeStep, deleteLimited, ownedBy } from '../../db/purge.js';
+import { type AgentPurgeStep, deleteLimited, expiredBefore, ownedBy } from '../../db/purge.js';
 
 /**
  * The triggers room's part of purging a deleted workspace, per agent: the deliveries of its
@@ -45,20 +45,4 @@ export async function deleteOldDeliveries(ex: Executor, before: string, limit: n
 }
 
 /** Retention: deletes up to `limit` remembered delivery signatures whose replay window ended before `now`. */
-export async function deleteExpiredSignatures(ex: Executor, now: string, limit: number): Promise<number> {
-  const result = await ex
-    .deleteFrom('trigger_signatures')
-    .where(({ eb, refTuple, selectFrom }) =>
-      eb(
-        refTuple('trigger_uuid', 'signature'),
-        'in',
-        selectFrom('trigger_signatures')
-          .select(['trigger_uuid', 'signature'])
-          .where('expires_at', '<', now)
-          .limit(limit)
-          .$asTuple('trigger_uuid', 'signature'),
-      ),
-    )
-    .executeTakeFirst();
-  return Number(result.numDeletedRows);
-}
+export const deleteExpiredSignatures = expiredBefore('trigger_signatures', ['trigger_uuid', 'signature']);
