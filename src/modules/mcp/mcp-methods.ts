@@ -1,9 +1,10 @@
 import type { FastifyReply } from 'fastify';
 import type { Principal } from '../../lib/principal.js';
-import { type McpCall, McpRpcError, type McpService } from './mcp-service.js';
+import { type McpCall, McpRpcError } from './mcp-call.js';
+import type { McpService } from './mcp-service.js';
 import { declaresElicitation, PROTOCOL_VERSIONS, signSession } from './mcp-session-fns.js';
 
-const INSTRUCTIONS =
+export const INSTRUCTIONS =
   'Each agent of your taskhook workspace is a tool: calling it runs a task on that agent and waits for its result, ' +
   'with progress. When the agent asks a question you are asked in turn; otherwise answer with reply_to_task. ' +
   'get_task waits for a task again, cancel_task cancels one. Long tasks can run as MCP tasks.';
@@ -31,11 +32,19 @@ export function isRpc(value: unknown): value is Rpc {
 }
 
 /** Answers a JSON-RPC error with this HTTP status (refusals before a method runs). */
-export function rpcError(reply: FastifyReply, status: number, id: RpcId, code: number, message: string) {
+export function rpcError(
+  reply: FastifyReply,
+  status: number,
+  id: RpcId,
+  code: number,
+  message: string,
+  data?: unknown,
+) {
+  const error = data === undefined ? { code, message } : { code, message, data };
   return reply
     .code(status)
     .header('content-type', 'application/json')
-    .send(JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } }));
+    .send(JSON.stringify({ jsonrpc: '2.0', id, error }));
 }
 
 /**

@@ -8,9 +8,12 @@ import { jsonTooDeep } from '../../lib/json-depth.js';
 import type { Notifier } from '../../lib/notifier.js';
 import type { CredentialCheck, Principal } from '../../lib/principal.js';
 import type { Clock, Timers } from '../../lib/time.js';
+import { type McpCall, McpRpcError, type ModernRequest } from './mcp-call.js';
 import { isRpc, type Rpc, type RpcId, rpcError, runMethod } from './mcp-methods.js';
-import { type McpCall, McpRpcError, type McpService } from './mcp-service.js';
-import { cancelKeyOf, isRpcId, type McpSession, PROTOCOL_VERSIONS, verifySession } from './mcp-session-fns.js';
+import { runModernMethod } from './mcp-modern.js';
+import { checkModern, isModern, SUPPORTED_VERSIONS, unsupportedVersion } from './mcp-modern-fns.js';
+import type { McpService } from './mcp-service.js';
+import { cancelKeyOf, isRpcId, type McpSession, verifySession } from './mcp-session-fns.js';
 import type { McpChannel } from './mcp-wait.js';
 
 declare module '../../lib/notifier.js' {
@@ -116,10 +119,21 @@ export function mcpRoutes(deps: {
         }
         if (!isRpc(message)) return rpcError(reply, 400, null, -32600, 'Invalid Request: one JSON-RPC 2.0 message');
         const version = request.headers['mcp-protocol-version'];
-        if (version !== undefined && !(PROTOCOL_VERSIONS as readonly string[]).includes(String(version))) {
-          return rpcError(reply, 400, null, -32000, `Bad Request: unsupported protocol version ${String(version)}`);
+        if (version !== undefined && !(SUPPORTED_VERSIONS as readonly string[]).includes(String(version).trim())) {
+          const refusal = unsupportedVersion(String(version));
+          return rpcError(reply, 400, null, refusal.code, refusal.message, refusal.data);
         }
         const principal = principalOf(request);
+        if (isModern(message, request.headers)) {
+          // 2026-07-28: each request stands alone (no session); notifications mean nothing over HTTP.
+          if (message.id === undefined) return reply.code(202).send();
+          const rpc = message as Rpc & { method: string; id: RpcId };
+          const checked = checkModern(rpc, request.headers);
+          if ('status' in checked) {
+            return rpcError(reply, checked.status, rpc.id, checked.code, checked.message, checked.data);
+          }
+          return dispatch(request, reply, principal, null, rpc, checked);
+        }
         const session = sessionOf(request, principal);
         if (session === 'foreign') return rpcError(reply, 404, null, -32001, 'Session not found: initialize again');
         if (message.method === undefined) {
@@ -157,6 +171,7 @@ export function mcpRoutes(deps: {
     principal: Principal,
     session: McpSession | null,
     rpc: Rpc & { method: string; id: RpcId },
+    modern?: ModernRequest,
   ) {
     // The span of a tools/call starts when the request arrived, not when its body was parsed.
     const receivedAtMs = deps.clock.now() - reply.elapsedTime;
@@ -172,6 +187,7 @@ export function mcpRoutes(deps: {
       protocolVersion: version === undefined ? undefined : String(version),
       traceparent: typeof traceparent === 'string' ? traceparent : undefined,
       elicitation: session?.elicitation ?? false,
+      modern,
       stream: () => {
         if (channel) return channel;
         const aborted = new AbortController();
@@ -194,21 +210,30 @@ export function mcpRoutes(deps: {
         return channel;
       },
     };
-    const waits =
-      rpc.method === 'tasks/result' ||
-      (rpc.method === 'tools/call' && (rpc.params as { task?: unknown } | undefined)?.task === undefined);
+    const waits = modern
+      ? rpc.method === 'tools/call'
+      : rpc.method === 'tasks/result' ||
+        (rpc.method === 'tools/call' && (rpc.params as { task?: unknown } | undefined)?.task === undefined);
     // notifications/cancelled for this request: the wait stops, the stream ends without a result
-    // (MCP: no response to a cancelled request); the task itself is not cancelled.
-    const stopListening = waits
-      ? deps.notifier.subscribe('mcp-cancel', cancelKeyOf(request.headers['mcp-session-id'], principal, rpc.id), () => {
-          cancelled = true;
-          (channel as (McpChannel & { end(): void }) | null)?.end();
-        })
-      : null;
+    // (MCP: no response to a cancelled request); the task itself is not cancelled. Under 2026-07-28
+    // closing the stream is the only cancellation.
+    const stopListening =
+      waits && !modern
+        ? deps.notifier.subscribe(
+            'mcp-cancel',
+            cancelKeyOf(request.headers['mcp-session-id'], principal, rpc.id),
+            () => {
+              cancelled = true;
+              (channel as (McpChannel & { end(): void }) | null)?.end();
+            },
+          )
+        : null;
     try {
       // A waiting request holds one of the workspace's waits, from before anything is done.
       if (waits) release = deps.acquire(principal.workspaceUuid, 'wait');
-      const result = await runMethod(deps, reply, principal, call, rpc);
+      const result = modern
+        ? await runModernMethod(deps, call, rpc)
+        : await runMethod(deps, reply, principal, call, rpc);
       const response = { jsonrpc: '2.0', id: rpc.id, result };
       const opened = channel as (McpChannel & { end(): void }) | null;
       if (opened) {
@@ -223,7 +248,11 @@ export function mcpRoutes(deps: {
       if (!failure && !opened) throw err;
       if (!failure) request.log.error({ err }, 'MCP request failed');
       const error = failure
-        ? { code: failure.code, message: failure.message }
+        ? {
+            code: failure.code,
+            message: failure.message,
+            ...(failure.data === undefined ? {} : { data: failure.data }),
+          }
         : { code: -32603, message: 'Internal error' };
       const response = { jsonrpc: '2.0', id: rpc.id, error };
       if (opened) {

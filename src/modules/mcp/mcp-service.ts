@@ -14,6 +14,7 @@ import { taskView } from '../tasks/tasks-view.js';
 import { mcpToolCallSpan, type ServiceSpan } from '../telemetry/service-spans-fns.js';
 import { deriveSpanId, deriveTraceId, parseTraceparent } from '../telemetry/trace-context-fns.js';
 import { agentToolArgs, idempotencyKeyOf, platformToolArgs, ToolArgumentError } from './mcp-args-fns.js';
+import { type CallParams, callParams, cursorOffset, invalidParams, type McpCall, McpRpcError } from './mcp-call.js';
 import type { McpRepo } from './mcp-repo.js';
 import {
   agentToolDefinition,
@@ -27,36 +28,7 @@ import {
   taskState,
   toolError,
 } from './mcp-tools-fns.js';
-import { type McpChannel, parseElicitationId, waitForTask } from './mcp-wait.js';
-
-/** A JSON-RPC error answered inside a 200. */
-export class McpRpcError extends Error {
-  constructor(
-    readonly code: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-export const invalidParams = (message: string) => new McpRpcError(-32602, message);
-
-/** What one request knows of its caller. */
-export interface McpCall {
-  principal: Principal;
-  /** When the request arrived (epoch ms): the start of its `tools/call` span. */
-  receivedAtMs: number;
-  /** The JSON-RPC id, as a string. */
-  requestId: string;
-  /** The `MCP-Protocol-Version` header, when it came. */
-  protocolVersion?: string | undefined;
-  /** The HTTP `traceparent` header (`params._meta.traceparent` wins when valid). */
-  traceparent?: string | undefined;
-  /** The client declared elicitation (its session says so). */
-  elicitation: boolean;
-  /** Opens the SSE stream of this POST (once) for a waiting answer. */
-  stream: () => McpChannel;
-}
+import { parseElicitationId, waitForTask } from './mcp-wait.js';
 
 const TASKS_PAGE = 50;
 const RELATED = 'io.modelcontextprotocol/related-task';
@@ -278,28 +250,6 @@ export function createMcpService(deps: {
       throw err;
     }
   }
-}
-
-interface CallParams {
-  name: string;
-  arguments?: unknown;
-  task?: unknown;
-  _meta?: { progressToken?: string | number; [key: string]: unknown };
-}
-
-function callParams(raw: unknown): CallParams {
-  if (!raw || typeof raw !== 'object') throw invalidParams('params must be an object');
-  const params = raw as CallParams;
-  if (typeof params.name !== 'string') throw invalidParams('params.name must be a string');
-  return params;
-}
-
-/** The offset an opaque cursor of this server names (`<prefix><n>`). @throws -32602 for a foreign one. */
-function cursorOffset(cursor: unknown, prefix: string): number {
-  if (cursor === undefined) return 0;
-  const match = typeof cursor === 'string' ? new RegExp(`^${prefix}(\\d{1,9})$`).exec(cursor) : null;
-  if (!match) throw invalidParams('Invalid cursor');
-  return Number(match[1]);
 }
 
 export type McpService = ReturnType<typeof createMcpService>;
