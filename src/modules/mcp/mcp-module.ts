@@ -7,6 +7,7 @@ import type { CredentialCheck } from '../../lib/principal.js';
 import type { ProcessDeps } from '../../process-deps.js';
 import type { TasksModule } from '../tasks/tasks-module.js';
 import type { ServiceSpan } from '../telemetry/service-spans-fns.js';
+import { requestStateKey } from './mcp-input-fns.js';
 import { mcpRepo } from './mcp-repo.js';
 import { mcpRoutes } from './mcp-routes.js';
 import { createMcpService } from './mcp-service.js';
@@ -32,6 +33,7 @@ export function createMcpModule(deps: {
     submitter: deps.tasks.submitter,
     notifier: deps.notifier,
     maxWaitSeconds: deps.config.mcpWaitSeconds,
+    stateKey: requestStateKey(deps.runtime.secrets.encryptionKey),
     clock: deps.runtime.clock,
     traceSpans: deps.traceSpans,
   });

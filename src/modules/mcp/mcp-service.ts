@@ -7,7 +7,6 @@ import { type Principal, type Role, roleAtLeast } from '../../lib/principal.js';
 import type { Clock } from '../../lib/time.js';
 import { agentsRepo } from '../agents/agents-repo.js';
 import type { TaskSubmitter } from '../tasks/submit/task-submitter.js';
-import { taskQueries } from '../tasks/task-queries.js';
 import type { TaskRecord } from '../tasks/tasks-record.js';
 import type { TaskRef, TasksService } from '../tasks/tasks-service.js';
 import { taskView } from '../tasks/tasks-view.js';
@@ -15,7 +14,19 @@ import { mcpToolCallSpan, type ServiceSpan } from '../telemetry/service-spans-fn
 import { deriveSpanId, deriveTraceId, parseTraceparent } from '../telemetry/trace-context-fns.js';
 import { agentToolArgs, idempotencyKeyOf, platformToolArgs, ToolArgumentError } from './mcp-args-fns.js';
 import { type CallParams, callParams, cursorOffset, invalidParams, type McpCall, McpRpcError } from './mcp-call.js';
+import {
+  argumentsHash,
+  inputRequests,
+  principalIdOf,
+  REQUEST_STATE_TTL_MS,
+  responseFor,
+  signRequestState,
+  verifyRequestState,
+} from './mcp-input-fns.js';
 import type { McpRepo } from './mcp-repo.js';
+import { declaresElicitation } from './mcp-session-fns.js';
+import { createTaskRefs } from './mcp-task-refs.js';
+import { createLegacyTasks } from './mcp-tasks-2025.js';
 import {
   agentToolDefinition,
   agentTools,
@@ -28,10 +39,7 @@ import {
   taskState,
   toolError,
 } from './mcp-tools-fns.js';
-import { parseElicitationId, waitForTask } from './mcp-wait.js';
-
-const TASKS_PAGE = 50;
-const RELATED = 'io.modelcontextprotocol/related-task';
+import { waitForTask } from './mcp-wait.js';
 
 /** The MCP methods over the tasks service: every change is the tasks service's (submit, message, cancel). */
 export function createMcpService(deps: {
@@ -41,41 +49,87 @@ export function createMcpService(deps: {
   submitter: Pick<TaskSubmitter, 'submit'>;
   notifier: Pick<Notifier, 'subscribe' | 'fallbackPollMs'>;
   maxWaitSeconds: number;
+  /** Signs and checks the requestState of a question (25.5). */
+  stateKey: Buffer;
   clock: Clock;
   traceSpans?: ((workspaceUuid: string, spans: ServiceSpan[]) => void) | undefined;
 }) {
   const { db, repo, tasks } = deps;
   const waitDeps = { db, repo, tasks, notifier: deps.notifier };
+  const { refOf } = createTaskRefs({ db, tasks });
 
   async function toolList(workspaceUuid: string) {
     const { agents } = await agentsRepo.listOwned(db.kysely, workspaceUuid, 0, 100_000);
     return agentTools(agents);
   }
 
-  /** The task `task_id` names in the workspace. @throws AppError NOT_FOUND. */
-  async function refOf(workspaceUuid: string, taskUuid: string): Promise<TaskRef> {
-    const found = /^[0-9a-f-]{36}$/.test(taskUuid)
-      ? await taskQueries.ownedBy(db.kysely, workspaceUuid, taskUuid)
-      : null;
-    if (!found) throw new AppError('NOT_FOUND', 'Task not found');
-    return { workspaceUuid, agentUuid: found.agent_uuid, taskUuid };
-  }
-
   function requireRole(principal: Principal, role: Role) {
     if (!roleAtLeast(principal.role, role)) throw new AppError('FORBIDDEN', forbiddenMessage(role));
   }
 
-  /** Waits (on the stream) and answers the CallToolResult of the task then. */
-  async function waitAndAnswer(call: McpCall, ref: TaskRef, waitSeconds: number, progressToken?: string | number) {
+  /**
+   * Waits (on the stream) and answers the CallToolResult of the task then; under 2026-07-28, a
+   * question the client can answer comes back as an InputRequiredResult bound to `bind`.
+   */
+  async function waitAndAnswer(call: McpCall, ref: TaskRef, waitSeconds: number, params: CallParams) {
     if (waitSeconds <= 0) return stateResult(taskState(taskView(await tasks.requireTask(ref))), { waiting: false });
     const channel = call.stream();
     const task = await waitForTask(waitDeps, ref, channel, {
       maxMs: waitSeconds * 1000,
-      progressToken,
+      progressToken: params._meta?.progressToken,
       ask: call.elicitation,
       taskMode: false,
     });
+    if (task.status === 'awaiting_input' && canAsk(call)) return inputRequired(call, task, params);
     return stateResult(taskState(taskView(task)), { waiting: true, waited: waitSeconds });
+  }
+
+  /** A modern client that declared form elicitation, with a credential that may answer. */
+  const canAsk = (call: McpCall) =>
+    call.modern !== undefined &&
+    declaresElicitation(call.modern.capabilities) &&
+    roleAtLeast(call.principal.role, 'member');
+
+  /** The task's question as an InputRequiredResult, its requestState bound to this call. */
+  function inputRequired(call: McpCall, task: TaskRecord, params: CallParams) {
+    const requestState = signRequestState(deps.stateKey, {
+      workspaceUuid: call.principal.workspaceUuid,
+      principalId: principalIdOf(call.principal),
+      tool: params.name,
+      argumentsHash: argumentsHash(params.arguments),
+      taskUuid: task.uuid,
+      position: task.messages.length,
+      expiresAtMs: deps.clock.now() + REQUEST_STATE_TTL_MS,
+    });
+    return { resultType: 'input_required', inputRequests: inputRequests(task), requestState };
+  }
+
+  /**
+   * The retry of a call that was answered input_required: nothing is submitted or sent again; the
+   * answer to the current question (if any) goes to the task, then the retry waits on it.
+   * @throws McpRpcError -32602 when the state fails verification or names another call.
+   */
+  async function retry(call: McpCall, params: CallParams) {
+    const { principal } = call;
+    const state = verifyRequestState(deps.stateKey, params.requestState, deps.clock.now());
+    if (
+      !state ||
+      state.workspaceUuid !== principal.workspaceUuid ||
+      state.principalId !== principalIdOf(principal) ||
+      state.tool !== params.name ||
+      state.argumentsHash !== argumentsHash(params.arguments)
+    ) {
+      throw invalidParams('Invalid requestState');
+    }
+    const ref = await refOf(principal.workspaceUuid, state.taskUuid);
+    const task = await tasks.requireTask(ref);
+    if (task.status === 'awaiting_input' && task.messages.length === state.position) {
+      const response = responseFor(params.inputResponses, state.position);
+      if (response === 'refused' || !canAsk(call)) return stateResult(taskState(taskView(task)), { waiting: true });
+      if (typeof response !== 'object') return inputRequired(call, task, params);
+      await tasks.message(ref, response.answer);
+    }
+    return waitAndAnswer(call, ref, deps.maxWaitSeconds, params);
   }
 
   async function callAgent(call: McpCall, tool: { name: string; agentUuid: string }, params: CallParams) {
@@ -104,7 +158,7 @@ export function createMcpService(deps: {
     const answer =
       params.task !== undefined
         ? await tasks.requireTask(ref).then((task) => ({ task: mcpTask(taskView(task), task.updatedAt) }))
-        : await waitAndAnswer(call, ref, deps.maxWaitSeconds, params._meta?.progressToken);
+        : await waitAndAnswer(call, ref, deps.maxWaitSeconds, params);
     if (!replayed) {
       deps.traceSpans?.(workspaceUuid, [
         mcpToolCallSpan({
@@ -131,10 +185,12 @@ export function createMcpService(deps: {
       return stateResult(taskState(taskView(await tasks.requireTask(ref))), { waiting: false });
     }
     if (tool === 'reply_to_task') await tasks.message(ref, args.message as string);
-    return waitAndAnswer(call, ref, args.waitSeconds, params._meta?.progressToken);
+    return waitAndAnswer(call, ref, args.waitSeconds, params);
   }
 
   return {
+    ...createLegacyTasks(waitDeps),
+
     async toolsList(principal: Principal, cursor: unknown) {
       const offset = cursorOffset(cursor, 't');
       const all = [
@@ -158,6 +214,7 @@ export function createMcpService(deps: {
         throw new McpRpcError(-32601, `The tool ${params.name} cannot run as a task`);
       }
       try {
+        if (call.modern && params.requestState !== undefined) return await retry(call, params);
         if (platform) return await callPlatform(call, params.name as PlatformTool, params);
         requireRole(call.principal, 'member');
         return await callAgent(call, { name: params.name, agentUuid: agentUuid as string }, params);
@@ -167,89 +224,7 @@ export function createMcpService(deps: {
         throw err;
       }
     },
-
-    async tasksGet(principal: Principal, params: unknown) {
-      const task = await taskOf(principal, params);
-      return mcpTask(taskView(task), task.updatedAt);
-    },
-
-    /** tasks/result: waits without a time limit of its own, asking while the task awaits input. */
-    async tasksResult(call: McpCall, params: unknown) {
-      const task = await taskOf(call.principal, params);
-      const ref = { workspaceUuid: call.principal.workspaceUuid, agentUuid: task.agentUuid, taskUuid: task.uuid };
-      const channel = call.stream();
-      const settled = await waitForTask(waitDeps, ref, channel, {
-        maxMs: Number.POSITIVE_INFINITY,
-        ask: call.elicitation,
-        taskMode: true,
-      });
-      if (channel.signal.aborted) return null;
-      return {
-        ...stateResult(taskState(taskView(settled)), { waiting: true }),
-        _meta: { [RELATED]: { taskId: settled.uuid } },
-      };
-    },
-
-    async tasksCancel(principal: Principal, params: unknown) {
-      if (!roleAtLeast(principal.role, 'member'))
-        throw new McpRpcError(-32600, `FORBIDDEN: ${forbiddenMessage('member')}`);
-      const task = await taskOf(principal, params);
-      if (task.status === 'completed' || task.status === 'failed') {
-        throw invalidParams(`Task ${task.uuid} is ${task.status} and cannot be cancelled`);
-      }
-      const ref = { workspaceUuid: principal.workspaceUuid, agentUuid: task.agentUuid, taskUuid: task.uuid };
-      if (task.status !== 'cancelled') await tasks.cancel(ref);
-      const after = await tasks.requireTask(ref);
-      return mcpTask(taskView(after), after.updatedAt);
-    },
-
-    async tasksList(principal: Principal, params: unknown) {
-      const offset = cursorOffset((params as { cursor?: unknown } | undefined)?.cursor, 'k');
-      const rows = await repo.listTasks(db.kysely, principal.workspaceUuid, offset, TASKS_PAGE + 1);
-      const list = [];
-      for (const row of rows.slice(0, TASKS_PAGE)) {
-        const ref = { workspaceUuid: principal.workspaceUuid, agentUuid: row.agent_uuid, taskUuid: row.task_uuid };
-        const task = await tasks.requireTask(ref).catch(() => null);
-        if (task) list.push(mcpTask(taskView(task), task.updatedAt));
-      }
-      return { tasks: list, ...(rows.length > TASKS_PAGE ? { nextCursor: `k${offset + TASKS_PAGE}` } : {}) };
-    },
-
-    /**
-     * A client's answer to a question (a JSON-RPC response in any POST): accept → a task message;
-     * decline, cancel, no usable answer, an error → the question is recorded as declined. Answers
-     * for another workspace's task, a question no longer current, or from a viewer change nothing.
-     */
-    async answer(principal: Principal, response: { id?: unknown; result?: unknown; error?: unknown }) {
-      const named = parseElicitationId(response.id);
-      if (!named || !roleAtLeast(principal.role, 'member')) return;
-      const found = await taskQueries.ownedBy(db.kysely, principal.workspaceUuid, named.taskUuid);
-      if (!found) return;
-      const ref = { workspaceUuid: principal.workspaceUuid, agentUuid: found.agent_uuid, taskUuid: named.taskUuid };
-      const task = await tasks.requireTask(ref);
-      if (task.status !== 'awaiting_input' || task.messages.length !== named.position) return;
-      const result = response.result as { action?: unknown; content?: { answer?: unknown } } | undefined;
-      const answer = result?.action === 'accept' ? result.content?.answer : undefined;
-      if (typeof answer === 'string' && answer.length > 0 && answer.length <= 100_000) {
-        await tasks.message(ref, answer).catch((err) => {
-          if (!(err instanceof AppError)) throw err;
-        });
-        return;
-      }
-      await repo.decline(db.kysely, named.taskUuid, named.position);
-    },
   };
-
-  async function taskOf(principal: Principal, params: unknown): Promise<TaskRecord> {
-    const taskId = (params as { taskId?: unknown } | undefined)?.taskId;
-    if (typeof taskId !== 'string') throw invalidParams('taskId is required');
-    try {
-      return await tasks.requireTask(await refOf(principal.workspaceUuid, taskId));
-    } catch (err) {
-      if (err instanceof AppError && err.code === 'NOT_FOUND') throw invalidParams('Unknown taskId');
-      throw err;
-    }
-  }
 }
 
 export type McpService = ReturnType<typeof createMcpService>;

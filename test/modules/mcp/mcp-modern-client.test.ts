@@ -116,4 +116,28 @@ describe.each(DATABASES)('MCP 2026-07-28 with the SDK 2.x client on $name', (dat
     });
     expect(done.structuredContent).toMatchObject({ status: 'completed', result: { summary: 'reviewed b.ts' } });
   });
+
+  it("asks the agent's questions as input_required results the client answers by retrying", async () => {
+    const { user } = await setup();
+    const client = await connectModern(baseUrl, user.key, { elicitation: true });
+    clients.push(client);
+    const asked: string[] = [];
+    client.setRequestHandler('elicitation/create', async (request) => {
+      asked.push(request.params.message);
+      return { action: 'accept', content: { answer: asked.length === 1 ? 'both' : 'line 3' } };
+    });
+    const result = await client.callTool({ name: 'reviewer', arguments: { message: 'ask' } });
+    expect(asked).toEqual(['Which file?', 'Which line?']);
+    expect(result.structuredContent).toMatchObject({ status: 'completed', result: { summary: 'reviewed both+line 3' } });
+  });
+
+  it('ends a declined question with the awaiting_input result', async () => {
+    const { user } = await setup();
+    const client = await connectModern(baseUrl, user.key, { elicitation: true });
+    clients.push(client);
+    client.setRequestHandler('elicitation/create', async () => ({ action: 'decline' }));
+    const result = await client.callTool({ name: 'reviewer', arguments: { message: 'ask' } });
+    expect(result.isError).toBe(false);
+    expect(result.structuredContent).toMatchObject({ status: 'awaiting_input', question: 'Which file?' });
+  });
 });
