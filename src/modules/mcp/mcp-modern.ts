@@ -53,6 +53,12 @@ async function run(deps: { service: McpService }, call: McpCall, rpc: { method: 
       const { task: _task, ...params } = (rpc.params ?? {}) as { task?: unknown };
       return service.toolsCall(call, params);
     }
+    case 'tasks/get':
+      return service.modernTasks.get(call, rpc.params);
+    case 'tasks/update':
+      return service.modernTasks.update(call, rpc.params);
+    case 'tasks/cancel':
+      return service.modernTasks.cancel(call, rpc.params);
     default:
       throw new McpRpcError(-32601, `Method not found: ${rpc.method.slice(0, 100)}`);
   }

@@ -23,10 +23,11 @@ import {
   signRequestState,
   verifyRequestState,
 } from './mcp-input-fns.js';
+import { modernTasks } from './mcp-modern-fns.js';
 import type { McpRepo } from './mcp-repo.js';
-import { declaresElicitation } from './mcp-session-fns.js';
 import { createTaskRefs } from './mcp-task-refs.js';
 import { createLegacyTasks } from './mcp-tasks-2025.js';
+import { canAsk, createModernTasks, modernTask } from './mcp-tasks-2026.js';
 import {
   agentToolDefinition,
   agentTools,
@@ -83,12 +84,6 @@ export function createMcpService(deps: {
     if (task.status === 'awaiting_input' && canAsk(call)) return inputRequired(call, task, params);
     return stateResult(taskState(taskView(task)), { waiting: true, waited: waitSeconds });
   }
-
-  /** A modern client that declared form elicitation, with a credential that may answer. */
-  const canAsk = (call: McpCall) =>
-    call.modern !== undefined &&
-    declaresElicitation(call.modern.capabilities) &&
-    roleAtLeast(call.principal.role, 'member');
 
   /** The task's question as an InputRequiredResult, its requestState bound to this call. */
   function inputRequired(call: McpCall, task: TaskRecord, params: CallParams) {
@@ -158,7 +153,9 @@ export function createMcpService(deps: {
     const answer =
       params.task !== undefined
         ? await tasks.requireTask(ref).then((task) => ({ task: mcpTask(taskView(task), task.updatedAt) }))
-        : await waitAndAnswer(call, ref, deps.maxWaitSeconds, params);
+        : call.modern && modernTasks(call.modern)
+          ? await tasks.requireTask(ref).then((task) => ({ ...modernTask(call, task), resultType: 'task' }))
+          : await waitAndAnswer(call, ref, deps.maxWaitSeconds, params);
     if (!replayed) {
       deps.traceSpans?.(workspaceUuid, [
         mcpToolCallSpan({
@@ -190,6 +187,7 @@ export function createMcpService(deps: {
 
   return {
     ...createLegacyTasks(waitDeps),
+    modernTasks: createModernTasks(waitDeps),
 
     async toolsList(principal: Principal, cursor: unknown) {
       const offset = cursorOffset(cursor, 't');
