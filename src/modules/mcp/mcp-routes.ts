@@ -87,7 +87,7 @@ export function mcpRoutes(deps: {
           tags: ['mcp'],
           summary: 'MCP endpoint (Streamable HTTP)',
           description:
-            'The Model Context Protocol server: one JSON-RPC message per POST (initialize, ping, tools/list, tools/call, tasks/*). Answers JSON, or an event stream for answers that wait. See docs/mcp.md.',
+            'The Model Context Protocol server: one JSON-RPC message per POST, in revision 2026-07-28 (server/discover, tools/list, tools/call, tasks/get, tasks/update, tasks/cancel; per-request _meta envelope and routing headers) or 2025-11-25 / 2025-06-18 (initialize, ping, tools/*, tasks/*). Answers JSON, or an event stream for answers that wait. See docs/mcp.md.',
           response: {
             200: {
               description: 'A JSON-RPC response, or an event stream ending with one.',
