@@ -9,6 +9,7 @@ import type { Notifier } from '../../lib/notifier.js';
 import type { CredentialCheck, Principal } from '../../lib/principal.js';
 import type { Clock, Timers } from '../../lib/time.js';
 import { type McpCall, McpRpcError, type ModernRequest } from './mcp-call.js';
+import { listen } from './mcp-listen.js';
 import { isRpc, type Rpc, type RpcId, rpcError, runMethod } from './mcp-methods.js';
 import { runModernMethod } from './mcp-modern.js';
 import { checkModern, isModern, SUPPORTED_VERSIONS, unsupportedVersion } from './mcp-modern-fns.js';
@@ -132,6 +133,7 @@ export function mcpRoutes(deps: {
           if ('status' in checked) {
             return rpcError(reply, checked.status, rpc.id, checked.code, checked.message, checked.data);
           }
+          if (rpc.method === 'subscriptions/listen') return listen({ ...deps, open }, request, reply, principal, rpc);
           return dispatch(request, reply, principal, null, rpc, checked);
         }
         const session = sessionOf(request, principal);

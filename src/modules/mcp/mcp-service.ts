@@ -189,6 +189,12 @@ export function createMcpService(deps: {
     ...createLegacyTasks(waitDeps),
     modernTasks: createModernTasks(waitDeps),
 
+    /** What `notifications/tools/list_changed` watches: each active agent's tool name, uuid, name and description. */
+    async toolsFingerprint(principal: Principal) {
+      const list = await toolList(principal.workspaceUuid);
+      return JSON.stringify(list.map((t) => [t.name, t.agent.uuid, t.agent.name, t.agent.description]));
+    },
+
     async toolsList(principal: Principal, cursor: unknown) {
       const offset = cursorOffset(cursor, 't');
       const all = [

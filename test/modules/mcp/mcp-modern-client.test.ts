@@ -20,7 +20,7 @@ const handler: TaskHandler = async (task, ctx) => {
 };
 
 /** A 2026-07-28 client of the official SDK 2.x, pinned to that revision (no initialize). */
-export async function connectModern(baseUrl: string, key: string, opts: { elicitation?: boolean } = {}) {
+async function connectModern(baseUrl: string, key: string, opts: { elicitation?: boolean } = {}) {
   const client = new Client(
     { name: 'test-2026', version: '1.0.0' },
     {
@@ -128,7 +128,10 @@ describe.each(DATABASES)('MCP 2026-07-28 with the SDK 2.x client on $name', (dat
     });
     const result = await client.callTool({ name: 'reviewer', arguments: { message: 'ask' } });
     expect(asked).toEqual(['Which file?', 'Which line?']);
-    expect(result.structuredContent).toMatchObject({ status: 'completed', result: { summary: 'reviewed both+line 3' } });
+    expect(result.structuredContent).toMatchObject({
+      status: 'completed',
+      result: { summary: 'reviewed both+line 3' },
+    });
   });
 
   it('ends a declined question with the awaiting_input result', async () => {
@@ -139,5 +142,22 @@ describe.each(DATABASES)('MCP 2026-07-28 with the SDK 2.x client on $name', (dat
     const result = await client.callTool({ name: 'reviewer', arguments: { message: 'ask' } });
     expect(result.isError).toBe(false);
     expect(result.structuredContent).toMatchObject({ status: 'awaiting_input', question: 'Which file?' });
+  });
+
+  it('tells an open subscriptions/listen when the tool list changes', async () => {
+    const { user } = await setup();
+    const client = await connectModern(baseUrl, user.key);
+    clients.push(client);
+    let changed!: () => void;
+    const heard = new Promise<void>((resolve) => {
+      changed = resolve;
+    });
+    client.setNotificationHandler('notifications/tools/list_changed', async () => changed());
+    const subscription = await client.listen({ toolsListChanged: true, promptsListChanged: true });
+    expect(subscription.honoredFilter).toEqual({ toolsListChanged: true });
+    await createAgent(t, user, { name: 'second' });
+    await heard;
+    await subscription.close();
+    expect(await subscription.closed).toBe('local');
   });
 });
