@@ -22,7 +22,9 @@ export const taskQueries = {
         q
           .selectFrom('tasks')
           .select('uuid')
-          .where('status', 'in', [...FINAL_STATUSES])
+          // The statuses as literals, as the index's condition writes them: SQLite uses a partial
+          // index only when the query's own text implies its condition, which bound values never do.
+          .where(sql<boolean>`status in (${sql.join([...FINAL_STATUSES].map((s) => sql.lit(s)))})`)
           .where('updated_at', '<', before)
           .limit(limit),
       )

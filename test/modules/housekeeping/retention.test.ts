@@ -5,6 +5,7 @@ import { HOUSEKEEPING_BATCH, HOUSEKEEPING_LOCK_KEY } from '../../../src/modules/
 import { buildTestApp, call, manualClock, type TestApp } from '../../helpers/app.js';
 import { DATABASES, ownDatabase, POSTGRES_URL } from '../../helpers/databases.js';
 import { createAgent, createUser, type TestUser } from '../../helpers/factories.js';
+import { sqlitePlans } from '../../helpers/query-plans.js';
 import { claimOne, reportComplete, submitTask, workerHeaders } from '../../helpers/tasks.js';
 import { createTrigger, deliver } from '../../helpers/triggers.js';
 
@@ -130,6 +131,16 @@ describe.each(DATABASES)('retention on $name', (shared) => {
     // At least these (the previous test's finished tasks are old by now too).
     expect((await t.app.background.housekeep()).tasks).toBeGreaterThanOrEqual(count);
     for (const id of ids) expect(await status(user, agent.uuid, id)).toBe(404);
+  });
+
+  // Bound statuses kept SQLite off the partial index: every pass read every task ever stored.
+  it.runIf(shared.name === 'sqlite')('finds finished tasks through their partial index (query plan)', async () => {
+    const plans = await sqlitePlans(t, /^delete from "tasks"/, () => t.app.background.housekeep());
+    const steps = plans.flatMap((p) => p.steps).filter((step) => /^(SEARCH|SCAN) tasks\b/.test(step));
+    expect(steps).toContainEqual(
+      expect.stringMatching(/^SEARCH tasks USING INDEX tasks_finished_idx \(updated_at<\?\)/),
+    );
+    expect(steps.filter((step) => step.startsWith('SCAN'))).toEqual([]);
   });
 });
 
