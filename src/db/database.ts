@@ -24,6 +24,7 @@ import type {
   SpotlightSpendTable,
 } from './spotlight-tables.js';
 import type {
+  AgentEventSeqsTable,
   AgentsTable,
   CallbacksTable,
   ConcurrencyGroupsTable,
@@ -94,4 +95,5 @@ export interface Database {
   schedules: SchedulesTable;
   schedule_runs: ScheduleRunsTable;
   concurrency_groups: ConcurrencyGroupsTable;
+  agent_event_seqs: AgentEventSeqsTable;
 }

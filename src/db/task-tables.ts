@@ -71,6 +71,16 @@ export interface TaskEventsTable {
   seq: number;
   data: DbJson;
   created_at: string;
+  /** The task's agent, and the event's number in that agent's stream; null on events written before it existed. */
+  agent_uuid: string | null;
+  /** A bigint: PostgreSQL answers it as a string. */
+  agent_seq: number | string | null;
+}
+
+/** The last event number each agent's stream handed out (see task_events.agent_seq). */
+export interface AgentEventSeqsTable {
+  agent_uuid: string;
+  last_seq: number | string;
 }
 
 export interface IdempotencyKeysTable {

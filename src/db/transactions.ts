@@ -6,6 +6,7 @@ import type { Database } from './database.js';
 export type Executor = Kysely<Database> | Transaction<Database>;
 
 type Hook = () => void;
+type WriteHook = () => Promise<void>;
 
 /**
  * Work waiting for the commit of the transaction it was scheduled in, by the executor that
@@ -13,6 +14,9 @@ type Hook = () => void;
  * (see `scoped`), so a function rolled back to its savepoint drops only its own work.
  */
 const pending = new WeakMap<Executor, Hook[]>();
+
+/** Writes waiting for the end of the function of the transaction they were scheduled in (see `beforeCommit`). */
+const finishing = new WeakMap<Executor, WriteHook[]>();
 
 /** Set while a transaction's function runs, when the root-handle check is on (see `checkedDialect`). */
 const insideTransaction = new AsyncLocalStorage<true>();
@@ -31,6 +35,20 @@ export function afterCommit(trx: Executor, hook: Hook): void {
 }
 
 /**
+ * Runs `hook` in the transaction of `trx` once its function has returned, just before the
+ * commit (in a group commit, before its savepoint is released), with the same executor. For a
+ * write that must be the transaction's last statement: one that takes a lock nothing after it
+ * waits behind (the agent's task event counter), held only for the commit. Hooks run in the order
+ * they were scheduled; one that throws rolls the transaction back like its function would.
+ * @throws Error when `trx` is not the executor of an open `db.transaction` (a programming error).
+ */
+export function beforeCommit(trx: Executor, hook: WriteHook): void {
+  const queue = finishing.get(trx);
+  if (!queue) throw new Error('beforeCommit needs the executor given to a db.transaction function');
+  queue.push(hook);
+}
+
+/**
  * Runs a transaction's function with an executor of its own that carries its after-commit queue.
  * Returns the function's value and the hooks to run once the enclosing transaction commits.
  */
@@ -41,12 +59,21 @@ export async function scoped<T>(
   // A distinct Transaction object on the same connection: the key of this function's queue.
   const own = trx.withoutPlugins();
   const hooks: Hook[] = [];
+  const writes: WriteHook[] = [];
   pending.set(own, hooks);
+  finishing.set(own, writes);
+  const run = async () => {
+    const value = await fn(own);
+    // A hook may schedule another (it is then run too, after it).
+    for (let i = 0; i < writes.length; i++) await (writes[i] as WriteHook)();
+    return value;
+  };
   try {
-    const value = checking ? await insideTransaction.run(true, () => fn(own)) : await fn(own);
+    const value = checking ? await insideTransaction.run(true, run) : await run();
     return { value, hooks };
   } finally {
     pending.delete(own);
+    finishing.delete(own);
   }
 }
 

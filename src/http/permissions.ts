@@ -28,6 +28,7 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   // Tasks
   'POST /agent/request/:id': work,
   'GET /agent/:id/tasks': read,
+  'GET /agent/:id/tasks/events': read,
   'GET /agent/:id/task/:taskId': read,
   'GET /agent/:id/task/:taskId/events': read,
   'POST /agent/:id/task/:taskId/message': work,

@@ -68,6 +68,7 @@ export interface Fixtures {
 
 export type IdKind =
   | 'agent'
+  | 'goneAgent'
   | 'task'
   | 'finishedTask'
   | 'trigger'
@@ -82,6 +83,8 @@ export type IdKind =
 /** Which owned resource a path parameter names. */
 export function idKindOf(op: Operation, name: string): IdKind | undefined {
   if (name === 'taskId') return op.path.endsWith('/events') ? 'finishedTask' : 'task';
+  // An agent's task stream stays open while the agent lives: it is fuzzed on a deleted one (404).
+  if (name === 'id' && op.path.endsWith('/tasks/events')) return 'goneAgent';
   if (name === 'triggerId' || name === 'trigger_uuid') return 'trigger';
   if (name === 'deliveryId') return 'delivery';
   if (name === 'traceId') return 'trace';

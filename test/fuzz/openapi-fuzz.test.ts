@@ -2,9 +2,9 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { buildTestApp, call, type TestApp } from '../helpers/app.js';
 import { DATABASES } from '../helpers/databases.js';
-import { createUser } from '../helpers/factories.js';
+import { createAgent, createUser } from '../helpers/factories.js';
 import { createRouteContext, type RouteContext } from '../helpers/routes.js';
 import {
   answerProblem,
@@ -57,6 +57,8 @@ describe.each(DATABASES)('OpenAPI fuzzer on $name', (database) => {
     const kept = await createRouteContext(t, user);
     const spare = await createRouteContext(t, user);
     const both = (pick: (ctx: RouteContext) => string) => ({ keep: [pick(kept.ctx)], spare: [pick(spare.ctx)] });
+    const gone = (await createAgent(t, user)).uuid;
+    await call(t.app, 'DELETE', `/agent/${gone}`, { token: user.token });
     fixtures = {
       jwt: user.token,
       key: user.key,
@@ -64,6 +66,8 @@ describe.each(DATABASES)('OpenAPI fuzzer on $name', (database) => {
       triggerSecret: kept.secrets.trigger,
       ids: {
         agent: both((c) => c.agent),
+        // The agent-wide task stream stays open while its agent lives.
+        goneAgent: { keep: [gone], spare: [] },
         task: { keep: [kept.ctx.task, kept.ctx.runningTask, kept.ctx.doneTask], spare: [spare.ctx.task] },
         // Only finished tasks: the event stream of an open task stays open.
         finishedTask: both((c) => c.doneTask),

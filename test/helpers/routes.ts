@@ -62,6 +62,11 @@ export interface CatalogueRoute {
   headers?: Record<string, string>;
   /** False when the example's answer holds none of the context's resources (nothing to list yet). */
   showsOwn?: false;
+  /**
+   * A live event stream that stays open until its client goes: the example request keeps the
+   * status and headers of a 200 and lets the stream go (see `sendRoute`).
+   */
+  stream?: true;
 }
 
 /**
@@ -234,6 +239,16 @@ export const ROUTES: CatalogueRoute[] = [
     feature: 'agents',
     ids: ['agent', 'doneTask'],
     status: 200,
+  },
+  {
+    method: 'GET',
+    path: '/agent/:id/tasks/events',
+    url: (ctx) => `/agent/${ctx.agent}/tasks/events`,
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent'],
+    status: 200,
+    stream: true,
   },
   {
     method: 'POST',
@@ -929,17 +944,38 @@ async function createContextTasks(t: TestApp, user: TestUser, agent: string): Pr
   return { task, runningTask, doneTask, lease: held.lease_id };
 }
 
-/** Sends the route's example request with the given headers (and no credential unless they carry one). */
-export function sendRoute(
+/**
+ * Sends the route's example request with the given headers (and no credential unless they carry
+ * one). A `stream` route's 200 answers as soon as its headers are out, with an empty body, and the
+ * stream is closed as a client hanging up would; any other answer is read whole.
+ */
+export async function sendRoute(
   t: TestApp,
   route: CatalogueRoute,
   ctx: RouteContext,
   headers: Record<string, string> = {},
 ): Promise<LightMyRequestResponse> {
-  return call(t.app, route.method, route.url(ctx), {
-    body: route.body?.(ctx),
+  if (!route.stream) {
+    return call(t.app, route.method, route.url(ctx), {
+      body: route.body?.(ctx),
+      headers: { ...route.headers, ...headers },
+    });
+  }
+  const res = await t.app.inject({
+    method: route.method,
+    url: route.url(ctx),
     headers: { ...route.headers, ...headers },
+    payloadAsStream: true,
   });
+  const stream = res.stream();
+  let body = '';
+  if (res.statusCode === 200) {
+    stream.destroy();
+    (res.raw.res as { destroy(): void }).destroy();
+  } else {
+    for await (const chunk of stream) body += String(chunk);
+  }
+  return Object.assign(res, { body, payload: body, json: () => JSON.parse(body) });
 }
 
 /** The three ways of presenting a platform key. */

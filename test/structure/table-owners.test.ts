@@ -8,6 +8,7 @@ const ROOT = join(import.meta.dirname, '..', '..');
 const OWNERS: Record<string, string> = {
   tasks: 'src/modules/tasks/',
   task_events: 'src/modules/tasks/',
+  agent_event_seqs: 'src/modules/tasks/',
   agents: 'src/modules/agents/',
   workspaces: 'src/modules/workspaces/',
 };

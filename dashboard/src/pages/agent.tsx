@@ -7,8 +7,6 @@ import { type Agent, TASK_STATUSES, type Task, type TaskStatus } from '../types'
 import { Empty, ErrorBox, Link, PageTitle, Status, Time, useAction, useLoad } from '../ui';
 import { useCan } from '../workspace';
 
-const POLL_MS = 2000;
-
 /** An agent's name, status and the tabs between its tasks and triggers. */
 export function AgentHeader({ agent, tab }: { agent: Agent | undefined; tab: 'tasks' | 'triggers' | 'schedules' }) {
   if (!agent) return null;
@@ -86,34 +84,38 @@ function SubmitForm({ agentId, onSubmitted }: { agentId: string; onSubmitted(tas
 }
 
 /**
- * Keeps a task list current: the agent's event stream when the server offers it, else a
- * refresh every 2 s (a task's status on screen follows the API within 2 s either way).
+ * Keeps a task list current from the agent's event stream (`GET /agent/:id/tasks/events`). The
+ * stream opens first and the list is read again once it is live, so no change falls between the
+ * two; every event since then replaces its task's entry (a task's events come in order, so the last
+ * one is its state now). A lost connection resumes with Last-Event-ID and misses nothing.
  */
 function useLiveTasks(agentId: string, status: TaskStatus | '') {
   const tasks = useLoad(() => api.tasks(agentId, status), [agentId, status]);
-  const [stream, setStream] = useState<StreamState>('connecting');
+  const [stream, setStream] = useState<{ state: StreamState; detail?: string }>({ state: 'connecting' });
+  const [latest, setLatest] = useState<ReadonlyMap<string, Task>>(new Map());
   useEffect(() => {
-    let timer: ReturnType<typeof setInterval> | undefined;
-    const stop = follow<Task>(`/agent/${encodeURIComponent(agentId)}/tasks/events`, {
-      onEvent: (task) =>
-        tasks.setData((current) => {
-          if (!current) return current;
-          const rest = current.tasks.filter((t) => t.task_id !== task.task_id);
-          const keep = status === '' || task.status === status;
-          const next = keep ? [task, ...rest].sort((a, b) => b.created_at.localeCompare(a.created_at)) : rest;
-          return { ...current, tasks: next };
-        }),
-      onState: (state) => {
-        setStream(state);
-        if (state === 'unavailable' && !timer) timer = setInterval(tasks.reload, POLL_MS);
+    setLatest(new Map());
+    let opened = false;
+    return follow<Task>(`/agent/${encodeURIComponent(agentId)}/tasks/events`, {
+      onEvent: (task) => setLatest((current) => new Map(current).set(task.task_id, task)),
+      onState: (state, detail) => {
+        setStream({ state, ...(detail ? { detail } : {}) });
+        if (state === 'live' && !opened) {
+          opened = true;
+          tasks.reload();
+        }
       },
     });
-    return () => {
-      stop();
-      clearInterval(timer);
-    };
-  }, [agentId, status, tasks.reload, tasks.setData]);
-  return { ...tasks, stream };
+  }, [agentId, status, tasks.reload]);
+  const list = tasks.data && mergeLatest(tasks.data.tasks, latest, status);
+  return { ...tasks, list, stream };
+}
+
+/** The listed tasks with each changed one replaced by its latest event (new ones included), newest first. */
+function mergeLatest(listed: Task[], latest: ReadonlyMap<string, Task>, status: TaskStatus | '') {
+  const rest = listed.filter((t) => !latest.has(t.task_id));
+  const changed = [...latest.values()].filter((t) => status === '' || t.status === status);
+  return [...changed, ...rest].sort((a, b) => b.created_at.localeCompare(a.created_at));
 }
 
 function TaskRows({ agentId, tasks }: { agentId: string; tasks: Task[] }) {
@@ -159,7 +161,7 @@ export function AgentPage({ agentId }: { agentId: string }) {
   const [status, setStatus] = useState<TaskStatus | ''>('');
   const tasks = useLiveTasks(agentId, status);
   const work = useCan('member');
-  const list = tasks.data?.tasks ?? [];
+  const list = tasks.list ?? [];
   return (
     <section>
       <AgentHeader agent={agent.data} tab="tasks" />
@@ -181,7 +183,11 @@ export function AgentPage({ agentId }: { agentId: string }) {
           </select>
         </label>
         <span class="muted small live" aria-live="polite">
-          {tasks.stream === 'live' ? '● live' : tasks.stream === 'unavailable' ? 'refreshing every 2 s' : tasks.stream}
+          {tasks.stream.state === 'live'
+            ? '● live'
+            : tasks.stream.state === 'unavailable'
+              ? `not live: ${tasks.stream.detail ?? 'the stream is unavailable'}`
+              : tasks.stream.state}
         </span>
       </div>
       <ErrorBox error={tasks.error} />

@@ -9,6 +9,7 @@ import { checkOutboundUrl, OutboundUrlError } from '../../lib/outbound.js';
 import type { CredentialCheck } from '../../lib/principal.js';
 import type { ProcessDeps } from '../../process-deps.js';
 import type { AgentsModule } from '../agents/agents-module.js';
+import { agentEventsRepo } from './events/agent-events-repo.js';
 import { eventsRoutes } from './events/events-routes.js';
 import { createLifecycle } from './lifecycle/lifecycle.js';
 import { createTaskWriter } from './lifecycle/tasks-writer.js';
@@ -100,9 +101,10 @@ export function createTasksModule(deps: {
     if (widensClaims(before, after)) writer.wakeWork(trx, after.uuid);
   });
   deps.events.on('agent:deleting', ({ agentUuid }) => service.cancelAllOfAgent(agentUuid));
-  deps.events.on('agent:deleted', ({ trx, agentUuid, at }) =>
-    service.cancelRestOfAgent(trx, agentUuid, Date.parse(at)),
-  );
+  deps.events.on('agent:deleted', async ({ trx, agentUuid, at }) => {
+    await service.cancelRestOfAgent(trx, agentUuid, Date.parse(at));
+    writer.agentDeleted(trx, agentUuid);
+  });
 
   async function routes(app: FastifyInstance) {
     app.addHook('onReady', async () => sweeper.start());
@@ -119,6 +121,9 @@ export function createTasksModule(deps: {
         connections: deps.connections,
         credentials: deps.credentials,
         timers: runtime.timers,
+        db,
+        repo: agentEventsRepo,
+        agents: deps.agents.service,
       }),
     );
   }

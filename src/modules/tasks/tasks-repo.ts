@@ -2,16 +2,16 @@ import { SqliteAdapter } from 'kysely';
 import { chunks, insertRows, MAX_PARAMETERS, updateFromValues } from '../../db/batches.js';
 import type { Executor } from '../../db/connect.js';
 import { withDbErrors } from '../../db/errors.js';
-import { fromDbJson, toDbJson } from '../../db/json.js';
+import { fromDbJson } from '../../db/json.js';
 import { prepareQuery } from '../../db/prepared.js';
 import { lockRows } from '../../db/transactions.js';
+import { agentEventsRepo } from './events/agent-events-repo.js';
 import type { StoredTaskEvent } from './events/task-events-fns.js';
 import type { TaskStatus } from './tasks-fns.js';
 import { COLUMNS, PG_TYPES, type TaskRecord, toColumns, toRecord } from './tasks-record.js';
 import type { ConversationMessage, TaskView } from './tasks-schemas.js';
 
 const TASK_COLUMNS = Object.values(COLUMNS);
-const EVENT_COLUMNS = ['task_uuid', 'seq', 'data', 'created_at'] as const;
 
 // Queries on the path of every submit, poll and report, built once (see prepareQuery).
 const insertTaskRow = prepareQuery(TASK_COLUMNS.length, (ex, ...values: unknown[]) =>
@@ -140,26 +140,11 @@ export const tasksRepo = {
     return row && toRecord(row);
   },
 
-  insertEvent(ex: Executor, event: NewTaskEvent) {
-    return withDbErrors(
-      ex
-        .insertInto('task_events')
-        .values({ task_uuid: event.taskUuid, seq: event.seq, data: toDbJson(event.data), created_at: event.createdAt })
-        .execute(),
-    );
-  },
-
-  /** Inserts many events in one statement (one event: `insertEvent`). */
-  async insertEvents(ex: Executor, events: NewTaskEvent[]): Promise<void> {
-    const [only] = events;
-    if (events.length === 1 && only) {
-      await tasksRepo.insertEvent(ex, only);
-      return;
-    }
-    const values: unknown[] = [];
-    for (const e of events) values.push(e.taskUuid, e.seq, toDbJson(e.data), e.createdAt);
-    await withDbErrors(insertRows(ex, 'task_events', EVENT_COLUMNS, values));
-  },
+  /**
+   * Writes task events (each change's `toStoredEvent`, in the order of the changes), numbered in
+   * their agents' streams; the writer calls it once per transaction, just before the commit.
+   */
+  appendEvents: agentEventsRepo.append,
 
   /** Up to `limit` stored events of a task after `afterSeq`, oldest first (see task-events-fns.ts). */
   async eventsAfter(ex: Executor, taskUuid: string, afterSeq: number, limit: number) {
@@ -206,12 +191,6 @@ export const tasksRepo = {
 };
 
 export type TasksRepo = typeof tasksRepo;
-export interface NewTaskEvent {
-  taskUuid: string;
-  seq: number;
-  data: StoredTaskEvent;
-  createdAt: string;
-}
 export interface TaskKey {
   workspaceUuid: string;
   agentUuid: string;

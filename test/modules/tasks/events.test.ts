@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../../helpers/app.js';
 import { DATABASES } from '../../helpers/databases.js';
 import { createAgent, createUser, type TestUser } from '../../helpers/factories.js';
+import { type SseEvent, sseReader } from '../../helpers/streams.js';
 import {
   cancelTask,
   claimOne,
@@ -11,65 +12,8 @@ import {
   reportProgress,
   sendMessage,
   submitTask,
-  type TaskView,
   within,
 } from '../../helpers/tasks.js';
-
-interface SseEvent {
-  id: number;
-  event: string;
-  data: TaskView;
-}
-
-/** Reads `text/event-stream` frames one at a time; `next()` is null once the server ends the stream. */
-function sseReader(body: ReadableStream<Uint8Array>) {
-  const reader = body.getReader();
-  const decoder = new TextDecoder();
-  let buffer = '';
-
-  function parse(frame: string): SseEvent | null {
-    const fields: Record<string, string> = {};
-    for (const line of frame.split('\n')) {
-      if (line === '' || line.startsWith(':')) continue;
-      const colon = line.indexOf(':');
-      const name = colon < 0 ? line : line.slice(0, colon);
-      const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-      fields[name] = name in fields && name === 'data' ? `${fields[name]}\n${value}` : value;
-    }
-    if (fields.data === undefined) return null;
-    return { id: Number(fields.id), event: fields.event ?? 'message', data: JSON.parse(fields.data) };
-  }
-
-  async function next(): Promise<SseEvent | null> {
-    for (;;) {
-      const end = buffer.indexOf('\n\n');
-      if (end >= 0) {
-        const frame = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const event = parse(frame);
-        if (event) return event;
-        continue;
-      }
-      const chunk = await reader.read();
-      if (chunk.done) return null;
-      buffer += decoder.decode(chunk.value, { stream: true });
-    }
-  }
-
-  return {
-    /** The next event; fails rather than hanging when none comes within `ms`. */
-    next: (ms = 10_000): Promise<SseEvent | null> => within(next(), ms, 'event'),
-    /** Every remaining event until the server ends the stream. */
-    async rest(ms = 10_000): Promise<SseEvent[]> {
-      const out: SseEvent[] = [];
-      for (;;) {
-        const event = await this.next(ms);
-        if (!event) return out;
-        out.push(event);
-      }
-    },
-  };
-}
 
 describe.each(DATABASES)('task events (SSE) on $name', (database) => {
   let t: TestApp;

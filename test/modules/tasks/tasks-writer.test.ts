@@ -73,7 +73,11 @@ describe.each(DATABASES)('task writer on $name', (database) => {
     expect(seen).toEqual([{ operation: 'claim', from: 'queued', to: 'running', stored: 'running', published: 0 }]);
     expect(published).toEqual(['task']);
     const events = await tasksRepo.eventsAfter(t.runtime.db.kysely, ref.taskUuid, 0, 100);
-    expect(events.map((e) => (e.data as { status: string }).status)).toEqual(['running']);
+    // Event 1 is the task's creation, stored with the task.
+    expect(events.map((e) => [e.seq, (e.data as { status: string }).status])).toEqual([
+      [1, 'queued'],
+      [2, 'running'],
+    ]);
   });
 
   it('a subscriber that throws rolls the change back, and nothing is announced', async () => {
@@ -85,7 +89,8 @@ describe.each(DATABASES)('task writer on $name', (database) => {
     record('work', ref.agentUuid);
     await expect(apply(writer, ref)).rejects.toBeInstanceOf(Refused);
     expect((await tasksRepo.findTask(t.runtime.db.kysely, ref))?.status).toBe('queued');
-    expect(await tasksRepo.eventsAfter(t.runtime.db.kysely, ref.taskUuid, 0, 100)).toEqual([]);
+    const events = await tasksRepo.eventsAfter(t.runtime.db.kysely, ref.taskUuid, 0, 100);
+    expect(events.map((e) => e.seq)).toEqual([1]);
     expect(published).toEqual([]);
   });
 });

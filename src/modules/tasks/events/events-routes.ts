@@ -1,16 +1,13 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import type { ConnectionLimits } from '../../../http/connection-limits.js';
 import { errorResponses } from '../../../http/error-schemas.js';
 import { principalOf, taskRefOf } from '../../../http/guard.js';
 import { startEventStream } from '../../../http/stream-watch.js';
-import type { Notifier } from '../../../lib/notifier.js';
-import type { CredentialCheck } from '../../../lib/principal.js';
-import type { Timers } from '../../../lib/time.js';
 import { FINAL_STATUSES, type TaskStatus } from '../tasks-fns.js';
 import { TaskParams } from '../tasks-schemas.js';
 import { EVENTS_PAGE, type TasksService } from '../tasks-service.js';
+import { agentEventsRoute } from './agent-events-routes.js';
 import { watchTask } from './task-watch.js';
 
 const EventHeaders = Type.Object({
@@ -27,13 +24,7 @@ const EventHeaders = Type.Object({
  * the user's credentials changed): a revoked credential, a changed password or a lost agents
  * feature ends the stream. Each open stream holds one of its user's stream slots.
  */
-export function eventsRoutes(deps: {
-  service: TasksService;
-  notifier: Notifier;
-  connections: ConnectionLimits;
-  credentials: CredentialCheck;
-  timers: Timers;
-}) {
+export function eventsRoutes(deps: { service: TasksService } & Parameters<typeof agentEventsRoute>[1]) {
   const open = new Set<() => void>();
 
   return async function routes(base: FastifyInstance) {
@@ -41,6 +32,8 @@ export function eventsRoutes(deps: {
     app.addHook('preClose', async () => {
       for (const end of open) end();
     });
+    // The agent-wide stream of all its tasks (agent-events-routes.ts), under the same rules.
+    agentEventsRoute(base, deps, open);
 
     app.get(
       '/agent/:id/task/:taskId/events',

@@ -79,6 +79,19 @@ export function watchWork(
   return watchKeys(notifier, agentUuid, ['work'], opts.signal);
 }
 
+/**
+ * Watches an agent's tasks (`tasks`: a task of the agent was created or changed visibly) and the
+ * agent itself (`agent-deleted`): the agent-wide event stream waits on it between its reads.
+ * Subscribes at once: make it before the first read.
+ */
+export function watchAgentTasks(
+  notifier: WatchNotifier,
+  agentUuid: string,
+  opts: { signal?: AbortSignal } = {},
+): Watch<Extract<Channel, 'tasks' | 'agent-deleted'>> {
+  return watchKeys(notifier, agentUuid, ['tasks', 'agent-deleted'], opts.signal);
+}
+
 function watchKeys<T extends Channel>(
   notifier: WatchNotifier,
   id: string,

@@ -1,7 +1,8 @@
 import type { Executor } from '../../../db/connect.js';
-import { afterCommit } from '../../../db/transactions.js';
+import { afterCommit, beforeCommit } from '../../../db/transactions.js';
 import type { EventHub } from '../../../lib/event-hub.js';
 import type { Notifier } from '../../../lib/notifier.js';
+import type { AgentTaskEvent } from '../events/agent-events-repo.js';
 import { toStoredEvent } from '../events/task-events-fns.js';
 import type { TaskOperation } from '../tasks-fns.js';
 import type { TaskRecord } from '../tasks-record.js';
@@ -36,6 +37,10 @@ declare module '../../../lib/notifier.js' {
     work: true;
     /** A task changed in a way a reader sees (a new event in its log); id: the task. */
     task: true;
+    /** A task of the agent was created or changed in a way a reader sees (a new event in the agent's stream); id: the agent. */
+    tasks: true;
+    /** The agent was deleted (its stream ends); id: the agent. */
+    'agent-deleted': true;
   }
 }
 
@@ -67,15 +72,46 @@ export function createTaskWriter(deps: { repo: TasksRepo; notifier: Notifier; ev
   }
 
   function wake(before: TaskRecord | null, task: TaskRecord, visible: boolean) {
-    if (visible) notifier.publish('task', task.uuid);
+    if (visible) {
+      notifier.publish('task', task.uuid);
+      notifier.publish('tasks', task.agentUuid);
+    }
     if (task.ready || (before?.leaseExpiresAt && !task.leaseExpiresAt)) notifier.publish('work', task.agentUuid);
+  }
+
+  /** The events each open transaction has made so far, written together just before its commit. */
+  const unwritten = new WeakMap<Executor, AgentTaskEvent[]>();
+
+  /**
+   * Queues the events of `saved` (a creation, or a change a reader sees) for the end of `trx`:
+   * one write for all of the transaction's events, numbered in their agents' streams as it commits
+   * (see agent-events-repo.ts). The task's own stream reads them only after the commit too.
+   */
+  function record(trx: Executor, saved: readonly SavedTask[]) {
+    if (saved.length === 0) return;
+    let events = unwritten.get(trx);
+    if (!events) {
+      const mine: AgentTaskEvent[] = [];
+      unwritten.set(trx, mine);
+      beforeCommit(trx, () => repo.appendEvents(trx, mine));
+      events = mine;
+    }
+    for (const { task, view } of saved) {
+      events.push({
+        agentUuid: task.agentUuid,
+        taskUuid: task.uuid,
+        seq: task.seq,
+        data: toStoredEvent(view),
+        createdAt: task.updatedAt,
+      });
+    }
   }
 
   /**
    * Saves the changes `transition` made to many tasks (each read under a row lock in `trx`, each
-   * listed once) in a constant number of statements: the task rows, then their events in one
-   * INSERT; then, task by task in the order given, the subscribers and the after-commit wake-ups,
-   * as `save` does for one.
+   * listed once) in a constant number of statements: the task rows now, their events with the
+   * rest of the transaction's just before it commits (`record`); then, task by task in the order
+   * given, the subscribers and the after-commit wake-ups, as `save` does for one.
    */
   async function saveMany(trx: Executor, items: Array<{ before: TaskRecord; change: Change }>): Promise<SavedTask[]> {
     if (new Set(items.map((item) => item.before.uuid)).size !== items.length)
@@ -85,15 +121,10 @@ export function createTaskWriter(deps: { repo: TasksRepo; notifier: Notifier; ev
       items.map(({ before, change }) => ({ uuid: before.uuid, changes: change.changes })),
     );
     const saved = items.map(({ change }) => ({ task: change.next, view: taskView(change.next) }));
-    const events = saved
-      .filter((_, i) => items[i]?.change.event)
-      .map(({ task, view }) => ({
-        taskUuid: task.uuid,
-        seq: task.seq,
-        data: toStoredEvent(view),
-        createdAt: task.updatedAt,
-      }));
-    if (events.length > 0) await repo.insertEvents(trx, events);
+    record(
+      trx,
+      saved.filter((_, i) => items[i]?.change.event),
+    );
     for (const [i, { before, change }] of items.entries()) {
       const { task, view } = saved[i] as SavedTask;
       await tell({ trx, operation: change.operation, before, task, view });
@@ -102,7 +133,23 @@ export function createTaskWriter(deps: { repo: TasksRepo; notifier: Notifier; ev
     return saved;
   }
 
+  /** Inserts new tasks in one statement; as `insert` for each. */
+  async function insertMany(trx: Executor, tasks: NewTask[]): Promise<void> {
+    await repo.insertTasks(trx, tasks);
+    const saved = tasks.map((task) => ({ task, view: taskView(task) }));
+    record(trx, saved);
+    for (const { task, view } of saved) {
+      await tell({ trx, operation: 'submit', before: null, task, view });
+      afterCommit(trx, () => wake(null, task, true));
+    }
+  }
+
   return {
+    /** Tells the agent's streams, once `trx` commits, that the agent is deleted. */
+    agentDeleted(trx: Executor, agentUuid: string): void {
+      afterCommit(trx, () => notifier.publish('agent-deleted', agentUuid));
+    },
+
     /**
      * Wakes the agent's waiting claims once `trx` commits, for a change outside its tasks that may
      * let them take more (the agent resumed, its concurrency raised).
@@ -111,21 +158,15 @@ export function createTaskWriter(deps: { repo: TasksRepo; notifier: Notifier; ev
       afterCommit(trx, () => notifier.publish('work', agentUuid));
     },
 
-    /** Inserts a new task (as `initial` made it); its agent's workers are woken once the transaction commits. */
-    async insert(trx: Executor, task: NewTask): Promise<void> {
-      await repo.insertTask(trx, task);
-      await tell({ trx, operation: 'submit', before: null, task, view: taskView(task) });
-      afterCommit(trx, () => wake(null, task, true));
+    /**
+     * Inserts a new task (as `initial` made it) and its first event (event 1, queued); its
+     * agent's workers are woken once the transaction commits.
+     */
+    insert(trx: Executor, task: NewTask): Promise<void> {
+      return insertMany(trx, [task]);
     },
 
-    /** Inserts new tasks in one statement; as `insert` for each. */
-    async insertMany(trx: Executor, tasks: NewTask[]): Promise<void> {
-      await repo.insertTasks(trx, tasks);
-      for (const task of tasks) {
-        await tell({ trx, operation: 'submit', before: null, task, view: taskView(task) });
-        afterCommit(trx, () => wake(null, task, true));
-      }
-    },
+    insertMany,
 
     /** Saves a change `transition` made to `before` (read under a row lock in `trx`). */
     async save(trx: Executor, before: TaskRecord, change: Change): Promise<SavedTask> {
