@@ -28,6 +28,7 @@ import { migration028 } from './migrations/028-audit-client-request-id.js';
 import { migration029 } from './migrations/029-invitation-sends.js';
 import { migration032 } from './migrations/032-usage-estimated.js';
 import { migration033 } from './migrations/033-agent-task-events.js';
+import { migration034 } from './migrations/034-task-retry-delay.js';
 import type { DialectMigration } from './migrations/types.js';
 
 /** Every migration, in order. Forward only: a released migration is never edited. */
@@ -59,6 +60,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '029-invitation-sends': migration029,
   '032-usage-estimated': migration032,
   '033-agent-task-events': migration033,
+  '034-task-retry-delay': migration034,
 };
 
 export class MigrationError extends Error {}

@@ -18,6 +18,8 @@ export interface AgentsTable {
   deleted_at: string | null;
   /** At most this many tasks of one concurrency key held at once; null: no per-key cap. */
   concurrency_per_key: number | null;
+  /** The retry policy tasks are created with (JSON); null: the default. */
+  retry: DbJson | null;
 }
 
 export interface TasksTable {
@@ -56,6 +58,14 @@ export interface TasksTable {
   trace_parent_span_id: string | null;
   claimed_at: string | null;
   concurrency_key: string | null;
+  /** Attempts the task may have in all (its agent's retry policy when it was created). */
+  max_attempts: number;
+  /** The backoff of that policy (JSON); null: the default. */
+  backoff: DbJson | null;
+  /** The error of the most recent failed attempt (JSON), or null. */
+  last_error: DbJson | null;
+  /** No claim hands the task out before this instant. */
+  available_at: string;
 }
 
 /** When each group of an agent's tasks (by concurrency key; '' keyless) was last handed a task. */

@@ -44,6 +44,10 @@ export function taskOf(conversation: Array<['user' | 'agent', string]>, attempt 
     cancelledAt: null,
     seq: 1,
     concurrencyKey: null,
+    maxAttempts: 3,
+    backoff: null,
+    lastError: null,
+    availableAt: at,
   };
 }
 

@@ -245,6 +245,25 @@ describe.each(DATABASES)('runWorker on $name', (database) => {
     expect(again).toMatchObject({ task_id, attempt: 2 });
   });
 
+  it('a TaskFailure with retryAfterSeconds asks for that wait before the retry', async () => {
+    const { agentId, client, start } = await setup();
+    const { task_id } = await client.submit(agentId, { message: 'review' });
+    const failedOnce = gate();
+    const worker = start(async () => {
+      failedOnce.open();
+      throw new TaskFailure('rate limited', { retryable: true, retryAfterSeconds: 120 });
+    });
+    await within(failedOnce.opened, 15_000, 'the first run');
+    await worker.stop();
+    const queued = (await client.get(agentId, task_id)) as unknown as {
+      status: string;
+      available_at: string;
+      last_error: { at: string; attempt: number };
+    };
+    expect(queued).toMatchObject({ status: 'queued', last_error: { attempt: 1 } });
+    expect(Date.parse(queued.available_at) - Date.parse(queued.last_error.at)).toBe(120_000);
+  });
+
   it('cancelling a task aborts ctx.signal (learnt from a heartbeat) and it stays cancelled', async () => {
     const { agentId, client, start } = await setup();
     const { task_id } = await client.submit(agentId, { message: 'review' });

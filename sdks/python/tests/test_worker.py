@@ -16,6 +16,13 @@ from tests.support import KEY, SRC, URL, eventually, needs_server
 from taskhook import ClaimedTask, InputRequested, TaskFailure, TaskhookClient, Worker, WorkerContext
 
 
+def _ms(stamp: str) -> int:
+    """Milliseconds since the epoch of an API timestamp (ISO 8601, UTC, with milliseconds)."""
+    from datetime import datetime
+
+    return round(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000)
+
+
 @needs_server
 class WorkerTest(unittest.TestCase):
     def setUp(self) -> None:
@@ -101,6 +108,21 @@ class WorkerTest(unittest.TestCase):
             task = self.final(ids[message])
             self.assertEqual((task["status"], task["error"]["code"]), ("failed", code), message)
         self.assertEqual(self.final(ids["crash"])["error"]["message"], "boom")
+
+    def test_retry_after_seconds_asks_for_that_wait(self) -> None:
+        def handler(task: ClaimedTask, ctx: WorkerContext) -> Any:
+            raise TaskFailure("rate limited", retryable=True, retry_after_seconds=120)
+
+        self.worker(handler)
+        task_id = self.client.submit(self.agent, "later")["task_id"]
+        task = eventually(
+            lambda: self.client.get(self.agent, task_id),
+            lambda t: t.get("last_error") is not None,
+            "the retryable failure",
+        )
+        self.assertEqual((task["status"], task["attempt"]), ("queued", 2))
+        waited = _ms(task["available_at"]) - _ms(task["last_error"]["at"])
+        self.assertEqual(waited, 120_000)
 
     def test_cancel_reaches_the_handler_and_nothing_is_reported(self) -> None:
         seen: List[Any] = []

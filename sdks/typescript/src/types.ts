@@ -25,6 +25,10 @@ export interface SubmitInput {
   webhook_url?: string;
   /** Tasks of one key share the agent's concurrency_per_key and take turns with other keys (1–255 characters). */
   concurrency_key?: string | null;
+  /** Delayed start: not handed out before this RFC 3339 instant (at most 30 days ahead). */
+  run_at?: string;
+  /** Delayed start: not handed out before this many seconds from now (0–2,592,000). */
+  delay_seconds?: number;
 }
 
 /** The answer to a submit. */
@@ -48,6 +52,14 @@ export interface TaskView {
   metadata: Record<string, unknown>;
   /** The task's concurrency key; null: none (absent from servers without concurrency keys). */
   concurrency_key?: string | null;
+  /** The current attempt (1 for a new task; while waiting for a retry, the one to come). */
+  attempt?: number;
+  /** Attempts the task may have in all (its agent's retry policy when it was created). */
+  max_attempts?: number;
+  /** The error of the most recent attempt that ended in a failure. */
+  last_error?: { code: string; message: string; attempt: number; at: string } | null;
+  /** While queued: the instant from which it may be handed out; null otherwise. */
+  available_at?: string | null;
   estimated_start?: string;
   started_at?: string;
   progress?: { current_step: string; steps_completed: number; total_steps: number };

@@ -16,14 +16,17 @@ export class InputRequested extends Error {
 export class TaskFailure extends Error {
   readonly code: string | undefined;
   readonly retryable: boolean;
+  /** With `retryable`: wait at least this long before the retry (the agent's backoff when longer). */
+  readonly retryAfterSeconds: number | undefined;
   constructor(
     message: string,
-    readonly options: { code?: string; retryable?: boolean } = {},
+    readonly options: { code?: string; retryable?: boolean; retryAfterSeconds?: number } = {},
   ) {
     super(message);
     this.name = 'TaskFailure';
     this.code = options.code;
     this.retryable = options.retryable ?? false;
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 }
 
@@ -162,6 +165,9 @@ export function runWorker(options: WorkerOptions): RunningWorker {
         lease_id: task.lease_id,
         error: { ...(failure.code ? { code: failure.code } : {}), message },
         retryable: failure.retryable ?? false,
+        ...(failure.retryable && failure.retryAfterSeconds !== undefined
+          ? { retry_after_seconds: failure.retryAfterSeconds }
+          : {}),
       });
     } finally {
       clearInterval(timer);

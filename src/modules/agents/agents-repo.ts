@@ -7,6 +7,7 @@ import { fromDbJson, toDbJson } from '../../db/json.js';
 import { prepareQuery } from '../../db/prepared.js';
 import { lockRows } from '../../db/transactions.js';
 import type { Agent, AgentStatus } from './agents-schemas.js';
+import { DEFAULT_RETRY, type RetryPolicy } from './retry-policy.js';
 import type { Runtime } from './runtime-schemas.js';
 
 export interface AgentRow extends Agent {
@@ -24,6 +25,7 @@ function toAgent(row: Selectable<AgentsTable>): AgentRow {
     concurrency: row.concurrency,
     concurrency_per_key: row.concurrency_per_key,
     default_timeout_seconds: row.default_timeout_seconds,
+    retry: row.retry === null ? DEFAULT_RETRY : fromDbJson<RetryPolicy>(row.retry),
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
@@ -61,6 +63,7 @@ export const agentsRepo = {
           concurrency: agent.concurrency,
           concurrency_per_key: agent.concurrency_per_key,
           default_timeout_seconds: agent.default_timeout_seconds,
+          retry: toDbJson(agent.retry),
           created_at: agent.created_at,
           updated_at: agent.updated_at,
           deleted_at: null,
@@ -114,6 +117,7 @@ export const agentsRepo = {
           concurrency: agent.concurrency,
           concurrency_per_key: agent.concurrency_per_key,
           default_timeout_seconds: agent.default_timeout_seconds,
+          retry: toDbJson(agent.retry),
           updated_at: agent.updated_at,
         })
         .where('uuid', '=', agent.uuid)

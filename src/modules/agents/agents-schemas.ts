@@ -8,6 +8,7 @@ import {
   UuidSchema,
 } from '../../http/common-schemas.js';
 import { NAME_RULE } from '../../http/names.js';
+import { RetryInput, RetryOutput } from './retry-policy.js';
 import type { RuntimeSchemas } from './runtime-schemas.js';
 
 export const AGENT_STATUSES = ['active', 'paused', 'stopped', 'error'] as const;
@@ -53,6 +54,7 @@ export function agentSchemas(runtime: RuntimeSchemas) {
         description: 'At most this many tasks of one concurrency_key held at once; null: no per-key cap.',
       }),
       default_timeout_seconds: Type.Integer(),
+      retry: RetryOutput,
       created_at: TimestampSchema,
       updated_at: TimestampSchema,
     },
@@ -65,6 +67,7 @@ export function agentSchemas(runtime: RuntimeSchemas) {
     concurrency: Type.Optional(Concurrency),
     concurrency_per_key: Type.Optional(ConcurrencyPerKey),
     default_timeout_seconds: Type.Optional(DefaultTimeout),
+    retry: Type.Optional(RetryInput),
   });
   const PatchAgentBody = StrictObject({
     name: Type.Optional(Name),
@@ -74,6 +77,7 @@ export function agentSchemas(runtime: RuntimeSchemas) {
     concurrency: Type.Optional(Concurrency),
     concurrency_per_key: Type.Optional(ConcurrencyPerKey),
     default_timeout_seconds: Type.Optional(DefaultTimeout),
+    retry: Type.Optional(RetryInput),
   });
   const AgentListReply = Type.Object({ agents: Type.Array(AgentSchema), pagination: PaginationSchema });
   return { AgentSchema, CreateAgentBody, PatchAgentBody, AgentListReply };

@@ -10,6 +10,7 @@ import { type Clock, iso } from '../../lib/time.js';
 import { recordAudit } from '../audit/audit-repo.js';
 import type { AgentRow, AgentsRepo } from './agents-repo.js';
 import type { Agent, CreateAgentInput, PatchAgentInput } from './agents-schemas.js';
+import { retryPolicyOf } from './retry-policy.js';
 import { maskRuntimeHeaders, openRuntimeHeaders, sealRuntimeHeaders } from './runtime-headers.js';
 import type { Runtime } from './runtime-schemas.js';
 
@@ -102,10 +103,12 @@ export function createAgentsService(deps: {
    */
   function changedFields(current: AgentRow, next: AgentRow, input: PatchAgentInput): string[] {
     const differs = (field: keyof PatchAgentInput) =>
-      field === 'runtime'
-        ? canonicalJson(openRuntimeHeaders(current.runtime, deps.box)) !==
-          canonicalJson(openRuntimeHeaders(next.runtime, deps.box))
-        : current[field] !== next[field];
+      field === 'retry'
+        ? canonicalJson(current.retry) !== canonicalJson(next.retry)
+        : field === 'runtime'
+          ? canonicalJson(openRuntimeHeaders(current.runtime, deps.box)) !==
+            canonicalJson(openRuntimeHeaders(next.runtime, deps.box))
+          : current[field] !== next[field];
     return (Object.keys(input) as Array<keyof PatchAgentInput>).filter((f) => input[f] !== undefined && differs(f));
   }
 
@@ -129,6 +132,7 @@ export function createAgentsService(deps: {
         concurrency: input.concurrency ?? DEFAULT_CONCURRENCY,
         concurrency_per_key: input.concurrency_per_key ?? null,
         default_timeout_seconds: input.default_timeout_seconds ?? DEFAULT_TIMEOUT_SECONDS,
+        retry: retryPolicyOf(input.retry),
         created_at: at,
         updated_at: at,
       };
@@ -164,6 +168,8 @@ export function createAgentsService(deps: {
           ...Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)),
           // PATCH replaces the whole runtime; a masked header value keeps the one stored.
           runtime: input.runtime ? sealRuntimeHeaders(input.runtime, current.runtime, deps.box) : current.runtime,
+          // PATCH replaces the whole retry policy too: members it leaves out go back to their defaults.
+          retry: input.retry !== undefined ? retryPolicyOf(input.retry) : current.retry,
           updated_at: now(),
         };
         await repo.update(trx, next);

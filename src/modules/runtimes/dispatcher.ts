@@ -63,7 +63,6 @@ export function createPushDispatcher(deps: {
       deps.lifecycle.claim(trx, agent.uuid, room, {
         accepts: (stored) => deps.isPush(stored.type),
         lease: (stored) => ({ leaseSeconds: deps.leaseSeconds(stored), workerId: `runtime:${stored.type}` }),
-        respectBackoff: true,
       }),
     );
     if (!runtime || tasks.length === 0) return [];

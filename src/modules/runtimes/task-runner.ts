@@ -6,7 +6,6 @@ import { type Clock, iso } from '../../lib/time.js';
 import type { Runtime } from '../agents/runtime-schemas.js';
 import type { Lifecycle } from '../tasks/lifecycle/lifecycle.js';
 import type { TaskInput } from '../tasks/lifecycle/transition-fns.js';
-import { MAX_ATTEMPTS } from '../tasks/tasks-fns.js';
 import type { TaskRecord } from '../tasks/tasks-record.js';
 import type { TaskRef } from '../tasks/tasks-service.js';
 import { claimItemOf } from '../tasks/tasks-view.js';
@@ -114,8 +113,10 @@ export function createTaskRunner(deps: {
         const delayMs = retryDelayMs(task.attempt, outcome.retryAfterMs);
         const error = { code: outcome.code, message: outcome.message };
         const retryAtMs = deps.clock.now() + delayMs;
-        await report(ref, { op: 'fail', leaseId, error, retryable: outcome.retryable, retryAtMs });
-        if (outcome.retryable && task.attempt < MAX_ATTEMPTS) deps.onRetry(delayMs);
+        const after = await report(ref, { op: 'fail', leaseId, error, retryable: outcome.retryable, retryAtMs });
+        // Queued again: the dispatcher looks once the wait (its own or the agent's policy's, the longer) is over.
+        if (!(after instanceof AppError) && after.status === 'queued')
+          deps.onRetry(Math.max(0, Date.parse(after.availableAt) - deps.clock.now()));
       }
     }
   }

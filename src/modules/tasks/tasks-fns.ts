@@ -99,9 +99,6 @@ export function isSettled(status: TaskStatus): boolean {
   return FINAL_STATUSES.has(status) || status === 'awaiting_input';
 }
 
-/** Total attempts a task gets before a lease expiry or a retryable failure becomes final. */
-export const MAX_ATTEMPTS = 3;
-
 /** JSON with object keys sorted at every depth: equal values give equal text. */
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;

@@ -1,6 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { TasksTable } from '../../db/database.js';
 import { fromDbJson, toDbJson } from '../../db/json.js';
+import { type Backoff, DEFAULT_RETRY } from '../agents/retry-policy.js';
 import type { TaskStatus } from './tasks-fns.js';
 import type { ConversationMessage, Progress, TaskResult } from './tasks-schemas.js';
 
@@ -51,9 +52,34 @@ export interface TaskRecord {
   claimedAt?: string | null;
   /** Tasks of one key share the agent's per-key cap and are served in turn with other keys; never changes. */
   concurrencyKey: string | null;
+  /** Attempts in all (the agent's retry policy when the task was created). */
+  maxAttempts: number;
+  /** The wait between attempts; null: the default backoff. */
+  backoff: Backoff | null;
+  /** The error of the most recent attempt that ended in a failure. */
+  lastError: LastError | null;
+  /** No claim hands the task out before this instant (shown while queued). */
+  availableAt: string;
 }
 
-const JSON_FIELDS = new Set(['messages', 'metadata', 'progress', 'inputRequest', 'result', 'error']);
+/** The error of an attempt that ended in a failure, and when and which attempt it was. */
+export interface LastError {
+  code: string;
+  message: string;
+  attempt: number;
+  at: string;
+}
+
+const JSON_FIELDS = new Set([
+  'messages',
+  'metadata',
+  'progress',
+  'inputRequest',
+  'result',
+  'error',
+  'backoff',
+  'lastError',
+]);
 export const COLUMNS: Record<keyof TaskRecord, keyof TasksTable> = {
   uuid: 'uuid',
   agentUuid: 'agent_uuid',
@@ -89,6 +115,10 @@ export const COLUMNS: Record<keyof TaskRecord, keyof TasksTable> = {
   traceParentSpanId: 'trace_parent_span_id',
   claimedAt: 'claimed_at',
   concurrencyKey: 'concurrency_key',
+  maxAttempts: 'max_attempts',
+  backoff: 'backoff',
+  lastError: 'last_error',
+  availableAt: 'available_at',
 };
 
 /**
@@ -108,6 +138,9 @@ export const PG_TYPES: Partial<Record<keyof TasksTable, 'jsonb' | 'boolean' | 'i
   result: 'jsonb',
   error: 'jsonb',
   seq: 'integer',
+  max_attempts: 'integer',
+  backoff: 'jsonb',
+  last_error: 'jsonb',
 };
 
 /** Record fields → column values (JSON as text, booleans as 1/0). */
@@ -160,10 +193,18 @@ export function toRecord(row: Selectable<TasksTable>): TaskRecord {
     traceParentSpanId: row.trace_parent_span_id,
     claimedAt: row.claimed_at,
     concurrencyKey: row.concurrency_key,
+    maxAttempts: row.max_attempts,
+    backoff: json(row.backoff),
+    lastError: json(row.last_error),
+    availableAt: row.available_at,
   };
 }
 
-/** The fields a creator (submit, a webhook trigger, a schedule, A2A, MCP) decides for a new task. */
+/**
+ * The fields a creator (submit, a webhook trigger, a schedule, A2A, MCP) decides for a new task:
+ * its agent's retry policy (default: 3 attempts, the default backoff) and, for a delayed start,
+ * the instant it may be handed out (default, and never earlier than: its creation).
+ */
 export type NewTaskFields = Pick<
   TaskRecord,
   | 'uuid'
@@ -179,7 +220,8 @@ export type NewTaskFields = Pick<
   | 'traceId'
   | 'traceParentSpanId'
   | 'concurrencyKey'
->;
+> &
+  Partial<Pick<TaskRecord, 'maxAttempts' | 'backoff' | 'availableAt'>>;
 
 /** What the transition function decides of a new task (see `initial` in lifecycle/transition-fns.ts). */
 export type FirstState = Pick<TaskRecord, 'status' | 'ready' | 'attempt' | 'seq'>;
@@ -226,5 +268,9 @@ export function newTaskRecord(fields: NewTaskFields, first: FirstState, now: str
     traceParentSpanId: fields.traceParentSpanId,
     claimedAt: null,
     concurrencyKey: fields.concurrencyKey,
+    maxAttempts: fields.maxAttempts ?? DEFAULT_RETRY.max_attempts,
+    backoff: fields.backoff ?? null,
+    lastError: null,
+    availableAt: fields.availableAt !== undefined && fields.availableAt > now ? fields.availableAt : now,
   };
 }

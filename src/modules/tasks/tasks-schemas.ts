@@ -57,6 +57,20 @@ export const SubmitBody = StrictObject({
         "1 to 255 characters, or null (no key). Tasks of one key are held at most the agent's concurrency_per_key at once and take turns with other keys; part of the body an Idempotency-Key compares.",
     }),
   ),
+  run_at: Type.Optional(
+    Type.String({
+      description:
+        'Delayed start: an RFC 3339 date-time with Z or a numeric offset, at most 30 days ahead (a past instant means now). The task is not handed out before it. Not together with delay_seconds.',
+    }),
+  ),
+  delay_seconds: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      maximum: 2_592_000,
+      description:
+        'Delayed start: the task is not handed out before this many seconds after the submit. Not together with run_at.',
+    }),
+  ),
 });
 export type SubmitInput = Static<typeof SubmitBody>;
 
@@ -110,6 +124,13 @@ export const TaskErrorSchema = Type.Object({
   message: Type.String(),
 });
 
+const LastErrorSchema = Type.Object({
+  code: Type.String(),
+  message: Type.String(),
+  attempt: Type.Integer({ description: 'The attempt that ended with this error.' }),
+  at: TimestampSchema,
+});
+
 export const TaskBody = Type.Object(
   {
     task_id: UuidSchema,
@@ -121,6 +142,19 @@ export const TaskBody = Type.Object(
     priority: Type.Integer(),
     metadata: Metadata,
     concurrency_key: ConcurrencyKeyOut,
+    attempt: Type.Integer({
+      description:
+        'The current attempt, from 1; while the task waits for a retry, the number of the attempt to come (the claim item shows the same).',
+    }),
+    max_attempts: Type.Integer({ description: "Attempts in all: the agent's retry policy when the task was created." }),
+    last_error: Type.Union([LastErrorSchema, Type.Null()], {
+      description:
+        "The error of the most recent attempt that ended in a failure; null while none has. For a failed task, code and message are the error's.",
+    }),
+    available_at: Type.Union([TimestampSchema, Type.Null()], {
+      description:
+        'While queued: the instant from which the task may be handed out (its creation, the end of a delayed start or of a retry wait, or when it was queued again). Null in every other state.',
+    }),
     estimated_start: Type.Optional(TimestampSchema),
     started_at: Type.Optional(TimestampSchema),
     progress: Type.Optional(ProgressSchema),
@@ -230,6 +264,14 @@ export const FailBody = StrictObject({
     message: Type.String({ minLength: 1, maxLength: 10_000 }),
   }),
   retryable: Type.Optional(
-    Type.Boolean({ description: 'Queue the task again while attempts remain (3 in all); default false.' }),
+    Type.Boolean({ description: 'Queue the task again while attempts remain (its max_attempts); default false.' }),
+  ),
+  retry_after_seconds: Type.Optional(
+    Type.Number({
+      minimum: 0,
+      maximum: 86400,
+      description:
+        "Only with retryable true: wait at least this long before the retry (the policy's backoff when longer; not capped by its max_seconds).",
+    }),
   ),
 });

@@ -17,11 +17,17 @@ export function taskView(task: TaskRecord): TaskView {
     priority: task.priority,
     metadata: task.metadata,
     concurrency_key: task.concurrencyKey,
+    attempt: task.attempt,
+    max_attempts: task.maxAttempts,
+    last_error: task.lastError,
+    available_at: task.status === 'queued' ? task.availableAt : null,
   };
   if (task.startedAt) view.started_at = task.startedAt;
   switch (task.status) {
     case 'queued':
+      // Never earlier than the instant the task may be handed out.
       view.estimated_start = task.estimatedStart;
+      if (task.availableAt > task.estimatedStart) view.estimated_start = task.availableAt;
       break;
     case 'running':
       view.progress = task.progress ?? NO_PROGRESS;

@@ -28,6 +28,10 @@ function view(status: TaskStatus, extra: Partial<TaskView> = {}): TaskView {
     priority: 5,
     metadata: { k: 'v' },
     concurrency_key: null,
+    attempt: 1,
+    max_attempts: 3,
+    last_error: null,
+    available_at: status === 'queued' ? T0 : null,
     ...extra,
   };
 }

@@ -56,22 +56,21 @@ describe.each(DATABASES)('the lifecycle door on $name', (database) => {
     expect((refused as AppError).code).toBe('NOT_FOUND');
   });
 
-  it('claims nothing for an agent it does not accept, and honours a retry backoff only when asked', async () => {
+  it('claims nothing for an agent it does not accept, nor a task before its available_at', async () => {
     const user = await createUser(t);
     const agent = (await createAgent(t, user)).uuid;
     const { task_id } = await submitTask(t, user, agent);
     const db = t.runtime.db;
     const refused = await db.transaction((trx) => lifecycle.claim(trx, agent, 5, { lease, accepts: () => false }));
-    expect(refused).toEqual({ runtime: null, tasks: [] });
-    // A retry whose backoff runs for another minute.
+    expect(refused).toEqual({ runtime: null, tasks: [], nextAvailableAt: null });
+    // A retry whose wait runs for another minute: no claim hands it out before, and says when.
     const later = iso(t.runtime.clock.now() + 60_000);
-    await db.kysely
-      .updateTable('tasks')
-      .set({ attempt: 2, estimated_start: later })
-      .where('uuid', '=', task_id)
-      .execute();
-    const waiting = await db.transaction((trx) => lifecycle.claim(trx, agent, 5, { lease, respectBackoff: true }));
-    expect(waiting.tasks).toEqual([]);
+    await db.kysely.updateTable('tasks').set({ attempt: 2, available_at: later }).where('uuid', '=', task_id).execute();
+    const waiting = await db.transaction((trx) => lifecycle.claim(trx, agent, 5, { lease }));
+    expect(waiting).toMatchObject({ tasks: [], nextAvailableAt: later });
+    // Its wait over: handed out.
+    const over = iso(t.runtime.clock.now() - 1);
+    await db.kysely.updateTable('tasks').set({ available_at: over }).where('uuid', '=', task_id).execute();
     const claimed = await db.transaction((trx) => lifecycle.claim(trx, agent, 5, { lease }));
     expect(claimed.runtime).toMatchObject({ type: 'worker' });
     expect(claimed.tasks.map((task) => [task.uuid, task.status, task.workerId])).toEqual([[task_id, 'running', 'w']]);

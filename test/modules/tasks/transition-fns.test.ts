@@ -11,7 +11,6 @@ import {
 } from '../../../src/modules/tasks/lifecycle/transition-fns.js';
 import {
   FINAL_STATUSES,
-  MAX_ATTEMPTS,
   outcomeOf,
   TASK_STATUSES,
   type TaskOperation,
@@ -22,6 +21,8 @@ import type { TaskRecord } from '../../../src/modules/tasks/tasks-record.js';
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 const NOW = T0 + 60_000;
 const LEASE = 'lease-1';
+/** The default retry policy's attempts. */
+const MAX_ATTEMPTS = 3;
 
 /** A task as it can be stored in `status`; `held`: a worker holds it (running tasks only). */
 function stored(status: TaskStatus, opts: { held?: boolean; attempt?: number } = {}): TaskRecord {
@@ -58,6 +59,10 @@ function stored(status: TaskStatus, opts: { held?: boolean; attempt?: number } =
     completedAt: null,
     failedAt: null,
     cancelledAt: status === 'cancelled' ? iso(T0 + 20_000) : null,
+    maxAttempts: MAX_ATTEMPTS,
+    backoff: null,
+    lastError: null,
+    availableAt: iso(T0),
     seq: 3,
     concurrencyKey: null,
   };

@@ -25,11 +25,20 @@ class InputRequested(Exception):
 class TaskFailure(Exception):
     """Raise it from a handler to fail the task with a code, optionally queueing it again."""
 
-    def __init__(self, message: str, *, code: Optional[str] = None, retryable: bool = False) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: Optional[str] = None,
+        retryable: bool = False,
+        retry_after_seconds: Optional[float] = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.code = code
         self.retryable = retryable
+        #: With ``retryable``: wait at least this long before the retry (the agent's backoff when longer).
+        self.retry_after_seconds = retry_after_seconds
 
 
 class _WorkerLink(Protocol):

@@ -6,6 +6,7 @@ import http.client
 import json
 import time
 import uuid
+from datetime import datetime
 from types import TracebackType
 from typing import Any, Dict, Generator, Iterable, List, Mapping, NamedTuple, Optional, Type, Union, cast
 from urllib.parse import quote, urlencode
@@ -76,10 +77,21 @@ class TaskhookClient:
         idempotency_key: Optional[str] = None,
         traceparent: Optional[str] = None,
         concurrency_key: Optional[str] = None,
+        run_at: Union[str, datetime, None] = None,
+        delay_seconds: Optional[int] = None,
     ) -> SubmitResult:
-        """Queues a task. Always sends an Idempotency-Key, so a retried submit never makes a second task."""
+        """Queues a task. Always sends an Idempotency-Key, so a retried submit never makes a second task.
+
+        ``run_at`` (an RFC 3339 string or a timezone-aware ``datetime``) or ``delay_seconds`` delays
+        its start: it is not handed out before then."""
         body: Dict[str, Any] = {"message": message}
+        if isinstance(run_at, datetime):
+            if run_at.tzinfo is None or run_at.utcoffset() is None:
+                raise ValueError("run_at must be a timezone-aware datetime")
+            run_at = run_at.isoformat()
         for name, value in (
+            ("run_at", run_at),
+            ("delay_seconds", delay_seconds),
             ("priority", priority),
             ("timeout_override", timeout_override),
             ("metadata", metadata),

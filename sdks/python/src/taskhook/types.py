@@ -41,6 +41,10 @@ class Task(_TaskRequired, total=False):
     """A task as ``GET /agent/:id/task/:taskId`` returns it."""
 
     concurrency_key: Optional[str]
+    attempt: int
+    max_attempts: int
+    last_error: Optional[Dict[str, Any]]
+    available_at: Optional[str]
     estimated_start: str
     started_at: str
     progress: Progress

@@ -202,7 +202,10 @@ class Worker:
                     error: Dict[str, Any] = {"message": err.message or "TaskFailure"}
                     if err.code:
                         error["code"] = err.code
-                    self._report(task, "fail", {"error": error, "retryable": err.retryable})
+                    body: Dict[str, Any] = {"error": error, "retryable": err.retryable}
+                    if err.retryable and err.retry_after_seconds is not None:
+                        body["retry_after_seconds"] = err.retry_after_seconds
+                    self._report(task, "fail", body)
                 else:
                     message = str(err) or type(err).__name__
                     self._report(task, "fail", {"error": {"message": message}, "retryable": False})

@@ -29,14 +29,17 @@ export interface ClaimOptions {
   accepts?: (runtime: Runtime) => boolean;
   /** The lease and the holder's name for an agent with this runtime. */
   lease: (runtime: Runtime) => { leaseSeconds: number; workerId: string | null };
-  /** Leave out retries whose backoff has not run out (a retry's `estimated_start` is its earliest start). */
-  respectBackoff?: boolean;
 }
 
-/** A completed claim: the agent's runtime (null when nothing could be claimed) and the tasks now held. */
+/**
+ * A completed claim: the agent's runtime (null when nothing could be claimed) and the tasks now
+ * held; when none, the earliest later instant a waiting task of the agent becomes available (a
+ * long-poll claim looks again then), else null.
+ */
 export interface Claimed {
   runtime: Runtime | null;
   tasks: TaskRecord[];
+  nextAvailableAt: string | null;
 }
 
 /**
@@ -51,7 +54,7 @@ export interface Claimed {
  */
 export function createLifecycle(deps: {
   repo: Pick<TasksRepo, 'lockTask' | 'lockByUuid' | 'lockTasks'>;
-  queue: Pick<QueueRepo, 'lockOpenOfAgent' | 'lockClaimable' | 'countHeld' | 'lockAgentForClaim'>;
+  queue: Pick<QueueRepo, 'lockOpenOfAgent' | 'lockClaimable' | 'countHeld' | 'lockAgentForClaim' | 'nextAvailable'>;
   /** The statements of claiming with concurrency keys. */
   fair: FairQueueRepo;
   writer: Pick<TaskWriter, 'save' | 'saveMany' | 'insert' | 'insertMany'>;
@@ -175,12 +178,13 @@ export function createLifecycle(deps: {
     async claim(trx: Executor, agentUuid: string, max: number, opts: ClaimOptions): Promise<Claimed> {
       const agent = await queue.lockAgentForClaim(trx, agentUuid);
       if (agent?.status !== 'active' || (opts.accepts && !opts.accepts(agent.runtime))) {
-        return { runtime: null, tasks: [] };
+        return { runtime: null, tasks: [], nextAvailableAt: null };
       }
       const limit = Math.min(max, agent.concurrency - (await queue.countHeld(trx, agentUuid)));
-      if (limit <= 0) return { runtime: agent.runtime, tasks: [] };
+      if (limit <= 0) return { runtime: agent.runtime, tasks: [], nextAvailableAt: null };
       const nowMs = deps.clock.now();
-      const readyBy = opts.respectBackoff ? iso(nowMs) : undefined;
+      // Never handed out before `available_at` (a delayed start, a retry's wait).
+      const readyBy = iso(nowMs);
       const lease = opts.lease(agent.runtime);
       const accepted: Array<{ before: TaskRecord; change: Change }> = [];
       const claimable = agent.keyed
@@ -198,7 +202,8 @@ export function createLifecycle(deps: {
         if (decided) accepted.push({ before: task, change: decided });
       }
       const saved = await writer.saveMany(trx, accepted);
-      return { runtime: agent.runtime, tasks: saved.map((s) => s.task) };
+      const nextAvailableAt = saved.length === 0 ? await queue.nextAvailable(trx, agentUuid, readyBy) : null;
+      return { runtime: agent.runtime, tasks: saved.map((s) => s.task), nextAvailableAt };
     },
   };
 }

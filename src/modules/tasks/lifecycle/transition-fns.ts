@@ -1,7 +1,8 @@
 import { AppError, type ErrorCode } from '../../../http/errors.js';
 import { iso } from '../../../lib/time.js';
-import { MAX_ATTEMPTS, outcomeOf, type TaskOperation, type TaskStatus } from '../tasks-fns.js';
-import { type NewTaskFields, newTaskRecord, type TaskRecord } from '../tasks-record.js';
+import { backoffSeconds, DEFAULT_BACKOFF } from '../../agents/retry-policy.js';
+import { outcomeOf, type TaskOperation, type TaskStatus } from '../tasks-fns.js';
+import { type LastError, type NewTaskFields, newTaskRecord, type TaskRecord } from '../tasks-record.js';
 import type { ConversationMessage, Progress, TaskResult } from '../tasks-schemas.js';
 
 /** How long a claim or a heartbeat holds a task when the worker does not say. */
@@ -20,7 +21,9 @@ export type TaskInput =
       leaseId: string;
       error: { code?: string | undefined; message: string };
       retryable: boolean;
-      /** A retry is not handed out before this time (epoch ms; push runtimes' backoff). */
+      /** The worker asks for at least this wait before the retry (seconds; not capped by the policy). */
+      retryAfterSeconds?: number | undefined;
+      /** A retry is not handed out before this time (epoch ms; push runtimes' own backoff). */
       retryAtMs?: number;
     }
   /** The service's own heartbeat; `leaseSeconds` changes the lease's length from now on (an http agent's 202). */
@@ -166,17 +169,44 @@ function report(
     case 'complete':
       return apply(task, 'complete', { leaseExpiresAt: null, result: input.result, completedAt: now }, now);
     case 'release':
-      return apply(task, 'release', { leaseExpiresAt: null, leaseId: null, estimatedStart: now }, now);
+      return apply(
+        task,
+        'release',
+        { leaseExpiresAt: null, leaseId: null, estimatedStart: now, availableAt: now },
+        now,
+      );
     case 'fail': {
       const error = { code: input.error.code ?? 'AGENT_ERROR', message: input.error.message };
-      if (input.retryable && task.attempt < MAX_ATTEMPTS) {
-        const estimatedStart = iso(Math.max(nowMs, input.retryAtMs ?? nowMs));
-        const fields = { leaseExpiresAt: null, leaseId: null, attempt: task.attempt + 1, error, estimatedStart };
-        return apply(task, 'retry', fields, now);
+      const lastError: LastError = { ...error, attempt: task.attempt, at: now };
+      if (input.retryable && task.attempt < task.maxAttempts) {
+        const asked = Math.max(input.retryAfterSeconds ?? 0, 0) * 1000;
+        const atMs = Math.max(nowMs + Math.max(delayMs(task), asked), input.retryAtMs ?? nowMs);
+        return apply(task, 'retry', { ...retried(task, lastError, atMs, nowMs), error }, now);
       }
-      return apply(task, 'fail', { leaseExpiresAt: null, error, failedAt: now }, now);
+      return apply(task, 'fail', { leaseExpiresAt: null, error, lastError, failedAt: now }, now);
     }
   }
+}
+
+/** Milliseconds the task's policy waits after its current attempt ended retryably. */
+function delayMs(task: TaskRecord): number {
+  return backoffSeconds(task.backoff ?? DEFAULT_BACKOFF, task.attempt) * 1000;
+}
+
+/**
+ * The fields of a task queued again for its next attempt: freed, the attempt raised, the failed
+ * attempt's error kept, and not handed out before `availableAtMs` (nor estimated to start before it).
+ */
+function retried(task: TaskRecord, lastError: LastError, availableAtMs: number, nowMs: number): Partial<TaskRecord> {
+  const availableAt = iso(availableAtMs);
+  return {
+    leaseExpiresAt: null,
+    leaseId: null,
+    attempt: task.attempt + 1,
+    lastError,
+    availableAt,
+    estimatedStart: iso(Math.max(nowMs, availableAtMs)),
+  };
 }
 
 /** A user's message: joins the conversation; an answer to a question puts the task back to work. */
@@ -237,16 +267,28 @@ function sweep(task: TaskRecord, nowMs: number): Change | AppError | null {
   const now = iso(nowMs);
   if (task.status !== 'running') return null;
   if (task.leaseExpiresAt && task.leaseExpiresAt < now) {
-    const freed = { leaseExpiresAt: null, leaseId: null };
-    if (task.attempt < MAX_ATTEMPTS) {
-      return apply(task, 'lease_expired', { ...freed, attempt: task.attempt + 1, estimatedStart: now }, now);
+    // The attempt ended when its lease did: the wait before the next one counts from then.
+    const at = task.leaseExpiresAt;
+    if (task.attempt < task.maxAttempts) {
+      const lastError = { code: 'LEASE_EXPIRED', message: 'No heartbeat within the lease', attempt: task.attempt, at };
+      return apply(task, 'lease_expired', retried(task, lastError, Date.parse(at) + delayMs(task), nowMs), now);
     }
-    const error = { code: 'LEASE_EXPIRED', message: `No heartbeat within the lease, ${MAX_ATTEMPTS} attempts made` };
-    return apply(task, 'fail', { ...freed, error, failedAt: now }, now);
+    const error = {
+      code: 'LEASE_EXPIRED',
+      message: `No heartbeat within the lease, ${task.maxAttempts} attempts made`,
+    };
+    const freed = { leaseExpiresAt: null, leaseId: null };
+    return apply(
+      task,
+      'fail',
+      { ...freed, error, lastError: { ...error, attempt: task.attempt, at }, failedAt: now },
+      now,
+    );
   }
   if (task.timeoutAt && task.timeoutAt < now) {
     const error = { code: 'TIMEOUT', message: `Task ran longer than its timeout of ${task.timeoutSeconds} s` };
-    return apply(task, 'timeout', { leaseExpiresAt: null, error, failedAt: now }, now);
+    const lastError = { ...error, attempt: task.attempt, at: now };
+    return apply(task, 'timeout', { leaseExpiresAt: null, error, lastError, failedAt: now }, now);
   }
   return null;
 }

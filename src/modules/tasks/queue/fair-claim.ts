@@ -16,7 +16,7 @@ export async function lockFairly(
   trx: Executor,
   agent: { uuid: string; concurrencyPerKey: number | null },
   limit: number,
-  readyBy?: string,
+  now: string,
 ): Promise<TaskRecord[]> {
   const served = await repo.groupsAfterSweep(trx, agent.uuid);
   const remembered = new Map(served);
@@ -24,7 +24,7 @@ export async function lockFairly(
   // without being written down, counts as served before any of them.
   if (served.size === 0 && (await repo.keylessServed(trx, agent.uuid))) served.set(KEYLESS, 0);
   const held = agent.concurrencyPerKey === null ? new Map<string, number>() : await repo.heldPerKey(trx, agent.uuid);
-  let candidates = await repo.candidates(trx, agent.uuid, limit, readyBy);
+  let candidates = await repo.candidates(trx, agent.uuid, limit, now);
   const lastSeq = Math.max(0, ...[...served.values()].map((s) => s ?? 0));
   const locked = new Map<string, TaskRecord>();
   let chosen: Candidate[] = [];

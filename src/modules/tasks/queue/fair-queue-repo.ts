@@ -28,8 +28,8 @@ const toCandidates = (rows: { rows: CandidateRow[] }): Candidate[] =>
  * cost more to plan than to run: 200 ms (PostgreSQL) and 65 ms (SQLite) a claim at 1,000 keys
  * (npm run bench:keys), against a few ms and 20 ms for this.
  */
-function candidatesAtOnce(agentUuid: string, limit: number, readyBy: string | undefined, lateral: boolean) {
-  const backoff = readyBy === undefined ? sql`` : sql`and (attempt = 1 or estimated_start <= ${readyBy})`;
+function candidatesAtOnce(agentUuid: string, limit: number, now: string, lateral: boolean) {
+  const backoff = sql`and available_at <= ${now}`;
   const ofKey = sql`from tasks where agent_uuid = ${agentUuid} and ready = true and concurrency_key = walk.k
     ${backoff} order by priority desc, created_at, uuid limit ${limit}`;
   const keyed = lateral
@@ -111,14 +111,14 @@ export const fairQueueRepo = {
   },
 
   /**
-   * The first `perGroup` claimable tasks of each group (by claim order), unlocked; with `readyBy`,
-   * retries whose backoff has not run out are left out (as in `lockClaimable`). Reads index ranges
+   * The first `perGroup` claimable tasks of each group (by claim order), unlocked; tasks not
+   * available by `now` are left out (as in `lockClaimable`). Reads index ranges
    * only: the agent's keys by a skip scan of `tasks_keyed_ready_idx`, then each key's first tasks
    * and the keyless ones' (`tasks_claim_idx`), so the cost follows the keys, not the backlog.
    */
-  async candidates(trx: Executor, agentUuid: string, perGroup: number, readyBy?: string): Promise<Candidate[]> {
+  async candidates(trx: Executor, agentUuid: string, perGroup: number, now: string): Promise<Candidate[]> {
     const lateral = !(trx.getExecutor().adapter instanceof SqliteAdapter);
-    return toCandidates(await withDbErrors(candidatesAtOnce(agentUuid, perGroup, readyBy, lateral).execute(trx)));
+    return toCandidates(await withDbErrors(candidatesAtOnce(agentUuid, perGroup, now, lateral).execute(trx)));
   },
 
   /** The tasks of `uuids` still claimable, row-locked; rows a concurrent transaction holds are skipped. */

@@ -87,25 +87,42 @@ export const queueRepo = {
 
   /**
    * Claimable tasks of an agent in claim order (priority, then age), row-locked; rows a
-   * concurrent claim holds are skipped. With `readyBy`, retries whose backoff has not run out by
-   * then are left out (a retry's `estimated_start` is its earliest start).
+   * concurrent claim holds are skipped, and so are tasks not available by `now` (a delayed start
+   * or a retry's wait: `available_at`, the claim index's last column, so they are passed over
+   * inside the index).
    */
-  async lockClaimable(trx: Executor, agentUuid: string, limit: number, readyBy?: string): Promise<TaskRecord[]> {
+  async lockClaimable(trx: Executor, agentUuid: string, limit: number, now: string): Promise<TaskRecord[]> {
     const query = trx
       .selectFrom('tasks')
       .selectAll()
       .where('agent_uuid', '=', agentUuid)
       // A literal, so both planners can use the partial index (`where ready = true`).
       .where(sql<boolean>`ready = true`)
-      .$if(readyBy !== undefined, (qb) =>
-        qb.where((eb) => eb.or([eb('attempt', '=', 1), eb('estimated_start', '<=', readyBy as string)])),
-      )
+      .where('available_at', '<=', now)
       .orderBy('priority', 'desc')
       .orderBy('created_at')
       .orderBy('uuid')
       .limit(limit);
     const rows = await withDbErrors(lockRows(trx, query, { skipLocked: true }).execute());
     return rows.map(toRecord);
+  },
+
+  /**
+   * The earliest instant after `now` at which a task of the agent that waits for a worker becomes
+   * available (a delayed start or a retry's wait), or null: how long an empty long-poll claim may
+   * sleep before it looks again. Reads the claim index only.
+   */
+  async nextAvailable(ex: Executor, agentUuid: string, now: string): Promise<string | null> {
+    const row = await withDbErrors(
+      ex
+        .selectFrom('tasks')
+        .select((eb) => eb.fn.min('available_at').as('at'))
+        .where('agent_uuid', '=', agentUuid)
+        .where(sql<boolean>`ready = true`)
+        .where('available_at', '>', now)
+        .executeTakeFirst(),
+    );
+    return (row?.at as string | null | undefined) ?? null;
   },
 
   /** How many tasks of the agent a worker (or a push run) holds now. */

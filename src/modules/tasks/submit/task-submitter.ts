@@ -6,10 +6,12 @@ import { newId } from '../../../lib/ids.js';
 import { type Clock, iso } from '../../../lib/time.js';
 import type { AgentRow } from '../../agents/agents-repo.js';
 import type { AgentsService } from '../../agents/agents-service.js';
+import { isDefaultBackoff } from '../../agents/retry-policy.js';
 import type { Lifecycle } from '../lifecycle/lifecycle.js';
 import { initial, type NewTask } from '../lifecycle/transition-fns.js';
 import { requestHash } from '../tasks-fns.js';
 import { MAX_METADATA_BYTES, type SubmitInput, type SubmitResult } from '../tasks-schemas.js';
+import { requireAvailableFrom } from './delay-fns.js';
 import type { createEstimator } from './estimator.js';
 import type { IdempotencyRecord, idempotencyRepo } from './idempotency-repo.js';
 import { createInsertBatcher } from './insert-batcher.js';
@@ -52,7 +54,8 @@ export function createTaskSubmitter(deps: {
     return { poll_url: poll, cancel_url: `${poll}/cancel` };
   }
 
-  async function validate(input: SubmitInput) {
+  async function validate(input: SubmitInput, nowMs: number) {
+    requireAvailableFrom(input, nowMs);
     if (input.metadata && Buffer.byteLength(JSON.stringify(input.metadata)) > MAX_METADATA_BYTES) {
       throw invalid('metadata', `must be at most ${MAX_METADATA_BYTES} bytes as JSON`);
     }
@@ -90,7 +93,7 @@ export function createTaskSubmitter(deps: {
    * submit response announcing it (nothing written yet).
    */
   async function prepare(
-    agent: Pick<AgentRow, 'uuid' | 'concurrency' | 'default_timeout_seconds'>,
+    agent: Pick<AgentRow, 'uuid' | 'concurrency' | 'default_timeout_seconds' | 'retry'>,
     workspaceUuid: string,
     input: SubmitInput,
     nowMs: number,
@@ -98,7 +101,9 @@ export function createTaskSubmitter(deps: {
   ): Promise<{ task: NewTask; response: SubmitResult }> {
     const priority = input.priority ?? DEFAULT_PRIORITY;
     const uuid = newId();
-    const estimatedStart = iso(await deps.estimator.estimate(agent, priority, nowMs));
+    const availableAtMs = requireAvailableFrom(input, nowMs);
+    // Never estimated to start before it may be handed out.
+    const estimatedStart = iso(Math.max(availableAtMs, await deps.estimator.estimate(agent, priority, nowMs)));
     const task = initial(
       {
         uuid,
@@ -114,6 +119,10 @@ export function createTaskSubmitter(deps: {
         traceId: parent?.traceId ?? null,
         traceParentSpanId: parent?.spanId ?? null,
         concurrencyKey: input.concurrency_key ?? null,
+        // The agent's retry policy now is the task's for its whole life.
+        maxAttempts: agent.retry.max_attempts,
+        backoff: isDefaultBackoff(agent.retry.backoff) ? null : agent.retry.backoff,
+        availableAt: iso(availableAtMs),
       },
       nowMs,
     );
@@ -170,9 +179,9 @@ export function createTaskSubmitter(deps: {
     parent: TraceParent | null,
     alsoWrite: ((trx: Executor, task: { uuid: string; createdAt: string }) => Promise<unknown>) | undefined,
   ): Promise<{ response: SubmitResult; replayed: boolean }> {
-    await validate(input);
-    const agent = await deps.agents.requireOwned(workspaceUuid, agentUuid);
     const nowMs = deps.clock.now();
+    await validate(input, nowMs);
+    const agent = await deps.agents.requireOwned(workspaceUuid, agentUuid);
     // Only a submit with an Idempotency-Key is compared with another: hashing costs the others.
     const hash = idempotencyKey ? requestHash(agentUuid, input) : '';
     // A retry gets the first answer whatever happened since, e.g. the agent was paused.

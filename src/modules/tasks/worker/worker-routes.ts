@@ -152,14 +152,17 @@ export function workerRoutes(service: WorkerService, watch: { credentials: Crede
           tags,
           summary: 'Fail a task',
           description:
-            'The task fails with the error (code default AGENT_ERROR), or with retryable true is queued again at once with attempt + 1 while attempts remain (3 in all).',
+            "The task fails with the error (code default AGENT_ERROR), or with retryable true is queued again with attempt + 1 while attempts remain (the task's max_attempts), available after the agent's retry backoff (0 by default) or retry_after_seconds, whichever is longer.",
           params: TaskParams,
           body: FailBody,
           response: { 200: TaskBody, ...reportErrors },
         },
       },
       async (request) =>
-        service.fail(taskRefOf(request), request.body.lease_id, request.body.error, request.body.retryable ?? false),
+        service.fail(taskRefOf(request), request.body.lease_id, request.body.error, {
+          retryable: request.body.retryable ?? false,
+          retryAfterSeconds: request.body.retry_after_seconds,
+        }),
     );
 
     app.post(

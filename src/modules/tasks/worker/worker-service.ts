@@ -12,6 +12,9 @@ import type { ClaimedTask, ClaimInput, CompleteBatchItem, Progress, TaskResult, 
 import type { TaskRef } from '../tasks-service.js';
 import { claimItemOf } from '../tasks-view.js';
 
+/** How long past a waiting task's `available_at` an empty long-poll claim looks again. */
+const NEXT_LOOK_SLACK_MS = 5;
+
 /** The worker protocol: claim with long poll, heartbeat progress, ask for input, complete, fail. */
 export function createWorkerService(deps: {
   db: Db;
@@ -26,12 +29,17 @@ export function createWorkerService(deps: {
   // Aborted at shutdown: waiting claims answer at once with what they have (nothing).
   const closing = new AbortController();
 
-  async function tryClaim(agentUuid: string, input: ClaimInput): Promise<ClaimedTask[]> {
+  /** A claim now: the tasks handed out and, when none, how long until a waiting one becomes available (ms). */
+  async function tryClaim(agentUuid: string, input: ClaimInput): Promise<{ tasks: ClaimedTask[]; untilNext: number }> {
     const lease = { leaseSeconds: input.lease_seconds ?? DEFAULT_LEASE_SECONDS, workerId: input.worker_id ?? null };
     const claimed = await db.transaction((trx) =>
       lifecycle.claim(trx, agentUuid, input.max_tasks ?? 1, { lease: () => lease }),
     );
-    return claimed.tasks.map(claimItemOf);
+    const next = claimed.nextAvailableAt;
+    // A few ms past the instant, so the next look is not a timer's rounding early.
+    const untilNext =
+      next === null ? Number.POSITIVE_INFINITY : Date.parse(next) - deps.clock.now() + NEXT_LOOK_SLACK_MS;
+    return { tasks: claimed.tasks.map(claimItemOf), untilNext };
   }
 
   /**
@@ -65,7 +73,7 @@ export function createWorkerService(deps: {
     try {
       for (;;) {
         if (signal?.aborted) return [];
-        const tasks = await tryClaim(agentUuid, input);
+        const { tasks, untilNext } = await tryClaim(agentUuid, input);
         if (signal?.aborted && tasks.length > 0) {
           // The worker is gone: hand the tasks straight back rather than let their leases run out.
           await releaseAll(workspaceUuid, agentUuid, tasks);
@@ -73,7 +81,8 @@ export function createWorkerService(deps: {
         }
         const left = deadline - performance.now();
         if (tasks.length > 0 || left <= 0 || closing.signal.aborted) return tasks;
-        await watch.wait(left);
+        // Asleep until work is announced, or a delayed task or a retry's wait comes due, or time runs out.
+        await watch.wait(Math.max(0, Math.min(left, untilNext)));
       }
     } finally {
       watch.close();
@@ -150,9 +159,21 @@ export function createWorkerService(deps: {
       });
     },
 
-    /** Fails the task, or with `retryable` queues it again while attempts remain (3 in all). */
-    fail: async (ref: TaskRef, leaseId: string, error: { code?: string; message: string }, retryable: boolean) =>
-      (await report(ref, { op: 'fail', leaseId, error, retryable })).view,
+    /**
+     * Fails the task, or with `retryable` queues it again while attempts remain (its `max_attempts`),
+     * available after the policy's delay or `retryAfterSeconds`, whichever is longer.
+     * @throws AppError INVALID_REQUEST for `retryAfterSeconds` without `retryable`.
+     */
+    async fail(
+      ref: TaskRef,
+      leaseId: string,
+      error: { code?: string; message: string },
+      opts: { retryable: boolean; retryAfterSeconds?: number | undefined },
+    ) {
+      if (opts.retryAfterSeconds !== undefined && !opts.retryable)
+        throw invalid('retry_after_seconds', 'is only allowed with retryable true');
+      return (await report(ref, { op: 'fail', leaseId, error, ...opts })).view;
+    },
 
     /** Hands the task back unfinished (the worker is shutting down): queued again, attempt unchanged. */
     release,
