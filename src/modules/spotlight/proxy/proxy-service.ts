@@ -90,7 +90,7 @@ export function createProxyService(deps: {
     attempts: CallAttempt[],
     messages: unknown = null,
   ) {
-    const { withoutUsage, ...rest } = outcome;
+    const { withoutUsage, cacheWrite1hTokens, ...rest } = outcome;
     const estimated = !base.cacheHit && withoutUsage !== null;
     const inputTokens = estimated ? estimatedTokens(promptChars(messages)) : rest.inputTokens;
     const outputTokens = estimated ? estimatedTokens(withoutUsage.outputChars) : rest.outputTokens;
@@ -102,7 +102,13 @@ export function createProxyService(deps: {
       usageEstimated: estimated,
       attempts,
       latencyMs: Math.max(0, Math.round(outcome.endedAt - arrivedAt)),
-      costNanos: base.cacheHit ? 0 : costNanos(deps.prices, base.upstreamModel, inputTokens, outputTokens),
+      costNanos: base.cacheHit
+        ? 0
+        : costNanos(deps.prices, base.upstreamModel, inputTokens, outputTokens, {
+            read: estimated ? null : rest.cacheReadTokens,
+            write: estimated ? null : rest.cacheWriteTokens,
+            write1h: estimated ? 0 : cacheWrite1hTokens,
+          }),
     };
     try {
       // The spend totals move with the record, so spend read back always equals the sum of records.
@@ -153,6 +159,7 @@ export function createProxyService(deps: {
         workspaceUuid: req.workspaceUuid,
         createdAt: iso(arrivedAt),
         source,
+        api: 'chat.completions',
         model: sel.route ? `${ROUTE_PREFIX}${sel.route.name}` : body.model,
         ...targetFields(first),
         stream: upstream.stream,

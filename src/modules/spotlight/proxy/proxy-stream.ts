@@ -46,6 +46,9 @@ export function relayStream(
     timeToFirstTokenMs: null,
     inputTokens: null,
     outputTokens: null,
+    cacheReadTokens: null,
+    cacheWriteTokens: null,
+    cacheWrite1hTokens: 0,
     withoutUsage: null,
     endedAt: 0,
   };
@@ -79,6 +82,9 @@ export function relayStream(
       usageSeen = true;
       outcome.inputTokens = facts.usage.input;
       outcome.outputTokens = facts.usage.output;
+      outcome.cacheReadTokens = facts.usage.cacheRead;
+      outcome.cacheWriteTokens = facts.usage.cacheWrite;
+      outcome.cacheWrite1hTokens = facts.usage.cacheWrite1h;
     }
     return facts.usageOnly;
   }

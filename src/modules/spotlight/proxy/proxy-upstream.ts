@@ -26,6 +26,11 @@ export interface CallOutcome {
   timeToFirstTokenMs: number | null;
   inputTokens: number | null;
   outputTokens: number | null;
+  /** Input served from / written to the provider's prompt cache (part of inputTokens); null when not reported. */
+  cacheReadTokens: number | null;
+  cacheWriteTokens: number | null;
+  /** The part of cacheWriteTokens written to Anthropic's 1-hour cache (priced apart); 0 when not reported. */
+  cacheWrite1hTokens: number;
   /**
    * Set when the upstream answered 2xx but no usage object came (a stream that ended, broke or was
    * left before its usage chunk; an answer without usage): the characters of generated text
@@ -202,6 +207,9 @@ export function bareOutcome(statusCode: number, error: CallError | null, now: nu
     timeToFirstTokenMs: null,
     inputTokens: null,
     outputTokens: null,
+    cacheReadTokens: null,
+    cacheWriteTokens: null,
+    cacheWrite1hTokens: 0,
     withoutUsage: null,
     endedAt: now,
   };
@@ -229,6 +237,9 @@ export function wholeOutcome(status: number, text: string, errorMessage: string 
     timeToFirstTokenMs: null,
     inputTokens: facts.usage?.input ?? null,
     outputTokens: facts.usage?.output ?? null,
+    cacheReadTokens: facts.usage?.cacheRead ?? null,
+    cacheWriteTokens: facts.usage?.cacheWrite ?? null,
+    cacheWrite1hTokens: facts.usage?.cacheWrite1h ?? 0,
     withoutUsage: ok && facts.usage === null ? { outputChars: generatedChars(parsed, 'message') } : null,
     endedAt: now,
   };
