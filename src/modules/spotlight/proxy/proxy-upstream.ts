@@ -4,8 +4,8 @@ import { checkOutboundUrl, type OutboundPolicy, OutboundUrlError } from '../../.
 import type { FairOutbound } from '../../../lib/outbound-fair.js';
 import type { OpenedCredential } from '../../providers/providers-service.js';
 import type { CallError } from '../usage/calls-rows.js';
-import { chunkFacts, openAiError, ProxyError, upstreamErrorBody } from './proxy-fns.js';
-import { generatedChars } from './usage-estimate-fns.js';
+import type { Protocol } from './protocols/protocol.js';
+import { openAiError, ProxyError, upstreamErrorBody } from './proxy-fns.js';
 
 const RELAYED_HEADERS = ['retry-after', 'retry-after-ms'];
 
@@ -215,22 +215,27 @@ export function bareOutcome(statusCode: number, error: CallError | null, now: nu
   };
 }
 
-/** The record's view of a non-streamed answer. */
-export function wholeOutcome(status: number, text: string, errorMessage: string | null, now: number): CallOutcome {
+/** The record's view of a non-streamed answer, read by its protocol. */
+export function wholeOutcome(
+  protocol: Pick<Protocol, 'wholeFacts'>,
+  status: number,
+  text: string,
+  errorMessage: string | null,
+  now: number,
+): CallOutcome {
   const ok = status >= 200 && status < 300;
-  let facts = chunkFacts(null);
-  let parsed: unknown = null;
+  let facts = protocol.wholeFacts(null);
   if (ok) {
     try {
-      parsed = JSON.parse(text);
-      facts = chunkFacts(parsed);
+      facts = protocol.wholeFacts(JSON.parse(text));
     } catch {
       // not JSON: relayed as it is, nothing to count
     }
   }
+  const failure = ok ? facts.failure : (errorMessage ?? `upstream answered HTTP ${status}`);
   return {
     statusCode: status,
-    error: ok ? null : { code: 'upstream_error', message: errorMessage ?? `upstream answered HTTP ${status}` },
+    error: failure === null ? null : { code: 'upstream_error', message: failure },
     responseModel: facts.model,
     responseId: facts.id,
     finishReasons: facts.finishReasons,
@@ -240,7 +245,7 @@ export function wholeOutcome(status: number, text: string, errorMessage: string 
     cacheReadTokens: facts.usage?.cacheRead ?? null,
     cacheWriteTokens: facts.usage?.cacheWrite ?? null,
     cacheWrite1hTokens: facts.usage?.cacheWrite1h ?? 0,
-    withoutUsage: ok && facts.usage === null ? { outputChars: generatedChars(parsed, 'message') } : null,
+    withoutUsage: ok && facts.usage === null ? { outputChars: facts.outputChars } : null,
     endedAt: now,
   };
 }
