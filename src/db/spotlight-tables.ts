@@ -63,6 +63,11 @@ export interface SpotlightCallsTable {
   cache_hit: DbBool;
   /** The token counts are the proxy's estimate (a 2xx answer without usage). */
   usage_estimated: DbBool;
+  /** The endpoint kind: `chat.completions` (older records), `responses` or `anthropic.messages`. */
+  api: string;
+  /** Input tokens read from / written to the provider's prompt cache (bigint); null when not reported. */
+  cache_read_tokens: number | string | null;
+  cache_write_tokens: number | string | null;
 }
 
 /** A scope's spending limits in nano-dollars (null: none); `scope_id` is the workspace's uuid for `account`. */

@@ -71,6 +71,7 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   'PATCH /user/provider_credentials/:uuid': manage,
   'DELETE /user/provider_credentials/:uuid': manage,
   'POST /spotlight/v1/chat/completions': work,
+  'POST /spotlight/v1/responses': work,
   'GET /spotlight/v1/models': work,
   'GET /spotlight/calls': read,
   'GET /spotlight/calls/:id': read,

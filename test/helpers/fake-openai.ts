@@ -25,6 +25,8 @@ export interface SeenRequest {
  * - `long`: streamed: small whole events, 4 MiB in all (while read);
  * - `hello-world`: streamed: "Hello", ", ", "world", then nothing more (until the caller goes away);
  * - `no-usage`: answers without a usage object, streamed or not (no usage chunk even when asked).
+ * POST /responses answers a Response ("Hello there", usage 11 in (4 cached) / 7 out), streamed as named
+ * events when asked; `failed` ends with response.failed, `cut` ends the stream before a terminal event.
  * GET /models lists two models; a key of `bad-key` gets 401, one of `slow-key` no answer at all,
  * one of `huge-models-key` a 2 MiB list. `state.modelsPeak` is the most /models requests open at once.
  */
@@ -63,6 +65,7 @@ export async function startFakeOpenAi() {
       }
       return json(res, 200, { object: 'list', data: [model('gpt-4o-mini'), model('gpt-4o')] });
     }
+    if (req.method === 'POST' && path === '/responses' && body) return answerResponse(body, res);
     if (req.method !== 'POST' || path !== '/chat/completions' || !body)
       return json(res, 404, errorBody('Not found', null));
     await answer(body, req, res);
@@ -142,6 +145,59 @@ export async function startFakeOpenAi() {
       await once(server, 'close');
     },
   };
+}
+
+/** The Responses API's usage object of every fake answer. */
+export const RESPONSES_USAGE = {
+  input_tokens: 11,
+  input_tokens_details: { cached_tokens: 4 },
+  output_tokens: 7,
+  output_tokens_details: { reasoning_tokens: 0 },
+  total_tokens: 18,
+};
+
+function responseObject(name: string, status: string, withOutput: boolean) {
+  const output = withOutput
+    ? [
+        {
+          id: 'msg_fake',
+          type: 'message',
+          status: 'completed',
+          role: 'assistant',
+          content: [{ type: 'output_text', text: 'Hello there', annotations: [] }],
+        },
+      ]
+    : [];
+  return {
+    id: 'resp_fake',
+    object: 'response',
+    created_at: 1_700_000_000,
+    status,
+    model: `${name}-2025-04-14`,
+    output,
+    error: status === 'failed' ? { code: 'server_error', message: 'the model failed' } : null,
+    usage: withOutput || status === 'failed' ? RESPONSES_USAGE : null,
+  };
+}
+
+/** The Responses API: a whole Response, or its stream of named events. */
+function answerResponse(body: Record<string, unknown>, res: ServerResponse) {
+  const name = String(body.model);
+  if (name === 'rate-limited')
+    return json(res, 429, errorBody('Rate limit reached for requests', 'rate_limit_exceeded'));
+  if (body.stream !== true)
+    return json(res, 200, responseObject(name, name === 'failed' ? 'failed' : 'completed', true));
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  let sequence = 0;
+  const send = (type: string, data: Record<string, unknown>) =>
+    res.write(`event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence++, ...data })}\n\n`);
+  send('response.created', { response: responseObject(name, 'in_progress', false) });
+  send('response.output_text.delta', { item_id: 'msg_fake', output_index: 0, content_index: 0, delta: 'Hello' });
+  if (name === 'cut') return res.end();
+  send('response.output_text.delta', { item_id: 'msg_fake', output_index: 0, content_index: 0, delta: ' there' });
+  if (name === 'failed') send('response.failed', { response: responseObject(name, 'failed', false) });
+  else send('response.completed', { response: responseObject(name, 'completed', true) });
+  res.end();
 }
 
 export type FakeOpenAi = Awaited<ReturnType<typeof startFakeOpenAi>>;

@@ -90,6 +90,30 @@ describe('price lookup', () => {
     expect(costNanos(SHIPPED_PRICES, 'unknown', 10, 10)).toBeNull();
     expect(costNanos(SHIPPED_PRICES, 'o1-pro', 1000, 1000)).toBe(750_000_000);
   });
+
+  it("prices Anthropic's models with their cache columns, dated ids through the snapshot rule", () => {
+    expect(priceOf(SHIPPED_PRICES, 'claude-sonnet-4-5-20250929')).toEqual({
+      input: 3,
+      output: 15,
+      cache_read: 0.3,
+      cache_write: 3.75,
+      cache_write_1h: 6,
+    });
+    expect(priceOf(SHIPPED_PRICES, 'claude-opus-4-20250514')?.input).toBe(15);
+    expect(priceOf(SHIPPED_PRICES, 'claude-haiku-4-5')?.output).toBe(5);
+    expect(priceOf(SHIPPED_PRICES, 'claude-3-haiku')?.cache_read).toBe(0.03);
+    // input 20 + written 100 + read 1000 → 1120 recorded; 10 output tokens.
+    const cache = { read: 1000, write: 100, write1h: 0 };
+    // 20×3 + 1000×0.3 + 100×3.75 + 10×15 (×1000 nanos per USD per 1M tokens)
+    expect(costNanos(SHIPPED_PRICES, 'claude-sonnet-4-5', 1120, 10, cache)).toBe(885_000);
+    // 40 of the 100 written tokens went to the 1-hour cache: 60×3.75 + 40×6 instead of 100×3.75.
+    expect(costNanos(SHIPPED_PRICES, 'claude-sonnet-4-5', 1120, 10, { ...cache, write1h: 40 })).toBe(975_000);
+    // Without cache prices, cached input costs the input price: the old formula.
+    expect(costNanos(SHIPPED_PRICES, 'gpt-4o', 1000, 0, { read: 400, write: null, write1h: 0 })).toBe(2_500_000);
+    expect(
+      costNanos({ m: { input: 2, output: 8, cache_read: 0.5 } }, 'm', 1000, 0, { read: 400, write: null, write1h: 0 }),
+    ).toBe(1_400_000);
+  });
 });
 
 describe('price file', () => {
@@ -102,11 +126,16 @@ describe('price file', () => {
     expect(table.llama3).toEqual({ input: 0, output: 0 });
     expect(table['gpt-4o-mini']).toEqual(SHIPPED_PRICES['gpt-4o-mini']);
     expect(loadPriceTable(undefined)).toBe(SHIPPED_PRICES);
+    const cached = { input: 3, output: 15, cache_read: 0.3, cache_write: 3.75, cache_write_1h: 6 };
+    writeFileSync(file, JSON.stringify({ 'acme-claude': cached }));
+    expect(loadPriceTable(file)['acme-claude']).toEqual(cached);
     for (const bad of [
       '[]',
       '{"m": {"input": -1, "output": 1}}',
       '{"m": {"input": 1}}',
       '{"m": {"input": 1, "output": 1, "x": 1}}',
+      '{"m": {"input": 1, "output": 1, "cache_read": -0.1}}',
+      '{"m": {"input": 1, "output": 1, "cache_write": "1"}}',
       'nope',
     ]) {
       writeFileSync(file, bad);

@@ -170,7 +170,22 @@ describe.each(DATABASES)('model call records and usage on $name', (database) => 
       output_tokens: 28,
       cost_usd: cost(4),
       cache_hits: 0,
+      cache_read_tokens: 0,
+      cache_write_tokens: 0,
     });
+    // Every record here is a chat completion: the kind filters keep them all, or none.
+    const kinds = async (query: string) =>
+      (await call(t.app, 'GET', `/spotlight/usage?${query}`, { token: user.token })).json().totals.calls;
+    expect([await kinds('api=chat.completions'), await kinds('api=responses')]).toEqual([5, 0]);
+    const listed0 = await call(t.app, 'GET', '/spotlight/calls?api=chat.completions', { token: user.token });
+    expect(listed0.json().calls).toHaveLength(5);
+    expect(listed0.json().calls[0]).toMatchObject({
+      api: 'chat.completions',
+      cache_read_tokens: null,
+      cache_write_tokens: null,
+    });
+    const none = await call(t.app, 'GET', '/spotlight/calls?api=anthropic.messages', { token: user.token });
+    expect(none.json().calls).toEqual([]);
 
     expect(
       (await call(t.app, 'DELETE', `/user/provider_credentials/${b.uuid}`, { token: user.token })).statusCode,
@@ -196,7 +211,16 @@ describe.each(DATABASES)('model call records and usage on $name', (database) => 
       from: '2020-01-01',
       to: '2020-01-31',
       usage: [],
-      totals: { calls: 0, errors: 0, input_tokens: 0, output_tokens: 0, cost_usd: 0, cache_hits: 0 },
+      totals: {
+        calls: 0,
+        errors: 0,
+        input_tokens: 0,
+        output_tokens: 0,
+        cost_usd: 0,
+        cache_hits: 0,
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
+      },
     });
   });
 
@@ -217,7 +241,12 @@ describe.each(DATABASES)('model call records and usage on $name', (database) => 
     }
     const year = await call(t.app, 'GET', '/spotlight/usage?from=2024-01-01&to=2024-12-31', { token: user.token });
     expect(year.statusCode).toBe(200);
-    for (const query of ['page=0', 'limit=101', 'task_id=nope', 'agent_uuid=1']) {
+    expectErrorEnvelope(
+      await call(t.app, 'GET', '/spotlight/usage?api=embeddings', { token: user.token }),
+      400,
+      'INVALID_REQUEST',
+    );
+    for (const query of ['page=0', 'limit=101', 'task_id=nope', 'agent_uuid=1', 'api=chat']) {
       expectErrorEnvelope(
         await call(t.app, 'GET', `/spotlight/calls?${query}`, { token: user.token }),
         400,
@@ -262,5 +291,14 @@ describe.each(DATABASES)('model call records and usage on $name', (database) => 
 });
 
 function row(date: string, cred: { uuid: string; name: string }, model: string, totals: Record<string, number>) {
-  return { date, provider_credential_uuid: cred.uuid, provider_credential_name: cred.name, model, ...totals };
+  const cache = { cache_read_tokens: 0, cache_write_tokens: 0 };
+  return {
+    date,
+    provider_credential_uuid: cred.uuid,
+    provider_credential_name: cred.name,
+    model,
+    api: 'chat.completions',
+    ...cache,
+    ...totals,
+  };
 }

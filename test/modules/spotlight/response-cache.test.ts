@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createCapturePool, streamCapture } from '../../../src/modules/spotlight/cache/cache-answers.js';
 import { createResponseCache, ENTRY_OVERHEAD_BYTES } from '../../../src/modules/spotlight/cache/cache-store.js';
+import { chatProtocol } from '../../../src/modules/spotlight/proxy/protocols/chat-protocol.js';
 
 const meta = { credentialUuid: 'c', upstreamModel: 'gpt-4o', responseModel: 'gpt-4o-2024' };
 const json = (text: string) => ({ kind: 'json', contentType: 'application/json', body: Buffer.from(text) }) as const;
@@ -77,16 +78,18 @@ describe('response cache', () => {
 
 describe('collecting streams for the cache', () => {
   const done = 'data: [DONE]';
+  // What the chat protocol's reader says of each event (its error chunks, its [DONE]).
+  const facts = (event: string) => chatProtocol.streamReader().read(event);
   it('keeps every collection in flight within one pool, and gives back its bytes however it ends', () => {
     const pool = createCapturePool(ENTRY_OVERHEAD_BYTES * 2 + 40);
     const a = streamCapture(pool);
     const b = streamCapture(pool);
-    a.onEvent('data: {"x":1}', false);
+    a.onEvent('data: {"x":1}', facts('data: {"x":1}'));
     expect(pool.held()).toBe(ENTRY_OVERHEAD_BYTES + 13);
-    b.onEvent(`data: ${'y'.repeat(60)}`, false);
+    b.onEvent(`data: ${'y'.repeat(60)}`, facts(`data: ${'y'.repeat(60)}`));
     // b could not be held: it stops collecting and its answer is not stored; a goes on.
     expect(b.finish(true, 'text/event-stream')).toBeNull();
-    a.onEvent(done, false);
+    a.onEvent(done, facts(done));
     expect(a.finish(true, 'text/event-stream')).toMatchObject({ kind: 'stream', events: ['data: {"x":1}', done] });
     expect(pool.held()).toBe(0);
   });
@@ -94,15 +97,15 @@ describe('collecting streams for the cache', () => {
   it('stores nothing of a stream that carried an error event, did not end with [DONE], or was not ok', () => {
     const pool = createCapturePool(1 << 20);
     const inband = streamCapture(pool);
-    inband.onEvent('data: {"choices":[]}', false);
-    inband.onEvent('data: {"error":{"message":"overloaded"}}', false);
-    inband.onEvent(done, false);
+    inband.onEvent('data: {"choices":[]}', facts('data: {"choices":[]}'));
+    inband.onEvent('data: {"error":{"message":"overloaded"}}', facts('data: {"error":{"message":"overloaded"}}'));
+    inband.onEvent(done, facts(done));
     expect(inband.finish(true, 'text/event-stream')).toBeNull();
     const cut = streamCapture(pool);
-    cut.onEvent('data: {"choices":[]}', false);
+    cut.onEvent('data: {"choices":[]}', facts('data: {"choices":[]}'));
     expect(cut.finish(true, 'text/event-stream')).toBeNull();
     const left = streamCapture(pool);
-    left.onEvent(done, false);
+    left.onEvent(done, facts(done));
     expect(left.finish(false, 'text/event-stream')).toBeNull();
     expect(pool.held()).toBe(0);
   });

@@ -168,7 +168,12 @@ describe('reading streams', () => {
     expect(chunkFacts({ usage: { prompt_tokens: -1, completion_tokens: 'x' } }).usage).toEqual({
       input: null,
       output: null,
+      cacheRead: null,
+      cacheWrite: null,
+      cacheWrite1h: 0,
     });
+    const cached = { prompt_tokens: 1200, completion_tokens: 5, prompt_tokens_details: { cached_tokens: 1024 } };
+    expect(chunkFacts({ usage: cached }).usage).toMatchObject({ input: 1200, cacheRead: 1024, cacheWrite: null });
   });
 
   it('relays JSON error bodies unchanged and wraps anything else', () => {
@@ -191,6 +196,7 @@ describe('GenAI span of a call', () => {
     workspaceUuid: 'u',
     createdAt: '2026-11-22T10:00:00.000Z',
     source: 'api',
+    api: 'chat.completions',
     model: 'fake/gpt-4o',
     upstreamModel: 'gpt-4o',
     responseModel: 'gpt-4o-2024-08-06',
@@ -202,6 +208,8 @@ describe('GenAI span of a call', () => {
     timeToFirstTokenMs: 40,
     inputTokens: 11,
     outputTokens: 7,
+    cacheReadTokens: null,
+    cacheWriteTokens: null,
     costNanos: 97_500,
     agentUuid: 'a',
     taskUuid: 't',
@@ -220,6 +228,7 @@ describe('GenAI span of a call', () => {
     expect(genAiSpanAttributes(call)).toEqual({
       'gen_ai.operation.name': 'chat',
       'gen_ai.provider.name': 'openai',
+      'taskhook.spotlight.api': 'chat.completions',
       'gen_ai.request.model': 'gpt-4o',
       'gen_ai.response.model': 'gpt-4o-2024-08-06',
       'gen_ai.response.id': 'chatcmpl-1',
@@ -247,5 +256,24 @@ describe('GenAI span of a call', () => {
       'gen_ai.usage.output_tokens': 3,
       'taskhook.spotlight.usage_estimated': true,
     });
+  });
+
+  it("names the endpoint kind and provider, and the provider's cache tokens when recorded", () => {
+    const attributes = genAiSpanAttributes({
+      ...call,
+      api: 'anthropic.messages',
+      inputTokens: 1120,
+      cacheReadTokens: 1000,
+      cacheWriteTokens: 100,
+    });
+    expect(attributes).toMatchObject({
+      'gen_ai.provider.name': 'anthropic',
+      'taskhook.spotlight.api': 'anthropic.messages',
+      'gen_ai.usage.input_tokens': 1120,
+      'gen_ai.usage.cache_read.input_tokens': 1000,
+      'gen_ai.usage.cache_creation.input_tokens': 100,
+    });
+    expect(genAiSpanAttributes({ ...call, api: 'responses' })['gen_ai.provider.name']).toBe('openai');
+    expect(Object.keys(genAiSpanAttributes(call)).some((k) => k.includes('cache_read'))).toBe(false);
   });
 });

@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { sseData } from '../proxy/proxy-fns.js';
+import type { EventFacts } from '../proxy/protocols/protocol.js';
 import type { ProxyAnswer } from '../proxy/proxy-upstream.js';
 import { type CachedAnswer, type CacheEntry, ENTRY_OVERHEAD_BYTES } from './cache-store.js';
 
@@ -22,28 +22,22 @@ export function replayAnswer(entry: CacheEntry, ageSeconds: number, callerWantsU
   return { status: 200, headers: { ...headers, 'cache-control': 'no-cache' }, body: Readable.from(events) };
 }
 
-/** A non-streamed answer worth keeping: a 200 whose body is a JSON chat completion with `choices`. */
-export function wholeEntry(answer: ProxyAnswer, text: string): CachedAnswer | null {
+/**
+ * A non-streamed answer worth keeping: a 200 JSON body its protocol calls complete (a chat
+ * completion with `choices`, a Responses object whose status is `completed`).
+ */
+export function wholeEntry(
+  answer: ProxyAnswer,
+  text: string,
+  storable: (parsed: unknown) => boolean,
+): CachedAnswer | null {
   if (answer.status !== 200 || !Buffer.isBuffer(answer.body)) return null;
   try {
-    const parsed = JSON.parse(text) as { choices?: unknown };
-    if (typeof parsed !== 'object' || parsed === null || !Array.isArray(parsed.choices)) return null;
+    if (!storable(JSON.parse(text))) return null;
   } catch {
     return null;
   }
   return { kind: 'json', contentType: answer.headers['content-type'] ?? 'application/json', body: answer.body };
-}
-
-/** Whether an SSE event's data is an error object (an upstream's in-band failure, 200 or not). */
-function isErrorEvent(data: string): boolean {
-  // Cheap before a parse: a chunk of a completion names no top-level error.
-  if (!data.includes('"error"')) return false;
-  try {
-    const parsed = JSON.parse(data) as { error?: unknown };
-    return typeof parsed === 'object' && parsed !== null && parsed.error !== undefined && parsed.error !== null;
-  } catch {
-    return false;
-  }
 }
 
 /**
@@ -71,8 +65,8 @@ export type CapturePool = ReturnType<typeof createCapturePool>;
 
 /**
  * Collects a stream's events as they are relayed, reserving their bytes in `pool`. `finish(ok)`
- * gives the stream to store, or null when it did not end with `data: [DONE]`, carried an error
- * event, was not `ok` (broken, abandoned) or could not be held; either way it releases the bytes.
+ * gives the stream to store, or null when it did not end with its protocol's complete end
+ * (`data: [DONE]`, `response.completed`), carried an error event, was not `ok` (broken, abandoned) or could not be held; either way it releases the bytes.
  */
 export function streamCapture(pool: CapturePool) {
   let events: string[] = [];
@@ -87,15 +81,14 @@ export function streamCapture(pool: CapturePool) {
     reserved = 0;
   };
   return {
-    onEvent(event: string, usageOnly: boolean) {
+    onEvent(event: string, facts: EventFacts) {
       if (dropped) return;
-      const data = sseData(event);
-      if (data !== null && data !== '[DONE]' && isErrorEvent(data)) return drop();
+      if (facts.error) return drop();
       const bytes = Buffer.byteLength(event) + (reserved === 0 ? ENTRY_OVERHEAD_BYTES : 0);
       if (!pool.reserve(bytes)) return drop();
       reserved += bytes;
-      if (usageOnly) usageEventIndex = events.length;
-      if (data === '[DONE]') done = true;
+      if (facts.usageOnly) usageEventIndex = events.length;
+      if (facts.storable) done = true;
       events.push(event);
     },
     finish(ok: boolean, contentType: string): CachedAnswer | null {

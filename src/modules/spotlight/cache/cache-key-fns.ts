@@ -59,9 +59,26 @@ function canonicalObject(entries: [string, unknown][]): string {
   return `{${sorted.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
 }
 
-/** The canonical request body of a cache key: `model`, `user` and `stream_options` left out, `stream` kept. */
-export function canonicalBody(body: Record<string, unknown>): string {
-  return canonicalObject(Object.entries(body).filter(([key]) => !IGNORED_BODY_FIELDS.has(key)));
+/**
+ * The canonical request body of a cache key: `ignored` left out (for chat completions `model`,
+ * `user` and `stream_options`), `stream` kept.
+ */
+export function canonicalBody(
+  body: Record<string, unknown>,
+  ignored: ReadonlySet<string> = IGNORED_BODY_FIELDS,
+): string {
+  return canonicalObject(Object.entries(body).filter(([key]) => !ignored.has(key)));
+}
+
+/**
+ * What a key adds for an endpoint kind other than chat completions: the kind (an entry of one kind
+ * never answers another) and what else of the request changes the answer (Anthropic's version
+ * headers); `ignored` is its body fields left out.
+ */
+export interface KeyKind {
+  api: string;
+  ignored: ReadonlySet<string>;
+  extra?: readonly unknown[];
 }
 
 /** The target part of a key for a plain call: the credential as it is now, and the upstream model. */
@@ -88,7 +105,12 @@ export function cacheKey(
   workspaceUuid: string,
   target: PlainTarget | RouteTarget,
   body: Record<string, unknown>,
+  kind?: KeyKind,
 ): string {
-  const tuple = JSON.stringify([workspaceUuid, target, canonicalBody(body)]);
+  const tuple = JSON.stringify(
+    kind === undefined
+      ? [workspaceUuid, target, canonicalBody(body)]
+      : [workspaceUuid, target, canonicalBody(body, kind.ignored), kind.api, kind.extra ?? []],
+  );
   return createHash('sha256').update(tuple).digest('hex');
 }

@@ -1,5 +1,6 @@
 import type { OpenedCredential } from '../../providers/providers-service.js';
 import type { CallAttempt } from '../usage/calls-rows.js';
+import type { EventFacts, Protocol } from './protocols/protocol.js';
 import { ProxyError } from './proxy-fns.js';
 import { relayStream } from './proxy-stream.js';
 import {
@@ -38,6 +39,7 @@ export interface Attempted {
 
 /** What the attempt loop needs besides the upstream itself. */
 export interface AttemptOptions {
+  protocol: Protocol;
   targets: readonly Target[];
   /** Failures that move on to the next target; [] for a plain call (one target). */
   fallBackOn: readonly Fallback[];
@@ -51,7 +53,7 @@ export interface AttemptOptions {
    */
   onEnd: (target: Target, outcome: CallOutcome, attempts: CallAttempt[]) => Promise<void>;
   /** Every event of a stream that is relayed (for the cache). */
-  onEvent?: ((event: string, usageOnly: boolean) => void) | undefined;
+  onEvent?: ((event: string, facts: EventFacts) => void) | undefined;
 }
 
 /** Which `retry_on` class a failed exchange is in; null when it is none of them. */
@@ -87,7 +89,7 @@ export async function attemptTargets(deps: UpstreamDeps, opts: AttemptOptions): 
       latencyMs: Math.max(0, Math.round(endedAt - startedAt)),
     });
     try {
-      const res = await callUpstream(deps, target.credential, '/chat/completions', {
+      const res = await callUpstream(deps, target.credential, opts.protocol.path, {
         method: 'POST',
         body: JSON.stringify({ ...opts.body, model: target.upstreamModel }),
         signal: opts.signal,
@@ -96,6 +98,8 @@ export async function attemptTargets(deps: UpstreamDeps, opts: AttemptOptions): 
       const type = String(res.headers['content-type'] ?? '');
       if (res.statusCode >= 200 && res.statusCode < 300 && type.startsWith('text/event-stream')) {
         const answer = relayStream(res, {
+          reader: opts.protocol.streamReader(),
+          requiresTerminal: opts.protocol.requiresTerminal,
           callerWantsUsage: opts.callerWantsUsage,
           maxEventBytes: deps.limits.maxEventBytes,
           maxStreamBytes: deps.limits.maxStreamBytes,
@@ -109,7 +113,7 @@ export async function attemptTargets(deps: UpstreamDeps, opts: AttemptOptions): 
         return { answer, target, kind: 'stream', text: null, outcome: null };
       }
       const { answer, text, errorMessage } = await relayWhole(deps, res, opts.signal);
-      const outcome = wholeOutcome(res.statusCode, text, errorMessage, deps.now());
+      const outcome = wholeOutcome(opts.protocol, res.statusCode, text, errorMessage, deps.now());
       attempts.push(attempt(res.statusCode, outcome.error, outcome.endedAt));
       if (canFallBack(fallbackOf({ statusCode: res.statusCode, errorCode: null }))) continue;
       await opts.onEnd(target, outcome, attempts);

@@ -141,6 +141,19 @@ export function sseData(event: string): string | null {
   return lines.map((l) => l.slice(5).replace(/^ /, '')).join('\n');
 }
 
+/**
+ * Token counts of an answer as recorded: `input` includes cached input (read from or written to
+ * the provider's prompt cache), as OpenTelemetry's `gen_ai.usage.input_tokens` does; `cacheWrite1h`
+ * is the part of `cacheWrite` written to Anthropic's 1-hour cache (0 when not reported).
+ */
+export interface TokenUsage {
+  input: number | null;
+  output: number | null;
+  cacheRead: number | null;
+  cacheWrite: number | null;
+  cacheWrite1h: number;
+}
+
 export interface ChunkFacts {
   model: string | null;
   id: string | null;
@@ -148,11 +161,11 @@ export interface ChunkFacts {
   hasToken: boolean;
   /** A usage-only chunk: empty choices with usage set. */
   usageOnly: boolean;
-  usage: { input: number | null; output: number | null } | null;
+  usage: TokenUsage | null;
   finishReasons: string[];
 }
 
-const count = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : null);
+export const count = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : null);
 
 /** What the accounting needs of one chat-completion object or stream chunk. */
 export function chunkFacts(value: unknown): ChunkFacts {
@@ -167,8 +180,17 @@ export function chunkFacts(value: unknown): ChunkFacts {
     );
   });
   const u = o.usage as Record<string, unknown> | null | undefined;
-  const usage =
-    u && typeof u === 'object' ? { input: count(u.prompt_tokens), output: count(u.completion_tokens) } : null;
+  const details = (u && typeof u === 'object' ? u.prompt_tokens_details : null) as Record<string, unknown> | null;
+  const usage: TokenUsage | null =
+    u && typeof u === 'object'
+      ? {
+          input: count(u.prompt_tokens),
+          output: count(u.completion_tokens),
+          cacheRead: details && typeof details === 'object' ? count(details.cached_tokens) : null,
+          cacheWrite: null,
+          cacheWrite1h: 0,
+        }
+      : null;
   return {
     model: typeof o.model === 'string' ? o.model : null,
     id: typeof o.id === 'string' ? o.id : null,

@@ -4,8 +4,15 @@ import { handleError } from '../../../http/error-handler.js';
 import { AppError, AuthError } from '../../../http/errors.js';
 import { principalOf } from '../../../http/guard.js';
 import { openAiError, ProxyError } from './proxy-fns.js';
-import { ChatCompletionBody, ChatCompletionReply, ModelListReply, OpenAiErrorSchema } from './proxy-schemas.js';
-import type { ProxyService } from './proxy-service.js';
+import {
+  ChatCompletionBody,
+  ChatCompletionReply,
+  ModelListReply,
+  OpenAiErrorSchema,
+  ResponsesBody,
+  ResponsesReply,
+} from './proxy-schemas.js';
+import type { ChatAnswer, ChatRequest, ProxyService } from './proxy-service.js';
 import type { ProxyAnswer } from './proxy-upstream.js';
 
 const tags = ['model proxy'];
@@ -106,6 +113,29 @@ function holdSlot(slots: Pick<ConnectionLimits, 'acquire'>, request: FastifyRequ
   reply.raw.once('close', release);
 }
 
+/** One model call: the caller's request as plain data to the service, its answer relayed. */
+async function modelCall(
+  kind: (req: ChatRequest) => Promise<ChatAnswer>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  slots: Pick<ConnectionLimits, 'acquire'>,
+) {
+  holdSlot(slots, request, reply);
+  const principal = principalOf(request);
+  const answer = await kind({
+    workspaceUuid: principal.workspaceUuid,
+    platformKeyUuid: principal.via === 'platform_key' ? principal.credentialUuid : null,
+    body: request.body,
+    credential: header(request, 'x-taskhook-credential'),
+    taskId: header(request, 'x-taskhook-task-id'),
+    cache: request.headers['x-taskhook-cache'],
+    traceparent: header(request, 'traceparent'),
+    signal: callerGone(reply),
+  });
+  if (answer.callId) reply.header('x-taskhook-call-id', answer.callId);
+  return send(reply, answer);
+}
+
 /**
  * The OpenAI-compatible proxy under /spotlight/v1 (a JWT or a platform key). `slots` bounds the
  * calls one user has in flight on this instance, so one account cannot hold every upstream
@@ -126,14 +156,18 @@ export function proxyRoutes(
       ),
     );
 
+    const callOptions = {
+      config,
+      bodyLimit: opts.maxBodyBytes,
+      errorHandler: openAiErrorHandler,
+      // The service checks the body itself: errors here are OpenAI's, and unknown fields pass through.
+      attachValidation: true,
+    };
+
     app.post(
       '/chat/completions',
       {
-        config,
-        bodyLimit: opts.maxBodyBytes,
-        errorHandler: openAiErrorHandler,
-        // The service checks the body itself: errors here are OpenAI's, and unknown fields pass through.
-        attachValidation: true,
+        ...callOptions,
         schema: {
           tags,
           summary: 'Chat completion through a provider credential',
@@ -143,22 +177,23 @@ export function proxyRoutes(
           response: { 200: ChatCompletionReply, ...openAiErrors },
         },
       },
-      async (request, reply) => {
-        holdSlot(opts.slots, request, reply);
-        const principal = principalOf(request);
-        const answer = await service.chatCompletions({
-          workspaceUuid: principal.workspaceUuid,
-          platformKeyUuid: principal.via === 'platform_key' ? principal.credentialUuid : null,
-          body: request.body,
-          credential: header(request, 'x-taskhook-credential'),
-          taskId: header(request, 'x-taskhook-task-id'),
-          cache: request.headers['x-taskhook-cache'],
-          traceparent: header(request, 'traceparent'),
-          signal: callerGone(reply),
-        });
-        if (answer.callId) reply.header('x-taskhook-call-id', answer.callId);
-        return send(reply, answer);
+      (request, reply) => modelCall((req) => service.chatCompletions(req), request, reply, opts.slots),
+    );
+
+    app.post(
+      '/responses',
+      {
+        ...callOptions,
+        schema: {
+          tags,
+          summary: 'OpenAI Responses API call through a provider credential',
+          description:
+            'OpenAI-compatible Responses API (client.responses.create with baseURL {base_url}/spotlight/v1 and a platform key): credential selection, routes of provider openai, attribution, budgets, records (api "responses") and the cache as for chat completions. The body is passed upstream to {base_url}/responses with only model changed; input must be a string or an array; background: true is 400 unsupported_parameter. Streams (stream: true) are relayed event by event with their event: lines; usage comes from the terminal event (response.completed, response.incomplete, response.failed). A stream that breaks ends with event: error (code upstream_timeout or upstream_error). A call with previous_response_id or conversation is not cached (X-Taskhook-Cache: bypass). Other paths under /responses are 404.',
+          body: ResponsesBody,
+          response: { 200: ResponsesReply, ...openAiErrors },
+        },
       },
+      (request, reply) => modelCall(service.responses, request, reply, opts.slots),
     );
 
     app.get(

@@ -39,6 +39,27 @@ export const ChatCompletionReply = Type.Unknown({
     'The upstream answer as it is: a chat completion (application/json), or for stream: true a text/event-stream of chat.completion.chunk events ending with data: [DONE].',
 });
 
+export const ResponsesBody = Type.Object(
+  {
+    model: Type.String({
+      description:
+        '<credential name>/<upstream model>, route:<name>, or the upstream model when X-Taskhook-Credential is sent.',
+    }),
+    input: Type.Optional(Type.Union([Type.String(), Type.Array(Type.Unknown())])),
+    stream: Type.Optional(Type.Boolean()),
+  },
+  {
+    additionalProperties: true,
+    description:
+      "OpenAI's Responses request; every other field is passed upstream unchanged (background: true is refused).",
+  },
+);
+
+export const ResponsesReply = Type.Unknown({
+  description:
+    'The upstream answer as it is: a Response object (application/json), or for stream: true a text/event-stream of named Responses events (event: lines included) ending with response.completed, response.incomplete, response.failed or error.',
+});
+
 export const ModelListReply = Type.Unknown({
   description:
     '{"object": "list", "data": [model, …]}: ids are `<credential name>/<id>` unless X-Taskhook-Credential names one; routes follow as `route:<name>`.',

@@ -12,13 +12,16 @@ import type { CallObserver, RecordedCall } from '../usage/call-spans.js';
 import type { CallsRepo } from '../usage/calls-repo.js';
 import type { CallAttempt } from '../usage/calls-rows.js';
 import { costNanos, type PriceTable, priceOf } from '../usage/prices.js';
+import { chatProtocol } from './protocols/chat-protocol.js';
+import type { Protocol } from './protocols/protocol.js';
+import { responsesProtocol } from './protocols/responses-protocol.js';
 import { attemptTargets, type Target } from './proxy-attempts.js';
-import { checkChatBody, proxyError, upstreamChatBody } from './proxy-fns.js';
+import { proxyError } from './proxy-fns.js';
 import { createModelLists } from './proxy-models.js';
 import { createSelection, keyTarget, ROUTE_PREFIX, type RouteLookup } from './proxy-selection.js';
 import { STREAM_CONTENT_TYPE } from './proxy-stream.js';
 import { bareOutcome, type CallOutcome, type ProxyAnswer, type UpstreamDeps } from './proxy-upstream.js';
-import { estimatedTokens, promptChars } from './usage-estimate-fns.js';
+import { estimatedTokens } from './usage-estimate-fns.js';
 
 /** Who calls and for what: the proxy's request, as plain data. */
 export interface ChatRequest {
@@ -80,19 +83,13 @@ export function createProxyService(deps: {
 
   /**
    * Writes the record (and tells the observers); a failure to record never fails the answer. A 2xx
-   * answer without usage is charged an estimate from `messages` (the request's) and the generated
+   * answer without usage is charged an estimate from `promptChars` (the request's) and the generated
    * text received.
    */
-  async function record(
-    base: Base,
-    arrivedAt: number,
-    outcome: CallOutcome,
-    attempts: CallAttempt[],
-    messages: unknown = null,
-  ) {
-    const { withoutUsage, ...rest } = outcome;
+  async function record(base: Base, arrivedAt: number, outcome: CallOutcome, attempts: CallAttempt[], promptChars = 0) {
+    const { withoutUsage, cacheWrite1hTokens, ...rest } = outcome;
     const estimated = !base.cacheHit && withoutUsage !== null;
-    const inputTokens = estimated ? estimatedTokens(promptChars(messages)) : rest.inputTokens;
+    const inputTokens = estimated ? estimatedTokens(promptChars) : rest.inputTokens;
     const outputTokens = estimated ? estimatedTokens(withoutUsage.outputChars) : rest.outputTokens;
     const call: RecordedCall = {
       ...base,
@@ -102,7 +99,13 @@ export function createProxyService(deps: {
       usageEstimated: estimated,
       attempts,
       latencyMs: Math.max(0, Math.round(outcome.endedAt - arrivedAt)),
-      costNanos: base.cacheHit ? 0 : costNanos(deps.prices, base.upstreamModel, inputTokens, outputTokens),
+      costNanos: base.cacheHit
+        ? 0
+        : costNanos(deps.prices, base.upstreamModel, inputTokens, outputTokens, {
+            read: estimated ? null : rest.cacheReadTokens,
+            write: estimated ? null : rest.cacheWriteTokens,
+            write1h: estimated ? 0 : cacheWrite1hTokens,
+          }),
     };
     try {
       // The spend totals move with the record, so spend read back always equals the sum of records.
@@ -133,117 +136,132 @@ export function createProxyService(deps: {
     /** GET /models: see createModelLists. */
     models: listModels,
 
-    /**
-     * POST /chat/completions through the proxy. Errors before a credential or route is selected
-     * are thrown (ProxyError, not recorded); from then on every outcome is recorded and answered.
-     * In order: the cache (a hit answers at once), the budgets, then each target until one answers.
-     */
-    async chatCompletions(req: ChatRequest, source: 'api' | 'runtime' = 'api'): Promise<ChatAnswer> {
-      const arrivedAt = deps.clock.now();
-      const body = checkChatBody(req.body);
-      const cacheHeader = parseCacheHeader(req.cache);
-      if (cacheHeader.kind === 'invalid')
-        throw proxyError(400, 'X-Taskhook-Cache must be max-age=<1-86400> or no-store', 'invalid_cache_header');
-      const task = req.task ?? (await attribution(req.workspaceUuid, req.taskId));
-      const sel = await select(req, body.model);
-      const first = sel.targets[0] as Target;
-      const upstream = upstreamChatBody(body, first.upstreamModel);
-      const base: Base = {
-        uuid: newId(),
-        workspaceUuid: req.workspaceUuid,
-        createdAt: iso(arrivedAt),
-        source,
-        model: sel.route ? `${ROUTE_PREFIX}${sel.route.name}` : body.model,
-        ...targetFields(first),
-        stream: upstream.stream,
-        agentUuid: task?.agentUuid ?? null,
-        taskUuid: task?.taskUuid ?? null,
-        platformKeyUuid: req.platformKeyUuid ?? null,
-        route: sel.route && { uuid: sel.route.uuid, name: sel.route.name },
-        cacheHit: false,
-        traceparent: req.traceparent ?? null,
-        request: {
-          temperature: body.temperature,
-          maxTokens: body.max_completion_tokens ?? body.max_tokens,
-          baseUrl: first.credential.baseUrl,
-        },
-      };
-      const answered = (answer: ProxyAnswer): ChatAnswer => ({ ...answer, callId: base.uuid });
+    /** POST /chat/completions through the proxy (see `call`). */
+    chatCompletions: (req: ChatRequest, source: 'api' | 'runtime' = 'api') => call(chatProtocol, req, source),
 
-      const policy = cachePolicySeconds(cacheHeader, sel.route?.cacheTtlSeconds ?? null);
-      const key = policy === null ? null : cacheKey(req.workspaceUuid, keyTarget(sel), body);
-      if (key !== null && policy !== null) {
-        const entry = deps.cache.lookup(key, policy);
-        if (entry) {
-          // The target that gave the stored answer (for a route, maybe not the first).
-          const replayed = sel.targets.find((t) => t.credential.uuid === entry.meta.credentialUuid) ?? first;
-          const hit: Base = {
-            ...base,
-            cacheHit: true,
-            providerCredentialUuid: entry.meta.credentialUuid ?? base.providerCredentialUuid,
-            upstreamModel: entry.meta.upstreamModel ?? base.upstreamModel,
-            request: { ...base.request, baseUrl: replayed.credential.baseUrl },
-          };
-          const now = deps.clock.now();
-          await record(hit, arrivedAt, { ...bareOutcome(200, null, now), responseModel: entry.meta.responseModel }, []);
-          return answered(replayAnswer(entry, deps.cache.ageSeconds(entry), upstream.callerWantsUsage));
-        }
-      }
-      const marked = (answer: ProxyAnswer): ChatAnswer =>
-        answered(key === null ? answer : { ...answer, headers: { ...answer.headers, 'x-taskhook-cache': 'miss' } });
-
-      const { refusal, applies } = await deps.budgets.check(base satisfies CallScopes);
-      if (refusal) {
-        const now = deps.clock.now();
-        await record(base, arrivedAt, refusedOutcome('budget_exceeded', 429, refusal.message, now), []);
-        return { ...marked(refusalAnswer(refusal, now)), refused: 'budget_exceeded' };
-      }
-      // A budget cannot count what has no price: every target must be priced (checked once).
-      const unpriced = applies ? sel.targets.find((t) => !priceOf(deps.prices, t.upstreamModel)) : undefined;
-      if (unpriced) {
-        const message = unpricedMessage(unpriced.upstreamModel);
-        const fields = { ...base, ...targetFields(unpriced) };
-        fields.request = { ...base.request, baseUrl: unpriced.credential.baseUrl };
-        await record(fields, arrivedAt, refusedOutcome('model_not_priced', 400, message, deps.clock.now()), []);
-        return { ...marked(unpricedAnswer(message)), refused: 'model_not_priced' };
-      }
-      touch(first.credential.uuid);
-      const capture = key === null ? null : streamCapture(capturePool);
-      const attempted = await attemptTargets(deps.upstream, {
-        targets: sel.targets,
-        fallBackOn: sel.route?.retryOn ?? [],
-        body: upstream.body,
-        callerWantsUsage: upstream.callerWantsUsage,
-        signal: req.signal,
-        onEvent: capture?.onEvent,
-        onEnd: async (target, outcome, attempts) => {
-          // The fallback targets that were tried (the first was marked before it was called).
-          for (const uuid of new Set(attempts.map((a) => a.providerCredentialUuid)))
-            if (uuid !== first.credential.uuid) touch(uuid);
-          const fields = { ...base, ...targetFields(target) };
-          fields.request = { ...base.request, baseUrl: target.credential.baseUrl };
-          await record(fields, arrivedAt, outcome, attempts, body.messages);
-          // A stream is kept only when it ended with [DONE], without error, the caller still there.
-          const entry = capture?.finish(outcome.error === null && !req.signal.aborted, STREAM_CONTENT_TYPE) ?? null;
-          if (key !== null && policy !== null && entry) {
-            deps.cache.store(key, entry, metaOf(target, outcome), policy);
-          }
-        },
-      });
-      // Never an answer whose caller has gone meanwhile.
-      if (
-        key !== null &&
-        policy !== null &&
-        attempted.kind === 'whole' &&
-        attempted.text !== null &&
-        !req.signal.aborted
-      ) {
-        const entry = wholeEntry(attempted.answer, attempted.text);
-        if (entry) deps.cache.store(key, entry, metaOf(attempted.target, attempted.outcome), policy);
-      }
-      return marked(attempted.answer);
-    },
+    /** POST /responses through the proxy (see `call`). */
+    responses: (req: ChatRequest) => call(responsesProtocol, req, 'api'),
   };
+
+  /**
+   * One model call of any endpoint kind. Errors before a credential or route is selected are
+   * thrown (ProxyError, not recorded); from then on every outcome is recorded and answered. In
+   * order: the cache (a hit answers at once), the budgets, then each target until one answers.
+   */
+  async function call(protocol: Protocol, req: ChatRequest, source: 'api' | 'runtime'): Promise<ChatAnswer> {
+    const arrivedAt = deps.clock.now();
+    const body = protocol.checkBody(req.body);
+    const cacheHeader = parseCacheHeader(req.cache);
+    if (cacheHeader.kind === 'invalid')
+      throw proxyError(400, 'X-Taskhook-Cache must be max-age=<1-86400> or no-store', 'invalid_cache_header');
+    const task = req.task ?? (await attribution(req.workspaceUuid, req.taskId));
+    const sel = await select(req, body.model);
+    const first = sel.targets[0] as Target;
+    const upstream = protocol.upstreamBody(body, first.upstreamModel);
+    const base: Base = {
+      uuid: newId(),
+      workspaceUuid: req.workspaceUuid,
+      createdAt: iso(arrivedAt),
+      source,
+      api: protocol.api,
+      model: sel.route ? `${ROUTE_PREFIX}${sel.route.name}` : body.model,
+      ...targetFields(first),
+      stream: upstream.stream,
+      agentUuid: task?.agentUuid ?? null,
+      taskUuid: task?.taskUuid ?? null,
+      platformKeyUuid: req.platformKeyUuid ?? null,
+      route: sel.route && { uuid: sel.route.uuid, name: sel.route.name },
+      cacheHit: false,
+      traceparent: req.traceparent ?? null,
+      request: {
+        temperature: body.temperature,
+        maxTokens: protocol.maxTokens(body),
+        baseUrl: first.credential.baseUrl,
+      },
+    };
+    const answered = (answer: ProxyAnswer): ChatAnswer => ({ ...answer, callId: base.uuid });
+
+    const policy = cachePolicySeconds(cacheHeader, sel.route?.cacheTtlSeconds ?? null);
+    // A call whose answer depends on state kept upstream passes the cache by (header `bypass`).
+    const bypass = policy !== null && !protocol.cacheable(body);
+    const kind = protocol === chatProtocol ? undefined : { api: protocol.api, ignored: protocol.ignoredInKey };
+    const key = policy === null || bypass ? null : cacheKey(req.workspaceUuid, keyTarget(sel), body, kind);
+    if (key !== null && policy !== null) {
+      const entry = deps.cache.lookup(key, policy);
+      if (entry) {
+        // The target that gave the stored answer (for a route, maybe not the first).
+        const replayed = sel.targets.find((t) => t.credential.uuid === entry.meta.credentialUuid) ?? first;
+        const hit: Base = {
+          ...base,
+          cacheHit: true,
+          providerCredentialUuid: entry.meta.credentialUuid ?? base.providerCredentialUuid,
+          upstreamModel: entry.meta.upstreamModel ?? base.upstreamModel,
+          request: { ...base.request, baseUrl: replayed.credential.baseUrl },
+        };
+        const now = deps.clock.now();
+        await record(hit, arrivedAt, { ...bareOutcome(200, null, now), responseModel: entry.meta.responseModel }, []);
+        return answered(replayAnswer(entry, deps.cache.ageSeconds(entry), upstream.callerWantsUsage));
+      }
+    }
+    const marked = (answer: ProxyAnswer): ChatAnswer =>
+      answered(
+        key === null && !bypass
+          ? answer
+          : { ...answer, headers: { ...answer.headers, 'x-taskhook-cache': bypass ? 'bypass' : 'miss' } },
+      );
+
+    const { refusal, applies } = await deps.budgets.check(base satisfies CallScopes);
+    if (refusal) {
+      const now = deps.clock.now();
+      await record(base, arrivedAt, refusedOutcome('budget_exceeded', 429, refusal.message, now), []);
+      return { ...marked(refusalAnswer(refusal, now)), refused: 'budget_exceeded' };
+    }
+    // A budget cannot count what has no price: every target must be priced (checked once).
+    const unpriced = applies ? sel.targets.find((t) => !priceOf(deps.prices, t.upstreamModel)) : undefined;
+    if (unpriced) {
+      const message = unpricedMessage(unpriced.upstreamModel);
+      const fields = { ...base, ...targetFields(unpriced) };
+      fields.request = { ...base.request, baseUrl: unpriced.credential.baseUrl };
+      await record(fields, arrivedAt, refusedOutcome('model_not_priced', 400, message, deps.clock.now()), []);
+      return { ...marked(unpricedAnswer(message)), refused: 'model_not_priced' };
+    }
+    touch(first.credential.uuid);
+    const capture = key === null ? null : streamCapture(capturePool);
+    const attempted = await attemptTargets(deps.upstream, {
+      protocol,
+      targets: sel.targets,
+      fallBackOn: sel.route?.retryOn ?? [],
+      body: upstream.body,
+      callerWantsUsage: upstream.callerWantsUsage,
+      signal: req.signal,
+      onEvent: capture?.onEvent,
+      onEnd: async (target, outcome, attempts) => {
+        // The fallback targets that were tried (the first was marked before it was called).
+        for (const uuid of new Set(attempts.map((a) => a.providerCredentialUuid)))
+          if (uuid !== first.credential.uuid) touch(uuid);
+        const fields = { ...base, ...targetFields(target) };
+        fields.request = { ...base.request, baseUrl: target.credential.baseUrl };
+        await record(fields, arrivedAt, outcome, attempts, protocol.promptChars(body));
+        // A stream is kept only when it ended with [DONE], without error, the caller still there.
+        const entry = capture?.finish(outcome.error === null && !req.signal.aborted, STREAM_CONTENT_TYPE) ?? null;
+        if (key !== null && policy !== null && entry) {
+          deps.cache.store(key, entry, metaOf(target, outcome), policy);
+        }
+      },
+    });
+    // Never an answer whose caller has gone meanwhile.
+    if (
+      key !== null &&
+      policy !== null &&
+      attempted.kind === 'whole' &&
+      attempted.text !== null &&
+      !req.signal.aborted
+    ) {
+      const entry = wholeEntry(attempted.answer, attempted.text, protocol.storableWhole);
+      if (entry) deps.cache.store(key, entry, metaOf(attempted.target, attempted.outcome), policy);
+    }
+    return marked(attempted.answer);
+  }
 }
 
 /** What a hit records besides the answer: the target and model of the answer it replays. */

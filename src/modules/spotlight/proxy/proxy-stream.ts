@@ -1,9 +1,9 @@
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import { chunkFacts, createSseSplitter, SseEventTooLarge, sseData } from './proxy-fns.js';
+import type { EventFacts, StreamReader } from './protocols/protocol.js';
+import { createSseSplitter, SseEventTooLarge } from './proxy-fns.js';
 import type { CallOutcome, ProxyAnswer } from './proxy-upstream.js';
-import { generatedChars } from './usage-estimate-fns.js';
 
 const TIMEOUT_CODES = new Set(['UND_ERR_BODY_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT']);
 
@@ -25,6 +25,9 @@ export const STREAM_CONTENT_TYPE = 'text/event-stream; charset=utf-8';
 export function relayStream(
   res: Dispatcher.ResponseData,
   opts: {
+    reader: StreamReader;
+    /** A stream that ends without the protocol's terminal event broke. */
+    requiresTerminal: boolean;
     callerWantsUsage: boolean;
     maxEventBytes: number;
     maxStreamBytes: number;
@@ -32,81 +35,38 @@ export function relayStream(
     upstreamStartedAt: number;
     now: () => number;
     onEnd: (outcome: CallOutcome) => Promise<void>;
-    /** Told of every upstream event in order (the usage-only chunk and [DONE] included): the cache keeps them. */
-    onEvent?: ((event: string, usageOnly: boolean) => void) | undefined;
+    /** Told of every upstream event in order (the usage-only chunk and the final event included): the cache keeps them. */
+    onEvent?: ((event: string, facts: EventFacts) => void) | undefined;
   },
 ): ProxyAnswer {
   const out = new PassThrough();
-  const outcome: CallOutcome = {
-    statusCode: 200,
-    error: null,
-    responseModel: null,
-    responseId: null,
-    finishReasons: [],
-    timeToFirstTokenMs: null,
-    inputTokens: null,
-    outputTokens: null,
-    withoutUsage: null,
-    endedAt: 0,
-  };
-  let first = true;
-  // For the estimate when no usage chunk comes: generated characters of every delta received.
-  let usageSeen = false;
-  let outputChars = 0;
-
-  /** Reads one event for the record; true when it is the usage-only chunk. */
-  function inspect(event: string): boolean {
-    const data = sseData(event);
-    if (data === null || data === '[DONE]') return false;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(data);
-    } catch {
-      return false;
-    }
-    const facts = chunkFacts(parsed);
-    if (first) {
-      outcome.responseModel = facts.model;
-      outcome.responseId = facts.id;
-      first = false;
-    }
-    if (facts.hasToken && outcome.timeToFirstTokenMs === null) {
-      outcome.timeToFirstTokenMs = Math.max(0, opts.now() - opts.upstreamStartedAt);
-    }
-    outcome.finishReasons.push(...facts.finishReasons);
-    outputChars += generatedChars(parsed, 'delta');
-    if (facts.usage) {
-      usageSeen = true;
-      outcome.inputTokens = facts.usage.input;
-      outcome.outputTokens = facts.usage.output;
-    }
-    return facts.usageOnly;
-  }
+  const reader = opts.reader;
+  let timeToFirstTokenMs: number | null = null;
+  let error: CallOutcome['error'] = null;
 
   async function write(text: string) {
     if (out.destroyed) return;
     if (!out.write(text)) await once(out, 'drain', { signal: opts.signal });
   }
 
-  // The final event (`data: [DONE]`, or the error event of a broken stream) is held until the
-  // record, and with it the call's cost, is committed: a caller that has read the whole answer and
-  // calls again is checked against this call's spend.
+  // The final event (`data: [DONE]`, a Responses terminal event, or the error event of a broken
+  // stream) is held until the record, and with it the call's cost, is committed: a caller that has
+  // read the whole answer and calls again is checked against this call's spend.
   let final: string | null = null;
 
-  /** Relays one event, holding back [DONE]; an event after it lets it go first (order kept). */
+  /** Relays one event, holding back the final one; an event after it lets it go first (order kept). */
   async function relay(event: string) {
     if (final !== null) {
       await write(final);
       final = null;
     }
-    if (sseData(event) === '[DONE]') {
-      opts.onEvent?.(event, false);
-      final = `${event}\n\n`;
-      return;
+    const facts = reader.read(event);
+    if (reader.firstToken && timeToFirstTokenMs === null) {
+      timeToFirstTokenMs = Math.max(0, opts.now() - opts.upstreamStartedAt);
     }
-    const usageOnly = inspect(event);
-    opts.onEvent?.(event, usageOnly);
-    if (!usageOnly || opts.callerWantsUsage) await write(`${event}\n\n`);
+    opts.onEvent?.(event, facts);
+    if (facts.final) final = `${event}\n\n`;
+    else if (!facts.usageOnly || opts.callerWantsUsage) await write(`${event}\n\n`);
   }
 
   async function pump() {
@@ -121,11 +81,27 @@ export function relayStream(
       }
       const rest = splitter.push(`${decoder.decode()}\n\n`).join('');
       if (rest.trim() !== '') await relay(rest);
+      if (opts.requiresTerminal && !reader.complete) throw new EndedEarly();
+      if (reader.failure !== null) error = { code: 'upstream_error', message: reader.failure };
     } catch (err) {
       fail(err);
     }
-    outcome.endedAt = opts.now();
-    if (!usageSeen) outcome.withoutUsage = { outputChars };
+    const u = reader.usage;
+    const outcome: CallOutcome = {
+      statusCode: 200,
+      error,
+      responseModel: reader.model,
+      responseId: reader.id,
+      finishReasons: reader.finishReasons,
+      timeToFirstTokenMs,
+      inputTokens: u?.input ?? null,
+      outputTokens: u?.output ?? null,
+      cacheReadTokens: u?.cacheRead ?? null,
+      cacheWriteTokens: u?.cacheWrite ?? null,
+      cacheWrite1hTokens: u?.cacheWrite1h ?? 0,
+      withoutUsage: u === null ? { outputChars: reader.outputChars } : null,
+      endedAt: opts.now(),
+    };
     await opts.onEnd(outcome).catch(() => undefined);
     if (final !== null) await write(final).catch(() => undefined);
     out.end();
@@ -134,7 +110,7 @@ export function relayStream(
   /** Records why the stream broke and, unless the caller left, holds a last event to tell it. */
   function fail(err: unknown) {
     if (opts.signal.aborted) {
-      outcome.error = { code: 'client_closed', message: 'the caller closed the connection' };
+      error = { code: 'client_closed', message: 'the caller closed the connection' };
       return;
     }
     const tooLarge = err instanceof SseEventTooLarge || err instanceof StreamTooLarge;
@@ -142,14 +118,15 @@ export function relayStream(
     if (tooLarge) res.body.destroy();
     const timeout = TIMEOUT_CODES.has((err as { code?: string }).code ?? '');
     const code = timeout ? 'upstream_timeout' : 'upstream_error';
-    const message = tooLarge
-      ? (err as Error).message
-      : timeout
-        ? 'Upstream stopped sending in time'
-        : 'Upstream stream failed';
-    outcome.error = { code, message };
-    // A [DONE] held before the failure is not sent: the stream ends with the error alone.
-    final = `data: ${JSON.stringify({ error: { message, type: 'upstream_error', param: null, code } })}\n\n`;
+    const message =
+      tooLarge || err instanceof EndedEarly
+        ? (err as Error).message
+        : timeout
+          ? 'Upstream stopped sending in time'
+          : 'Upstream stream failed';
+    error = { code, message };
+    // A final event held before the failure is not sent: the stream ends with the error alone.
+    final = reader.brokenEvent(code, message);
   }
 
   void pump();
@@ -158,6 +135,13 @@ export function relayStream(
     headers: { 'content-type': STREAM_CONTENT_TYPE, 'cache-control': 'no-cache' },
     body: out,
   };
+}
+
+/** The upstream closed a stream before the protocol's terminal event. */
+class EndedEarly extends Error {
+  constructor() {
+    super('Upstream ended the stream before its final event');
+  }
 }
 
 /** The streamed answer as a whole passed its cap. */

@@ -4,8 +4,8 @@ import { checkOutboundUrl, type OutboundPolicy, OutboundUrlError } from '../../.
 import type { FairOutbound } from '../../../lib/outbound-fair.js';
 import type { OpenedCredential } from '../../providers/providers-service.js';
 import type { CallError } from '../usage/calls-rows.js';
-import { chunkFacts, openAiError, ProxyError, upstreamErrorBody } from './proxy-fns.js';
-import { generatedChars } from './usage-estimate-fns.js';
+import type { Protocol } from './protocols/protocol.js';
+import { openAiError, ProxyError, upstreamErrorBody } from './proxy-fns.js';
 
 const RELAYED_HEADERS = ['retry-after', 'retry-after-ms'];
 
@@ -26,6 +26,11 @@ export interface CallOutcome {
   timeToFirstTokenMs: number | null;
   inputTokens: number | null;
   outputTokens: number | null;
+  /** Input served from / written to the provider's prompt cache (part of inputTokens); null when not reported. */
+  cacheReadTokens: number | null;
+  cacheWriteTokens: number | null;
+  /** The part of cacheWriteTokens written to Anthropic's 1-hour cache (priced apart); 0 when not reported. */
+  cacheWrite1hTokens: number;
   /**
    * Set when the upstream answered 2xx but no usage object came (a stream that ended, broke or was
    * left before its usage chunk; an answer without usage): the characters of generated text
@@ -202,34 +207,45 @@ export function bareOutcome(statusCode: number, error: CallError | null, now: nu
     timeToFirstTokenMs: null,
     inputTokens: null,
     outputTokens: null,
+    cacheReadTokens: null,
+    cacheWriteTokens: null,
+    cacheWrite1hTokens: 0,
     withoutUsage: null,
     endedAt: now,
   };
 }
 
-/** The record's view of a non-streamed answer. */
-export function wholeOutcome(status: number, text: string, errorMessage: string | null, now: number): CallOutcome {
+/** The record's view of a non-streamed answer, read by its protocol. */
+export function wholeOutcome(
+  protocol: Pick<Protocol, 'wholeFacts'>,
+  status: number,
+  text: string,
+  errorMessage: string | null,
+  now: number,
+): CallOutcome {
   const ok = status >= 200 && status < 300;
-  let facts = chunkFacts(null);
-  let parsed: unknown = null;
+  let facts = protocol.wholeFacts(null);
   if (ok) {
     try {
-      parsed = JSON.parse(text);
-      facts = chunkFacts(parsed);
+      facts = protocol.wholeFacts(JSON.parse(text));
     } catch {
       // not JSON: relayed as it is, nothing to count
     }
   }
+  const failure = ok ? facts.failure : (errorMessage ?? `upstream answered HTTP ${status}`);
   return {
     statusCode: status,
-    error: ok ? null : { code: 'upstream_error', message: errorMessage ?? `upstream answered HTTP ${status}` },
+    error: failure === null ? null : { code: 'upstream_error', message: failure },
     responseModel: facts.model,
     responseId: facts.id,
     finishReasons: facts.finishReasons,
     timeToFirstTokenMs: null,
     inputTokens: facts.usage?.input ?? null,
     outputTokens: facts.usage?.output ?? null,
-    withoutUsage: ok && facts.usage === null ? { outputChars: generatedChars(parsed, 'message') } : null,
+    cacheReadTokens: facts.usage?.cacheRead ?? null,
+    cacheWriteTokens: facts.usage?.cacheWrite ?? null,
+    cacheWrite1hTokens: facts.usage?.cacheWrite1h ?? 0,
+    withoutUsage: ok && facts.usage === null ? { outputChars: facts.outputChars } : null,
     endedAt: now,
   };
 }

@@ -4,6 +4,8 @@ import type { CallRow } from './calls-rows.js';
 
 /** A recorded call with what a span needs beyond the record (never prompt or completion text). */
 export interface RecordedCall extends CallRow {
+  /** The provider of the credential that answered. */
+  provider?: 'openai' | 'anthropic';
   responseId: string | null;
   finishReasons: string[];
   traceparent: string | null;
@@ -27,7 +29,8 @@ export function genAiSpanAttributes(call: RecordedCall): Record<string, Attribut
   const port = url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
   const attributes: Record<string, AttributeValue> = {
     'gen_ai.operation.name': 'chat',
-    'gen_ai.provider.name': 'openai',
+    'gen_ai.provider.name': call.provider ?? (call.api === 'anthropic.messages' ? 'anthropic' : 'openai'),
+    'taskhook.spotlight.api': call.api,
     'gen_ai.request.model': call.upstreamModel,
     'server.address': url.hostname,
     'server.port': port,
@@ -41,6 +44,8 @@ export function genAiSpanAttributes(call: RecordedCall): Record<string, Attribut
     'gen_ai.response.finish_reasons': call.finishReasons.length > 0 ? call.finishReasons : null,
     'gen_ai.usage.input_tokens': call.inputTokens,
     'gen_ai.usage.output_tokens': call.outputTokens,
+    'gen_ai.usage.cache_read.input_tokens': call.cacheReadTokens,
+    'gen_ai.usage.cache_creation.input_tokens': call.cacheWriteTokens,
     'gen_ai.request.temperature': typeof call.request.temperature === 'number' ? call.request.temperature : null,
     'gen_ai.request.max_tokens': typeof call.request.maxTokens === 'number' ? call.request.maxTokens : null,
     'error.type': call.error?.code,

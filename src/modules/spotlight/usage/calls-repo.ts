@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Executor } from '../../../db/connect.js';
 import { withDbErrors } from '../../../db/errors.js';
 import { toDbJson } from '../../../db/json.js';
-import { attemptToDb, type CallRow, type NamedCallRow, toNamedCall } from './calls-rows.js';
+import { type ApiKind, attemptToDb, type CallRow, type NamedCallRow, toNamedCall } from './calls-rows.js';
 
 export interface CallFilter {
   taskUuid?: string | undefined;
@@ -10,6 +10,7 @@ export interface CallFilter {
   credentialUuid?: string | undefined;
   platformKeyUuid?: string | undefined;
   routeUuid?: string | undefined;
+  api?: ApiKind | undefined;
 }
 
 export interface UsageRow {
@@ -17,12 +18,15 @@ export interface UsageRow {
   credentialUuid: string;
   credentialName: string | null;
   model: string;
+  api: ApiKind;
   calls: number;
   errors: number;
   inputTokens: number;
   outputTokens: number;
   costNanos: number;
   cacheHits: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
 }
 
 function callsOf(ex: Executor, workspaceUuid: string) {
@@ -43,6 +47,7 @@ export const callsRepo = {
           workspace_uuid: c.workspaceUuid,
           created_at: c.createdAt,
           source: c.source,
+          api: c.api,
           model: c.model,
           upstream_model: c.upstreamModel,
           response_model: c.responseModel,
@@ -54,6 +59,8 @@ export const callsRepo = {
           time_to_first_token_ms: c.timeToFirstTokenMs,
           input_tokens: c.inputTokens,
           output_tokens: c.outputTokens,
+          cache_read_tokens: c.cacheReadTokens,
+          cache_write_tokens: c.cacheWriteTokens,
           cost_nanos: c.costNanos,
           agent_uuid: c.agentUuid,
           task_uuid: c.taskUuid,
@@ -78,7 +85,8 @@ export const callsRepo = {
       .$if(filter.platformKeyUuid !== undefined, (q) =>
         q.where('s.platform_key_uuid', '=', filter.platformKeyUuid as string),
       )
-      .$if(filter.routeUuid !== undefined, (q) => q.where('s.route_uuid', '=', filter.routeUuid as string));
+      .$if(filter.routeUuid !== undefined, (q) => q.where('s.route_uuid', '=', filter.routeUuid as string))
+      .$if(filter.api !== undefined, (q) => q.where('s.api', '=', filter.api as ApiKind));
     const [rows, total] = await Promise.all([
       withDbErrors(
         base
@@ -106,18 +114,26 @@ export const callsRepo = {
     return row && toNamedCall(row);
   },
 
-  /** Totals per (UTC day, credential, upstream model) of calls created in [from, before). */
-  async usage(ex: Executor, workspaceUuid: string, from: string, before: string): Promise<UsageRow[]> {
+  /** Totals per (UTC day, credential, upstream model, endpoint kind) of calls created in [from, before). */
+  async usage(
+    ex: Executor,
+    workspaceUuid: string,
+    from: string,
+    before: string,
+    api?: ApiKind | undefined,
+  ): Promise<UsageRow[]> {
     const day = sql<string>`substr(s.created_at, 1, 10)`;
     const rows = await withDbErrors(
       callsOf(ex, workspaceUuid)
         .where('s.created_at', '>=', from)
         .where('s.created_at', '<', before)
+        .$if(api !== undefined, (q) => q.where('s.api', '=', api as ApiKind))
         .select([
           day.as('date'),
           's.provider_credential_uuid as credential_uuid',
           'p.name as credential_name',
           's.upstream_model as model',
+          's.api as api',
         ])
         .select((eb) => [
           eb.fn.countAll().as('calls'),
@@ -126,8 +142,10 @@ export const callsRepo = {
           eb.fn.coalesce(eb.fn.sum('s.output_tokens'), sql.lit(0)).as('output_tokens'),
           eb.fn.coalesce(eb.fn.sum('s.cost_nanos'), sql.lit(0)).as('cost_nanos'),
           eb.fn.coalesce(eb.fn.sum(sql<number>`case when s.cache_hit then 1 else 0 end`), sql.lit(0)).as('cache_hits'),
+          eb.fn.coalesce(eb.fn.sum('s.cache_read_tokens'), sql.lit(0)).as('cache_read_tokens'),
+          eb.fn.coalesce(eb.fn.sum('s.cache_write_tokens'), sql.lit(0)).as('cache_write_tokens'),
         ])
-        .groupBy([day, 's.provider_credential_uuid', 'p.name', 's.upstream_model'])
+        .groupBy([day, 's.provider_credential_uuid', 'p.name', 's.upstream_model', 's.api'])
         .execute(),
     );
     return rows.map((r) => ({
@@ -135,12 +153,15 @@ export const callsRepo = {
       credentialUuid: r.credential_uuid,
       credentialName: r.credential_name ?? null,
       model: r.model,
+      api: r.api as ApiKind,
       calls: Number(r.calls),
       errors: Number(r.errors),
       inputTokens: Number(r.input_tokens),
       outputTokens: Number(r.output_tokens),
       costNanos: Number(r.cost_nanos),
       cacheHits: Number(r.cache_hits),
+      cacheReadTokens: Number(r.cache_read_tokens),
+      cacheWriteTokens: Number(r.cache_write_tokens),
     }));
   },
 

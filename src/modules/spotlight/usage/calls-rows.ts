@@ -15,6 +15,10 @@ export interface CallError {
   message: string;
 }
 
+/** The endpoint kind of a call: which protocol the caller spoke (and the upstream was asked). */
+export type ApiKind = 'chat.completions' | 'responses' | 'anthropic.messages';
+export const API_KINDS: readonly ApiKind[] = ['chat.completions', 'responses', 'anthropic.messages'];
+
 /** One upstream exchange of a call: a plain call has one, a route call one per target tried. */
 export interface CallAttempt {
   providerCredentialUuid: string;
@@ -31,6 +35,7 @@ export interface CallRow {
   workspaceUuid: string;
   createdAt: string;
   source: 'api' | 'runtime';
+  api: ApiKind;
   model: string;
   upstreamModel: string;
   responseModel: string | null;
@@ -42,6 +47,10 @@ export interface CallRow {
   timeToFirstTokenMs: number | null;
   inputTokens: number | null;
   outputTokens: number | null;
+  /** Input tokens served from the provider's prompt cache (part of inputTokens); null when not reported. */
+  cacheReadTokens: number | null;
+  /** Input tokens written to the provider's prompt cache (part of inputTokens); null when not reported. */
+  cacheWriteTokens: number | null;
   costNanos: number | null;
   agentUuid: string | null;
   taskUuid: string | null;
@@ -71,6 +80,7 @@ export function toNamedCall(r: Record<string, unknown>): NamedCallRow {
     workspaceUuid: row.workspace_uuid,
     createdAt: row.created_at,
     source: row.source as CallRow['source'],
+    api: (row.api ?? 'chat.completions') as ApiKind,
     model: row.model,
     upstreamModel: row.upstream_model,
     responseModel: row.response_model,
@@ -83,6 +93,8 @@ export function toNamedCall(r: Record<string, unknown>): NamedCallRow {
     timeToFirstTokenMs: num(row.time_to_first_token_ms),
     inputTokens: num(row.input_tokens),
     outputTokens: num(row.output_tokens),
+    cacheReadTokens: num(row.cache_read_tokens ?? null),
+    cacheWriteTokens: num(row.cache_write_tokens ?? null),
     costNanos: num(row.cost_nanos),
     agentUuid: row.agent_uuid,
     taskUuid: row.task_uuid,

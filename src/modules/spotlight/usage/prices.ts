@@ -1,10 +1,19 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../../../config.js';
 
-/** US dollars per million tokens. */
+/**
+ * US dollars per million tokens. The cache prices are optional: a missing `cache_read` or
+ * `cache_write` is `input`, a missing `cache_write_1h` is `cache_write`.
+ */
 export interface ModelPrice {
   input: number;
   output: number;
+  /** Input read from the provider's prompt cache. */
+  cache_read?: number;
+  /** Input written to the provider's prompt cache (Anthropic: the 5-minute cache). */
+  cache_write?: number;
+  /** Input written to Anthropic's 1-hour cache. */
+  cache_write_1h?: number;
 }
 export type PriceTable = Record<string, ModelPrice>;
 
@@ -32,15 +41,37 @@ export const SHIPPED_PRICES: PriceTable = {
   'o3-pro': { input: 20, output: 80 },
   'o3-mini': { input: 1.1, output: 4.4 },
   'o4-mini': { input: 1.1, output: 4.4 },
+  ...anthropic(['claude-opus-4-6', 'claude-opus-4-5'], 5, 25, 0.5, 6.25, 10),
+  ...anthropic(['claude-sonnet-4-6', 'claude-sonnet-4-5', 'claude-sonnet-4', 'claude-3-7-sonnet'], 3, 15, 0.3, 3.75, 6),
+  ...anthropic(['claude-haiku-4-5'], 1, 5, 0.1, 1.25, 2),
+  ...anthropic(['claude-opus-4-1', 'claude-opus-4'], 15, 75, 1.5, 18.75, 30),
+  ...anthropic(['claude-3-5-haiku'], 0.8, 4, 0.08, 1, 1.6),
+  ...anthropic(['claude-3-haiku'], 0.25, 1.25, 0.03, 0.3, 0.5),
 };
+
+/** Anthropic's published list prices (standard rate) for several models that cost the same. */
+function anthropic(
+  models: string[],
+  input: number,
+  output: number,
+  cache_read: number,
+  cache_write: number,
+  cache_write_1h: number,
+): PriceTable {
+  return Object.fromEntries(models.map((m) => [m, { input, output, cache_read, cache_write, cache_write_1h }]));
+}
+
+const PRICE_KEYS = new Set(['input', 'output', 'cache_read', 'cache_write', 'cache_write_1h']);
+const isAmount = (n: unknown) => typeof n === 'number' && Number.isFinite(n) && n >= 0;
 
 const isPrice = (v: unknown): v is ModelPrice =>
   typeof v === 'object' &&
   v !== null &&
-  Object.keys(v).every((k) => k === 'input' || k === 'output') &&
-  [(v as ModelPrice).input, (v as ModelPrice).output].every(
-    (n) => typeof n === 'number' && Number.isFinite(n) && n >= 0,
-  );
+  !Array.isArray(v) &&
+  Object.keys(v).every((k) => PRICE_KEYS.has(k)) &&
+  Object.values(v).every(isAmount) &&
+  isAmount((v as ModelPrice).input) &&
+  isAmount((v as ModelPrice).output);
 
 /** Why a price-file key is refused, or null: `*` only as the last character of a family key. */
 function badKey(key: string): string | null {
@@ -73,7 +104,7 @@ export function loadPriceTable(file: string | undefined): PriceTable {
     if (why) throw new ConfigError(`TASKHOOK_MODEL_PRICES_FILE: key "${model}": ${why}`);
     if (!isPrice(price)) {
       throw new ConfigError(
-        `TASKHOOK_MODEL_PRICES_FILE: "${model}" must be {"input": <USD per 1M tokens>, "output": <USD per 1M tokens>}`,
+        `TASKHOOK_MODEL_PRICES_FILE: "${model}" must be {"input": <USD per 1M tokens>, "output": <USD per 1M tokens>} with optional "cache_read", "cache_write" and "cache_write_1h" (numbers >= 0)`,
       );
     }
   }
@@ -125,15 +156,38 @@ export function priceOf(table: PriceTable, model: string): ModelPrice | undefine
   return slash === -1 ? undefined : lookup(table, model.slice(slash + 1));
 }
 
-/** Cost in billionths of a dollar (exact integer sums), or null when the price or the usage is unknown. */
+/** Input tokens served from (`read`) or written to (`write`, of which `write1h` to the 1-hour cache) a prompt cache. */
+export interface CacheTokens {
+  read: number | null;
+  write: number | null;
+  write1h: number;
+}
+
+/**
+ * Cost in billionths of a dollar (exact integer sums), or null when the price or the usage is
+ * unknown. `inputTokens` includes cached input: the part neither read from nor written to the
+ * provider's cache is charged `input`, the rest its cache price, rounded once.
+ */
 export function costNanos(
   table: PriceTable,
   model: string,
   inputTokens: number | null,
   outputTokens: number | null,
+  cache: CacheTokens = { read: null, write: null, write1h: 0 },
 ): number | null {
   const price = priceOf(table, model);
   if (!price || (inputTokens === null && outputTokens === null)) return null;
+  const read = cache.read ?? 0;
+  const write = cache.write ?? 0;
+  const write1h = Math.min(cache.write1h, write);
+  const plain = Math.max(0, (inputTokens ?? 0) - read - write);
+  const cacheWrite = price.cache_write ?? price.input;
   // USD per 1M tokens × 1e9 nanos per USD ÷ 1e6 tokens = × 1000 nanos per token.
-  return Math.round((inputTokens ?? 0) * price.input * 1000 + (outputTokens ?? 0) * price.output * 1000);
+  return Math.round(
+    plain * price.input * 1000 +
+      read * (price.cache_read ?? price.input) * 1000 +
+      (write - write1h) * cacheWrite * 1000 +
+      write1h * (price.cache_write_1h ?? cacheWrite) * 1000 +
+      (outputTokens ?? 0) * price.output * 1000,
+  );
 }

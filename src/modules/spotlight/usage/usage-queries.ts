@@ -2,7 +2,7 @@ import type { Db } from '../../../db/connect.js';
 import { invalid, notFound } from '../../../http/errors.js';
 import type { Clock } from '../../../lib/time.js';
 import type { CallFilter, CallsRepo } from './calls-repo.js';
-import type { NamedCallRow } from './calls-rows.js';
+import type { ApiKind, NamedCallRow } from './calls-rows.js';
 import type { CallView, UsageView } from './usage-schemas.js';
 
 const DAY_MS = 86_400_000;
@@ -15,6 +15,7 @@ function view(c: NamedCallRow): CallView {
     id: c.uuid,
     created_at: c.createdAt,
     source: c.source,
+    api: c.api,
     model: c.model,
     upstream_model: c.upstreamModel,
     response_model: c.responseModel,
@@ -27,6 +28,8 @@ function view(c: NamedCallRow): CallView {
     time_to_first_token_ms: c.timeToFirstTokenMs,
     input_tokens: c.inputTokens,
     output_tokens: c.outputTokens,
+    cache_read_tokens: c.cacheReadTokens,
+    cache_write_tokens: c.cacheWriteTokens,
     cost_usd: usd(c.costNanos),
     agent_uuid: c.agentUuid,
     task_id: c.taskUuid,
@@ -73,7 +76,7 @@ export function createUsageQueries(deps: { db: Db; repo: CallsRepo; clock: Clock
      */
     async usage(
       workspaceUuid: string,
-      query: { from?: string | undefined; to?: string | undefined },
+      query: { from?: string | undefined; to?: string | undefined; api?: ApiKind | undefined },
     ): Promise<UsageView> {
       const toMs =
         query.to === undefined
@@ -88,6 +91,7 @@ export function createUsageQueries(deps: { db: Db; repo: CallsRepo; clock: Clock
         workspaceUuid,
         new Date(fromMs).toISOString(),
         new Date(toMs + DAY_MS).toISOString(),
+        query.api,
       );
       const usage = rows
         .map((r) => ({
@@ -95,12 +99,15 @@ export function createUsageQueries(deps: { db: Db; repo: CallsRepo; clock: Clock
           provider_credential_uuid: r.credentialUuid,
           provider_credential_name: r.credentialName,
           model: r.model,
+          api: r.api,
           calls: r.calls,
           errors: r.errors,
           input_tokens: r.inputTokens,
           output_tokens: r.outputTokens,
           cost_usd: r.costNanos / 1e9,
           cache_hits: r.cacheHits,
+          cache_read_tokens: r.cacheReadTokens,
+          cache_write_tokens: r.cacheWriteTokens,
           nanos: r.costNanos,
         }))
         .sort(
@@ -108,10 +115,20 @@ export function createUsageQueries(deps: { db: Db; repo: CallsRepo; clock: Clock
             a.date.localeCompare(b.date) ||
             a.model.localeCompare(b.model) ||
             (a.provider_credential_name ?? '\uffff').localeCompare(b.provider_credential_name ?? '\uffff') ||
-            a.provider_credential_uuid.localeCompare(b.provider_credential_uuid),
+            a.provider_credential_uuid.localeCompare(b.provider_credential_uuid) ||
+            a.api.localeCompare(b.api),
         );
-      const sum = (key: 'calls' | 'errors' | 'input_tokens' | 'output_tokens' | 'cache_hits' | 'nanos') =>
-        usage.reduce((n, r) => n + r[key], 0);
+      const sum = (
+        key:
+          | 'calls'
+          | 'errors'
+          | 'input_tokens'
+          | 'output_tokens'
+          | 'cache_hits'
+          | 'cache_read_tokens'
+          | 'cache_write_tokens'
+          | 'nanos',
+      ) => usage.reduce((n, r) => n + r[key], 0);
       return {
         from: new Date(fromMs).toISOString().slice(0, 10),
         to: new Date(toMs).toISOString().slice(0, 10),
@@ -123,6 +140,8 @@ export function createUsageQueries(deps: { db: Db; repo: CallsRepo; clock: Clock
           output_tokens: sum('output_tokens'),
           cost_usd: sum('nanos') / 1e9,
           cache_hits: sum('cache_hits'),
+          cache_read_tokens: sum('cache_read_tokens'),
+          cache_write_tokens: sum('cache_write_tokens'),
         },
       };
     },

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { pagination } from '../../../http/common-schemas.js';
 import { errorResponses } from '../../../http/error-schemas.js';
 import { principalOf } from '../../../http/guard.js';
+import type { ApiKind } from './calls-rows.js';
 import type { UsageQueries } from './usage-queries.js';
 import { CallListQuery, CallListReply, CallParams, CallSchema, UsageQuery, UsageReply } from './usage-schemas.js';
 
@@ -23,12 +24,15 @@ export function usageRoutes(queries: UsageQueries) {
           tags,
           summary: 'Model usage per day',
           description:
-            'Totals per UTC day, provider credential and upstream model, from..to inclusive (YYYY-MM-DD; default the 30 days up to today; at most 366 days), sorted by date, model, credential name. cost_usd comes from the price table.',
+            'Totals per UTC day, provider credential, upstream model and endpoint kind (api), from..to inclusive (YYYY-MM-DD; default the 30 days up to today; at most 366 days), sorted by date, model, credential name, api. api keeps one kind. cost_usd comes from the price table.',
           querystring: UsageQuery,
           response: { 200: UsageReply },
         },
       },
-      async (request) => queries.usage(who(request), request.query),
+      async (request) => {
+        const { from, to, api } = request.query;
+        return queries.usage(who(request), { from, to, api: api as ApiKind | undefined });
+      },
     );
 
     app.get(
@@ -39,13 +43,13 @@ export function usageRoutes(queries: UsageQueries) {
           tags,
           summary: 'Model calls',
           description:
-            'Every chat completion that selected a credential, newest first, filtered by task, agent, credential, platform key or route.',
+            'Every model call that selected a credential, newest first, filtered by task, agent, credential, platform key, route or endpoint kind (api).',
           querystring: CallListQuery,
           response: { 200: CallListReply },
         },
       },
       async (request) => {
-        const { page, limit, task_id, agent_uuid, provider_credential_uuid, platform_key_uuid, route_uuid } =
+        const { page, limit, task_id, agent_uuid, provider_credential_uuid, platform_key_uuid, route_uuid, api } =
           request.query;
         const filter = {
           taskUuid: task_id,
@@ -53,6 +57,7 @@ export function usageRoutes(queries: UsageQueries) {
           credentialUuid: provider_credential_uuid,
           platformKeyUuid: platform_key_uuid,
           routeUuid: route_uuid,
+          api: api as ApiKind | undefined,
         };
         const { calls, total } = await queries.list(who(request), filter, page, limit);
         return { calls, pagination: pagination(page, limit, total) };

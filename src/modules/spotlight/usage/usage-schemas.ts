@@ -1,6 +1,14 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { PaginationSchema, TimestampSchema, UuidSchema } from '../../../http/common-schemas.js';
 
+const ApiSchema = Type.Union(
+  ['chat.completions', 'responses', 'anthropic.messages'].map((a) => Type.Literal(a)),
+  {
+    description:
+      'The endpoint kind: chat.completions (/spotlight/v1/chat/completions and openai runtimes), responses (/spotlight/v1/responses) or anthropic.messages (/spotlight/anthropic/v1/messages).',
+  },
+);
+
 const Nullable = <T extends ReturnType<typeof Type.Integer>>(t: T) => Type.Union([t, Type.Null()]);
 
 const CallErrorSchema = Type.Object({
@@ -35,6 +43,7 @@ export const CallSchema = Type.Object(
     id: UuidSchema,
     created_at: TimestampSchema,
     source: Type.Union([Type.Literal('api'), Type.Literal('runtime')]),
+    api: ApiSchema,
     model: Type.String({ description: 'The model as the caller sent it.' }),
     upstream_model: Type.String(),
     response_model: Type.Union([Type.String(), Type.Null()]),
@@ -54,6 +63,18 @@ export const CallSchema = Type.Object(
     ),
     output_tokens: Nullable(
       Type.Integer({ description: "The upstream's usage, or the estimate when usage_estimated." }),
+    ),
+    cache_read_tokens: Nullable(
+      Type.Integer({
+        description:
+          "Input tokens served from the provider's prompt cache (included in input_tokens); null when not reported.",
+      }),
+    ),
+    cache_write_tokens: Nullable(
+      Type.Integer({
+        description:
+          "Input tokens written to the provider's prompt cache (Anthropic; included in input_tokens); null when not reported.",
+      }),
     ),
     cost_usd: Type.Union([Type.Number(), Type.Null()], {
       description:
@@ -87,6 +108,7 @@ export const CallListQuery = Type.Object({
   provider_credential_uuid: Type.Optional(UuidSchema),
   platform_key_uuid: Type.Optional(UuidSchema),
   route_uuid: Type.Optional(UuidSchema),
+  api: Type.Optional(ApiSchema),
   page: Type.Integer({ minimum: 1, maximum: 10_000, default: 1 }),
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
 });
@@ -94,7 +116,11 @@ export const CallListReply = Type.Object({ calls: Type.Array(CallSchema), pagina
 export const CallParams = Type.Object({ id: UuidSchema });
 
 const Day = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', description: 'A UTC date, YYYY-MM-DD.' });
-export const UsageQuery = Type.Object({ from: Type.Optional(Day), to: Type.Optional(Day) });
+export const UsageQuery = Type.Object({
+  from: Type.Optional(Day),
+  to: Type.Optional(Day),
+  api: Type.Optional(ApiSchema),
+});
 
 const Totals = {
   calls: Type.Integer(),
@@ -103,6 +129,8 @@ const Totals = {
   output_tokens: Type.Integer(),
   cost_usd: Type.Number(),
   cache_hits: Type.Integer({ description: 'Calls answered from the response cache (counted in calls too).' }),
+  cache_read_tokens: Type.Integer({ description: "Input tokens served from the provider's prompt cache." }),
+  cache_write_tokens: Type.Integer({ description: "Input tokens written to the provider's prompt cache." }),
 };
 export const UsageReply = Type.Object({
   from: Day,
@@ -113,6 +141,7 @@ export const UsageReply = Type.Object({
       provider_credential_uuid: UuidSchema,
       provider_credential_name: Type.Union([Type.String(), Type.Null()]),
       model: Type.String({ description: 'The upstream model.' }),
+      api: ApiSchema,
       ...Totals,
     }),
   ),
