@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { AcquireConnection } from '../../http/connection-limits.js';
 import { errorResponses } from '../../http/error-schemas.js';
@@ -49,6 +51,12 @@ export function a2aServerRoutes(deps: {
     });
     // Encapsulated: the endpoints read their bodies raw, so that every malformed request gets an
     // A2A error rather than the API's 400/415.
+    // RFC 6750's challenge on every 401 under /a2a (A2A §3.3.2), `invalid_token` when a credential was sent.
+    app.addHook('onSend', async (request, reply) => {
+      if (reply.statusCode !== 401) return;
+      const sent = ['authorization', 'x-api-key', 'x-service-api-key'].some((h) => request.headers[h] !== undefined);
+      reply.header('www-authenticate', sent ? 'Bearer error="invalid_token"' : 'Bearer');
+    });
     app.removeAllContentTypeParsers();
     app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
 
@@ -61,10 +69,25 @@ export function a2aServerRoutes(deps: {
           summary: 'Agent card (A2A)',
           description: CARD_DESCRIPTION,
           params: A2aParams,
-          response: { 200: AgentCardSchema, ...errorResponses([400, 401, 403, 404]) },
+          response: {
+            200: AgentCardSchema,
+            304: Type.Null({ description: 'Not modified: the If-None-Match header lists the current ETag.' }),
+            ...errorResponses([400, 401, 403, 404]),
+          },
         },
       },
-      async (request) => service.card(await service.agent(principalOf(request).workspaceUuid, request.params.agentId)),
+      async (request, reply) => {
+        const agent = await service.agent(principalOf(request).workspaceUuid, request.params.agentId);
+        const body = JSON.stringify(service.card(agent));
+        // A2A §8.6.1: a strong ETag of the card's JSON, kept 5 minutes by the caller only (it took a credential).
+        const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
+        reply.header('etag', etag).header('cache-control', 'private, max-age=300');
+        if (matchesEtag(request.headers['if-none-match'], etag)) return reply.code(304).send(null);
+        return reply
+          .code(200)
+          .header('content-type', 'application/json; charset=utf-8')
+          .send(body as never);
+      },
     );
 
     app.post(
@@ -125,4 +148,13 @@ type Query = Record<string, unknown>;
 /** Sends a JSON-RPC response as it is (no response schema may drop its fields). */
 function answer(reply: FastifyReply, body: { jsonrpc: '2.0'; id: RpcId }) {
   return reply.code(200).header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(body));
+}
+
+/** Whether an `If-None-Match` header lists `etag` (or is `*`). */
+function matchesEtag(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  return header.split(',').some((tag) => {
+    const t = tag.trim().replace(/^W\//, '');
+    return t === '*' || t === etag;
+  });
 }

@@ -207,4 +207,49 @@ describe.each(DATABASES)('A2A HTTP+JSON binding on $name', (database) => {
     expect(events[0].jsonrpc).toBeUndefined();
     expect(events.at(-1).statusUpdate.status.state).toBe('TASK_STATE_CANCELED');
   });
+
+  it('serves the card with a strong ETag and private caching, and 304 for a matching If-None-Match', async () => {
+    const card = (headers: Record<string, string> = {}) =>
+      t.app.inject({
+        method: 'GET',
+        url: `/a2a/${agentId}/.well-known/agent-card.json`,
+        headers: { 'x-api-key': user.key, ...headers },
+      });
+    const first = await card();
+    expect(first.statusCode).toBe(200);
+    expect(first.headers['cache-control']).toBe('private, max-age=300');
+    const etag = String(first.headers.etag);
+    expect(etag).toMatch(/^"[^"]+"$/);
+    expect((await card()).headers.etag).toBe(etag);
+    for (const match of [etag, `"other", ${etag}`, '*']) {
+      const again = await card({ 'if-none-match': match });
+      expect(again.statusCode).toBe(304);
+      expect(again.body).toBe('');
+      expect(again.headers.etag).toBe(etag);
+    }
+    expect((await card({ 'if-none-match': '"other"' })).statusCode).toBe(200);
+    // The card's JSON changes with a rename, and so does its ETag.
+    const renamed = await t.app.inject({
+      method: 'PATCH',
+      url: `/agent/${agentId}`,
+      headers: { 'x-api-key': user.key },
+      payload: { name: 'renamed' },
+    });
+    expect(renamed.statusCode).toBe(200);
+    expect((await card({ 'if-none-match': etag })).statusCode).toBe(200);
+  });
+
+  it('challenges every 401 under /a2a with WWW-Authenticate: Bearer', async () => {
+    const paths = [`/a2a/${agentId}/.well-known/agent-card.json`, `/a2a/${agentId}/tasks`];
+    for (const url of paths) {
+      const none = await t.app.inject({ method: 'GET', url });
+      expect(none.statusCode).toBe(401);
+      expect(none.headers['www-authenticate']).toBe('Bearer');
+      const refused = await t.app.inject({ method: 'GET', url, headers: { 'x-api-key': 'sk_service_nope' } });
+      expect(refused.statusCode).toBe(401);
+      expect(refused.headers['www-authenticate']).toBe('Bearer error="invalid_token"');
+    }
+    const rpc = await t.app.inject({ method: 'POST', url: `/a2a/${agentId}`, payload: '{}' });
+    expect(rpc.headers['www-authenticate']).toBe('Bearer');
+  });
 });
