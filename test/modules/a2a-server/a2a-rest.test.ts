@@ -252,4 +252,26 @@ describe.each(DATABASES)('A2A HTTP+JSON binding on $name', (database) => {
     const rpc = await t.app.inject({ method: 'POST', url: `/a2a/${agentId}`, payload: '{}' });
     expect(rpc.headers['www-authenticate']).toBe('Bearer');
   });
+
+  it('documents every HTTP+JSON path in /openapi.json', async () => {
+    const doc = (await t.app.inject({ method: 'GET', url: '/openapi.json' })).json();
+    const paths = Object.entries(doc.paths as Record<string, Record<string, unknown>>)
+      .filter(([path]) => path.startsWith('/a2a/{agentId}/'))
+      .flatMap(([path, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${path}`));
+    expect(paths.sort()).toEqual(
+      [
+        'GET /a2a/{agentId}/.well-known/agent-card.json',
+        'POST /a2a/{agentId}/message:send',
+        'POST /a2a/{agentId}/message:stream',
+        'GET /a2a/{agentId}/tasks',
+        'GET /a2a/{agentId}/tasks/{taskId}',
+        'POST /a2a/{agentId}/tasks/{taskId}',
+        'GET /a2a/{agentId}/tasks/{taskId}/pushNotificationConfigs',
+        'POST /a2a/{agentId}/tasks/{taskId}/pushNotificationConfigs',
+        'GET /a2a/{agentId}/tasks/{taskId}/pushNotificationConfigs/{configId}',
+        'DELETE /a2a/{agentId}/tasks/{taskId}/pushNotificationConfigs/{configId}',
+        'GET /a2a/{agentId}/extendedAgentCard',
+      ].sort(),
+    );
+  });
 });
