@@ -8,7 +8,8 @@ import type { Role } from '../lib/principal.js';
  * - `session`: any signed-in user, acting in no particular workspace (their personal one);
  * - `token`: an ingest token, which has no role and only writes telemetry into its workspace.
  *
- * `/a2a/:agentId` is `viewer` here and then decided by its JSON-RPC method (`A2A_METHOD_ROLES`).
+ * `/a2a/:agentId` (and its HTTP+JSON paths) is `viewer` here and then decided by its JSON-RPC method, or
+ * the operation the path names (`A2A_METHOD_ROLES`).
  * Every route that takes a credential must have a line: the app refuses to start otherwise.
  */
 export type Permission = Role | 'session' | 'token';
@@ -54,6 +55,23 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   // A2A
   'GET /a2a/:agentId/.well-known/agent-card.json': read,
   'POST /a2a/:agentId': read,
+  // A2A HTTP+JSON: the role of the path's operation; `POST …/tasks/:taskId` (`:cancel` or `:subscribe`)
+  // and the fallback are viewer here, then decided by the operation the path names (A2A_METHOD_ROLES)
+  'POST /a2a/:agentId/message::send': work,
+  'POST /a2a/:agentId/message::stream': work,
+  'GET /a2a/:agentId/tasks': read,
+  'GET /a2a/:agentId/tasks/:taskId': read,
+  'POST /a2a/:agentId/tasks/:taskId': read,
+  'POST /a2a/:agentId/tasks/:taskId/pushNotificationConfigs': work,
+  'GET /a2a/:agentId/tasks/:taskId/pushNotificationConfigs': read,
+  'GET /a2a/:agentId/tasks/:taskId/pushNotificationConfigs/:configId': read,
+  'DELETE /a2a/:agentId/tasks/:taskId/pushNotificationConfigs/:configId': work,
+  'GET /a2a/:agentId/extendedAgentCard': read,
+  'GET /a2a/:agentId/*': read,
+  'POST /a2a/:agentId/*': read,
+  'PUT /a2a/:agentId/*': read,
+  'PATCH /a2a/:agentId/*': read,
+  'DELETE /a2a/:agentId/*': read,
   // Keys, tokens, the signing secret
   'POST /auth/platform_keys': manage,
   'GET /auth/platform_keys': manage,
@@ -135,6 +153,10 @@ export const A2A_METHOD_ROLES: Readonly<Record<string, Role>> = {
   ListTasks: read,
   SubscribeToTask: read,
   GetExtendedAgentCard: read,
+  CreateTaskPushNotificationConfig: work,
+  DeleteTaskPushNotificationConfig: work,
+  GetTaskPushNotificationConfig: read,
+  ListTaskPushNotificationConfigs: read,
 };
 
 /** The permission line of a route (`method` upper case, `url` as registered), or undefined. */

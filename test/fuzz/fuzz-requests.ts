@@ -14,12 +14,14 @@ export interface Operation {
   security: string[];
 }
 
-/** The error shapes a path speaks (docs/api.md §2.2, docs/telemetry.md, docs/model-proxy.md, docs/mcp.md). */
-export type Protocol = 'taskhook' | 'openai' | 'otlp' | 'mcp';
+/** The error shapes a path speaks (docs/api.md §2.2, docs/telemetry.md, docs/model-proxy.md, docs/mcp.md, docs/a2a.md). */
+export type Protocol = 'taskhook' | 'openai' | 'otlp' | 'mcp' | 'a2a-rest';
 
 export function protocolOf(path: string): Protocol {
   if (path.startsWith('/spotlight/v1/')) return 'openai';
   if (path === '/mcp') return 'mcp';
+  // A2A's HTTP+JSON paths under an agent's interface URL (the card and the JSON-RPC endpoint speak the API's shapes).
+  if (/^\/a2a\/\{agentId\}\/(?!\.well-known\/)/.test(path)) return 'a2a-rest';
   if (path.startsWith('/telemetry/ingest_http/')) return 'otlp';
   return 'taskhook';
 }
@@ -504,6 +506,15 @@ export function answerProblem(req: FuzzRequest, res: LightMyRequestResponse): st
     const rpc = isObject(body) && body.jsonrpc === '2.0' && isObject(body.error) ? body.error : null;
     if (rpc && typeof rpc.code === 'number' && typeof rpc.message === 'string') return null;
     return `neither a JSON-RPC error nor the envelope (${status}): ${res.body.slice(0, 200)}`;
+  }
+  // A2A's HTTP+JSON errors are google.rpc.Status bodies (docs/a2a.md); what the request guard refuses
+  // before the binding (workspace, role, the agent, rate limit, size) keeps the API's envelope.
+  if (req.protocol === 'a2a-rest' && envelope !== null) {
+    const error = isObject(body) && isObject(body.error) ? body.error : null;
+    if (error && error.code === status && typeof error.status === 'string' && typeof error.message === 'string') {
+      return null;
+    }
+    return `neither an A2A error nor the envelope (${status}): ${res.body.slice(0, 200)}`;
   }
   return envelope && `${envelope} (${status}): ${res.body.slice(0, 300)}`;
 }

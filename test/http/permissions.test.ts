@@ -28,7 +28,11 @@ async function teamWithEveryRole(t: TestApp): Promise<{ uuid: string; members: R
 
 /** The route's path with every parameter a fresh uuid (the team's for `/workspaces/:id`). */
 function urlOf(path: string, workspace: string): string {
-  return path.replace(/^\/workspaces\/:id/, `/workspaces/${workspace}`).replace(/:[A-Za-z_]+/g, () => randomUUID());
+  // `::` is a literal colon (A2A's `message:send`), not a parameter.
+  return path
+    .replace(/^\/workspaces\/:id/, `/workspaces/${workspace}`)
+    .replace(/(?<!:):[A-Za-z_]+/g, () => randomUUID())
+    .replace(/::/g, ':');
 }
 
 describe('the permission table', () => {
@@ -114,6 +118,30 @@ describe.each(DATABASES)('roles decided by method and path on $name', (database)
     const read = await rpc('ListTasks', {});
     expect(read.statusCode).toBe(200);
     expect(read.json().result).toBeDefined();
+  });
+
+  it('on the A2A HTTP+JSON paths the role follows the operation: a viewer may list and subscribe, not send or cancel', async () => {
+    const headers = { 'x-taskhook-workspace': team.uuid, 'a2a-version': '1.0' };
+    const made = await call(t.app, 'POST', '/agent', {
+      token: team.members.admin.token,
+      headers,
+      body: { name: 'rest' },
+    });
+    const base = `/a2a/${made.json().uuid}`;
+    const as = (role: Role, method: 'GET' | 'POST', path: string, body?: unknown) =>
+      call(t.app, method, `${base}${path}`, { token: team.members[role].token, headers, body });
+    const message = { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'hi' }] };
+    const refused = await as('viewer', 'POST', '/message:send', { message });
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json().error).toMatchObject({ code: 'FORBIDDEN', message: expect.stringContaining('member role') });
+    const sent = await as('member', 'POST', '/message:send', { message, configuration: { returnImmediately: true } });
+    const id = sent.json().task.id;
+    expect((await as('viewer', 'POST', `/tasks/${id}:cancel`)).statusCode).toBe(403);
+    expect((await as('viewer', 'GET', '/tasks')).statusCode).toBe(200);
+    expect((await as('viewer', 'GET', `/tasks/${id}`)).statusCode).toBe(200);
+    expect((await as('member', 'POST', `/tasks/${id}:cancel`)).statusCode).toBe(200);
+    // A finished task: the viewer's subscribe passes the role and gets A2A's refusal.
+    expect((await as('viewer', 'POST', `/tasks/${id}:subscribe`)).statusCode).toBe(400);
   });
 
   it('a viewer deleting an unknown agent is refused for the role, before any lookup', async () => {

@@ -1,31 +1,7 @@
 import { MAX_JSON_DEPTH } from '../../lib/json-depth.js';
 import { MAX_MESSAGE_CHARS, MAX_METADATA_BYTES } from '../tasks/tasks-schemas.js';
+import { invalidParams, RPC_ERRORS, RpcError } from './a2a-errors.js';
 import { A2A_STATES, type TaskState } from './a2a-task-fns.js';
-
-/** The JSON-RPC and A2A error codes the endpoint answers with. */
-export const RPC_ERRORS = {
-  parse: -32700,
-  invalidRequest: -32600,
-  methodNotFound: -32601,
-  invalidParams: -32602,
-  taskNotFound: -32001,
-  taskNotCancelable: -32002,
-  pushNotSupported: -32003,
-  unsupportedOperation: -32004,
-  contentTypeNotSupported: -32005,
-  versionNotSupported: -32009,
-} as const;
-
-/** An error answered as a JSON-RPC error object (HTTP 200). */
-export class RpcError extends Error {
-  constructor(
-    readonly code: number,
-    message: string,
-    readonly data?: Record<string, unknown>,
-  ) {
-    super(message);
-  }
-}
 
 export type RpcId = string | number | null;
 
@@ -34,8 +10,6 @@ export interface RpcRequest {
   method: string;
   params: Record<string, unknown>;
 }
-
-export const PROTOCOL_VERSION = '1.0';
 
 /** Methods of the push-notification configuration, which taskhook does not offer (-32003). */
 export const PUSH_CONFIG_METHODS = new Set([
@@ -50,32 +24,16 @@ const JSON_TYPES = new Set(['application/json', 'application/a2a+json']);
 
 /** The JSON-RPC error response for `error`, for the request `id` (null when it is not known). */
 export function errorResponse(id: RpcId, error: RpcError) {
+  const details = error.details();
   return {
     jsonrpc: '2.0' as const,
     id,
-    error: { code: error.code, message: error.message, ...(error.data ? { data: error.data } : {}) },
+    error: { code: error.code, message: error.message, ...(details.length > 0 ? { data: details } : {}) },
   };
 }
 
 export function resultResponse(id: RpcId, result: unknown) {
   return { jsonrpc: '2.0' as const, id, result };
-}
-
-/**
- * A2A's version rule: a request without `A2A-Version` is a v0.3 request; only 1.0 (any patch
- * level, e.g. `1.0.2`) is served. @returns the error to answer, or null.
- */
-export function checkVersion(header: string | string[] | undefined): RpcError | null {
-  const value = (Array.isArray(header) ? header[0] : header)?.trim() ?? '';
-  if (/^1\.0(\.\d+)?$/.test(value)) return null;
-  const given = value === '' ? 'none (a v0.3 request)' : `"${value.slice(0, 32)}"`;
-  return new RpcError(
-    RPC_ERRORS.versionNotSupported,
-    `A2A protocol version ${given} is not supported: send A2A-Version: 1.0`,
-    {
-      supportedVersions: [PROTOCOL_VERSION],
-    },
-  );
 }
 
 /**
@@ -113,12 +71,10 @@ export function parseRequest(
   if (!isRpcId(parsed.id)) return bad('id must be a string, a number or null');
   if (typeof parsed.method !== 'string' || parsed.method === '') return bad('method must be a non-empty string');
   if (parsed.params !== undefined && !isObject(parsed.params)) {
-    return { id, error: invalidParams('params must be an object') };
+    return { id, error: invalidParams('params', 'params must be an object') };
   }
   return { id, method: parsed.method, params: (parsed.params as Record<string, unknown> | undefined) ?? {} };
 }
-
-export const invalidParams = (reason: string) => new RpcError(RPC_ERRORS.invalidParams, `Invalid params: ${reason}`);
 
 /** The parts of an incoming message: its text for the task, or the error to answer. */
 export interface IncomingMessage {
@@ -142,23 +98,25 @@ export interface SendParams {
  */
 export function parseSendParams(params: Record<string, unknown>): SendParams {
   const message = params.message;
-  if (!isObject(message)) throw invalidParams('message is required');
+  if (!isObject(message)) throw invalidParams('message', 'message is required');
   const messageId = message.messageId;
   if (typeof messageId !== 'string' || messageId === '' || messageId.length > 256) {
-    throw invalidParams('message.messageId is required (a string of 1 to 256 characters)');
+    throw invalidParams('message.messageId', 'message.messageId is required (a string of 1 to 256 characters)');
   }
   // A2A 1.0 makes `role` a required field of every Message: a message that says nothing is refused.
   if (message.role !== 'ROLE_USER') {
     throw invalidParams(
+      'message.role',
       message.role === undefined ? 'message.role is required (ROLE_USER)' : 'message.role must be ROLE_USER',
     );
   }
   const taskId = optionalString(message.taskId, 'message.taskId');
   const contextId = optionalString(message.contextId, 'message.contextId');
-  if (!Array.isArray(message.parts) || message.parts.length === 0) throw invalidParams('message.parts is required');
+  if (!Array.isArray(message.parts) || message.parts.length === 0)
+    throw invalidParams('message.parts', 'message.parts is required');
   const pieces: string[] = [];
   for (const part of message.parts) {
-    if (!isObject(part)) throw invalidParams('each part must be an object');
+    if (!isObject(part)) throw invalidParams('message.parts', 'each part must be an object');
     if (part.url !== undefined || part.raw !== undefined) {
       throw new RpcError(
         RPC_ERRORS.contentTypeNotSupported,
@@ -167,24 +125,25 @@ export function parseSendParams(params: Record<string, unknown>): SendParams {
     }
     if (typeof part.text === 'string') pieces.push(part.text);
     else if (part.data !== undefined && part.data !== null) pieces.push(JSON.stringify(part.data));
-    else throw invalidParams('each part needs text or data');
+    else throw invalidParams('message.parts', 'each part needs text or data');
   }
   const text = pieces.join('\n');
-  if (text.length === 0) throw invalidParams('the message has no text');
+  if (text.length === 0) throw invalidParams('message.parts', 'the message has no text');
   if (text.length > MAX_MESSAGE_CHARS)
-    throw invalidParams(`the message is longer than ${MAX_MESSAGE_CHARS} characters`);
+    throw invalidParams('message.parts', `the message is longer than ${MAX_MESSAGE_CHARS} characters`);
   let metadata: Record<string, unknown> | undefined;
   if (message.metadata !== undefined && message.metadata !== null) {
-    if (!isObject(message.metadata)) throw invalidParams('message.metadata must be an object');
+    if (!isObject(message.metadata)) throw invalidParams('message.metadata', 'message.metadata must be an object');
     if (Buffer.byteLength(JSON.stringify(message.metadata)) > MAX_METADATA_BYTES) {
-      throw invalidParams(`message.metadata is larger than ${MAX_METADATA_BYTES} bytes as JSON`);
+      throw invalidParams('message.metadata', `message.metadata is larger than ${MAX_METADATA_BYTES} bytes as JSON`);
     }
     metadata = message.metadata;
   }
   const configuration = params.configuration ?? {};
-  if (!isObject(configuration)) throw invalidParams('configuration must be an object');
+  if (!isObject(configuration)) throw invalidParams('configuration', 'configuration must be an object');
   const returnImmediately = configuration.returnImmediately ?? false;
-  if (typeof returnImmediately !== 'boolean') throw invalidParams('configuration.returnImmediately must be a boolean');
+  if (typeof returnImmediately !== 'boolean')
+    throw invalidParams('configuration.returnImmediately', 'configuration.returnImmediately must be a boolean');
   return {
     message: { messageId, taskId, contextId, text, metadata },
     returnImmediately,
@@ -194,7 +153,7 @@ export function parseSendParams(params: Record<string, unknown>): SendParams {
 
 /** `{id, historyLength?}` of GetTask, CancelTask and SubscribeToTask. */
 export function parseTaskIdParams(params: Record<string, unknown>): { id: string; historyLength: number | undefined } {
-  if (typeof params.id !== 'string' || params.id === '') throw invalidParams('id is required (the task id)');
+  if (typeof params.id !== 'string' || params.id === '') throw invalidParams('id', 'id is required (the task id)');
   return { id: params.id, historyLength: parseHistoryLength(params.historyLength, 'historyLength') };
 }
 
@@ -218,7 +177,10 @@ function parseTimestampAfter(value: unknown): string | undefined {
   if (value === undefined || value === null || value === '') return undefined;
   const ms = typeof value === 'string' && RFC3339.test(value) ? Date.parse(value) : Number.NaN;
   if (Number.isNaN(ms)) {
-    throw invalidParams('statusTimestampAfter must be an RFC 3339 timestamp, e.g. 2026-01-31T09:00:00Z');
+    throw invalidParams(
+      'statusTimestampAfter',
+      'statusTimestampAfter must be an RFC 3339 timestamp, e.g. 2026-01-31T09:00:00Z',
+    );
   }
   return new Date(ms).toISOString();
 }
@@ -232,24 +194,26 @@ export function parseListParams(params: Record<string, unknown>): ListParams {
   // ProtoJSON's zero value of the enum means no filter.
   if (params.status !== undefined && params.status !== 'TASK_STATE_UNSPECIFIED') {
     if (typeof params.status !== 'string' || !(A2A_STATES as readonly string[]).includes(params.status)) {
-      throw invalidParams(`status must be one of ${A2A_STATES.join(', ')}`);
+      throw invalidParams('status', `status must be one of ${A2A_STATES.join(', ')}`);
     }
     state = params.status as TaskState;
   }
   const pageSize = params.pageSize ?? 50;
   if (typeof pageSize !== 'number' || !Number.isInteger(pageSize) || pageSize < 1 || pageSize > 100) {
-    throw invalidParams('pageSize must be an integer from 1 to 100');
+    throw invalidParams('pageSize', 'pageSize must be an integer from 1 to 100');
   }
   let offset = 0;
   if (params.pageToken !== undefined && params.pageToken !== '') {
     const token = params.pageToken;
     const decoded = typeof token === 'string' ? Buffer.from(token, 'base64url').toString() : '';
     const match = /^o:(\d{1,7})$/.exec(decoded);
-    if (!match || Number(match[1]) > MAX_OFFSET) throw invalidParams('pageToken is not one this server issued');
+    if (!match || Number(match[1]) > MAX_OFFSET)
+      throw invalidParams('pageToken', 'pageToken is not one this server issued');
     offset = Number(match[1]);
   }
   const includeArtifacts = params.includeArtifacts ?? false;
-  if (typeof includeArtifacts !== 'boolean') throw invalidParams('includeArtifacts must be a boolean');
+  if (typeof includeArtifacts !== 'boolean')
+    throw invalidParams('includeArtifacts', 'includeArtifacts must be a boolean');
   return {
     contextId,
     state,
@@ -269,7 +233,7 @@ export function pageToken(offset: number, total: number): string {
 function parseHistoryLength(value: unknown, field: string): number | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
-    throw invalidParams(`${field} must be a non-negative integer`);
+    throw invalidParams(field, `${field} must be a non-negative integer`);
   }
   return value;
 }
@@ -277,7 +241,7 @@ function parseHistoryLength(value: unknown, field: string): number | undefined {
 function optionalString(value: unknown, field: string): string | undefined {
   if (value === undefined || value === null || value === '') return undefined;
   if (typeof value !== 'string' || value.length > 256)
-    throw invalidParams(`${field} must be a string of at most 256 characters`);
+    throw invalidParams(field, `${field} must be a string of at most 256 characters`);
   return value;
 }
 

@@ -1,5 +1,7 @@
+import { createHash } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { AcquireConnection } from '../../http/connection-limits.js';
 import { errorResponses } from '../../http/error-schemas.js';
 import { AppError } from '../../http/errors.js';
@@ -7,24 +9,10 @@ import { principalOf } from '../../http/guard.js';
 import { A2A_METHOD_ROLES, forbiddenMessage } from '../../http/permissions.js';
 import { jsonTooDeep } from '../../lib/json-depth.js';
 import { roleAtLeast } from '../../lib/principal.js';
-import type { AgentRow } from '../agents/agents-repo.js';
-import type { TaskRecord } from '../tasks/tasks-record.js';
-import {
-  checkVersion,
-  errorResponse,
-  PUSH_CONFIG_METHODS,
-  parseListParams,
-  parseRequest,
-  parseSendParams,
-  parseTaskIdParams,
-  RPC_ERRORS,
-  RpcError,
-  type RpcId,
-  type RpcRequest,
-  resultResponse,
-  type SendParams,
-  TOO_DEEP,
-} from './a2a-rpc-fns.js';
+import { checkVersion, RPC_ERRORS, RpcError } from './a2a-errors.js';
+import { a2aOperations, STREAMED } from './a2a-operations.js';
+import { a2aRestRoutes } from './a2a-rest-routes.js';
+import { errorResponse, parseRequest, type RpcId, resultResponse, TOO_DEEP } from './a2a-rpc-fns.js';
 import {
   A2aParams,
   AgentCardSchema,
@@ -32,10 +20,13 @@ import {
   RPC_DESCRIPTION,
   RpcResponseSchema,
 } from './a2a-server-schemas.js';
-import { type A2aServerService, rpcErrorOf } from './a2a-server-service.js';
-import { type StreamDeps, streamTask } from './a2a-stream.js';
+import type { A2aServerService } from './a2a-server-service.js';
+import type { StreamDeps } from './a2a-stream.js';
 
-/** GET /a2a/:agentId/.well-known/agent-card.json and POST /a2a/:agentId (JSON-RPC). */
+/**
+ * GET /a2a/:agentId/.well-known/agent-card.json, POST /a2a/:agentId (JSON-RPC) and the HTTP+JSON
+ * paths under it: two bindings over one operation layer (`a2a-operations.ts`).
+ */
 export function a2aServerRoutes(deps: {
   service: A2aServerService;
   stream: Omit<StreamDeps, 'open' | 'service'>;
@@ -43,9 +34,14 @@ export function a2aServerRoutes(deps: {
 }) {
   const { service } = deps;
   const open = new Set<() => void>();
-  const streamDeps: StreamDeps = { ...deps.stream, service, open };
   // Blocking sends answer at once when the app closes, with the task as it is.
   const closing = new AbortController();
+  const ops = a2aOperations({
+    service,
+    stream: { ...deps.stream, service, open },
+    acquire: deps.acquire,
+    closing: closing.signal,
+  });
 
   return async function routes(base: FastifyInstance) {
     const app = base.withTypeProvider<TypeBoxTypeProvider>();
@@ -53,8 +49,14 @@ export function a2aServerRoutes(deps: {
       closing.abort();
       for (const end of open) end();
     });
-    // Encapsulated: the endpoint reads its body raw, so that every malformed request gets a
-    // JSON-RPC error rather than the API's 400/415.
+    // Encapsulated: the endpoints read their bodies raw, so that every malformed request gets an
+    // A2A error rather than the API's 400/415.
+    // RFC 6750's challenge on every 401 under /a2a (A2A §3.3.2), `invalid_token` when a credential was sent.
+    app.addHook('onSend', async (request, reply) => {
+      if (reply.statusCode !== 401) return;
+      const sent = ['authorization', 'x-api-key', 'x-service-api-key'].some((h) => request.headers[h] !== undefined);
+      reply.header('www-authenticate', sent ? 'Bearer error="invalid_token"' : 'Bearer');
+    });
     app.removeAllContentTypeParsers();
     app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
 
@@ -67,10 +69,25 @@ export function a2aServerRoutes(deps: {
           summary: 'Agent card (A2A)',
           description: CARD_DESCRIPTION,
           params: A2aParams,
-          response: { 200: AgentCardSchema, ...errorResponses([400, 401, 403, 404]) },
+          response: {
+            200: AgentCardSchema,
+            304: Type.Null({ description: 'Not modified: the If-None-Match header lists the current ETag.' }),
+            ...errorResponses([400, 401, 403, 404]),
+          },
         },
       },
-      async (request) => service.card(await service.agent(principalOf(request).workspaceUuid, request.params.agentId)),
+      async (request, reply) => {
+        const agent = await service.agent(principalOf(request).workspaceUuid, request.params.agentId);
+        const body = JSON.stringify(service.card(agent));
+        // A2A §8.6.1: a strong ETag of the card's JSON, kept 5 minutes by the caller only (it took a credential).
+        const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
+        reply.header('etag', etag).header('cache-control', 'private, max-age=300');
+        if (matchesEtag(request.headers['if-none-match'], etag)) return reply.code(304).send(null);
+        return reply
+          .code(200)
+          .header('content-type', 'application/json; charset=utf-8')
+          .send(body as never);
+      },
     );
 
     app.post(
@@ -106,104 +123,38 @@ export function a2aServerRoutes(deps: {
         if (needed && !roleAtLeast(principal.role, needed)) throw new AppError('FORBIDDEN', forbiddenMessage(needed));
         const agent = await service.agent(workspaceUuid, request.params.agentId);
         if ('error' in parsed) return answer(reply, errorResponse(parsed.id, parsed.error));
-        const version = checkVersion(request.headers['a2a-version']);
+        const version = checkVersion(request.headers['a2a-version'], (request.query as Query)['A2A-Version']);
         if (version) return answer(reply, errorResponse(parsed.id, version));
+        const frame = (response: unknown) => `data: ${JSON.stringify(resultResponse(parsed.id, response))}\n\n`;
         try {
-          const result = await dispatch(request, reply, agent, workspaceUuid, parsed);
+          const { method, params } = parsed;
+          const result = await ops.run({ request, reply, agent, workspaceUuid, method, params, frame });
           if (result !== STREAMED) return answer(reply, resultResponse(parsed.id, result));
         } catch (err) {
-          const mapped = rpcErrorOf(err);
-          if (mapped instanceof RpcError) return answer(reply, errorResponse(parsed.id, mapped));
-          throw mapped;
+          if (err instanceof AppError) throw err;
+          if (!(err instanceof RpcError)) request.log.error({ err }, 'A2A operation failed');
+          const error = err instanceof RpcError ? err : new RpcError(RPC_ERRORS.internal, 'Internal error');
+          return answer(reply, errorResponse(parsed.id, error));
         }
       },
     );
+
+    a2aRestRoutes(app, { service, ops });
   };
-
-  /** Runs one method. @returns its result, or STREAMED when it answered with a stream. */
-  async function dispatch(
-    request: FastifyRequest,
-    reply: FastifyReply,
-    agent: AgentRow,
-    workspaceUuid: string,
-    rpc: RpcRequest,
-  ): Promise<unknown> {
-    const ref = (taskUuid: string) => ({ workspaceUuid, agentUuid: agent.uuid, taskUuid });
-    switch (rpc.method) {
-      case 'SendMessage':
-        return sendMessage(reply, agent, workspaceUuid, parseSendParams(rpc.params));
-      case 'SendStreamingMessage': {
-        const p = parseSendParams(rpc.params);
-        // Counted against the workspace's streams from before anything is written.
-        const release = deps.acquire(workspaceUuid, 'stream');
-        let sent: TaskRecord;
-        try {
-          sent = await service.send(agent, workspaceUuid, p);
-        } catch (err) {
-          release();
-          throw err;
-        }
-        await streamTask(streamDeps, request, reply, rpc.id, ref(sent.uuid), release, sent);
-        return STREAMED;
-      }
-      case 'SubscribeToTask': {
-        const { id } = parseTaskIdParams(rpc.params);
-        const { state } = (await service.get(ref(id), 0)).status;
-        if (FINAL_STATES.has(state)) {
-          throw new RpcError(RPC_ERRORS.unsupportedOperation, `The task is finished (${state}): nothing to follow`);
-        }
-        await streamTask(streamDeps, request, reply, rpc.id, ref(id), deps.acquire(workspaceUuid, 'stream'));
-        return STREAMED;
-      }
-      case 'GetTask': {
-        const { id, historyLength } = parseTaskIdParams(rpc.params);
-        return service.get(ref(id), historyLength);
-      }
-      case 'CancelTask':
-        return service.cancel(ref(parseTaskIdParams(rpc.params).id));
-      case 'ListTasks':
-        return service.list(agent, workspaceUuid, parseListParams(rpc.params));
-      case 'GetExtendedAgentCard':
-        throw new RpcError(RPC_ERRORS.unsupportedOperation, 'This agent has no extended agent card');
-      default:
-        if (PUSH_CONFIG_METHODS.has(rpc.method)) {
-          throw new RpcError(RPC_ERRORS.pushNotSupported, 'Push notifications are not supported');
-        }
-        throw new RpcError(RPC_ERRORS.methodNotFound, `Method not found: ${rpc.method.slice(0, 100)}`);
-    }
-  }
-
-  /** SendMessage: `{task}` at once with returnImmediately, else once the task settles (or the wait ends). */
-  async function sendMessage(reply: FastifyReply, agent: AgentRow, workspaceUuid: string, p: SendParams) {
-    if (p.returnImmediately) {
-      return { task: await service.a2aTask(await service.send(agent, workspaceUuid, p), p.historyLength) };
-    }
-    // A blocking send counts as a wait for the workspace's cap, from before anything is written.
-    const release = deps.acquire(workspaceUuid, 'wait');
-    try {
-      const stop = AbortSignal.any([hangUp(reply), closing.signal]);
-      const sent = await service.send(agent, workspaceUuid, p);
-      const settled = await service.settle({ workspaceUuid, agentUuid: agent.uuid, taskUuid: sent.uuid }, stop);
-      return { task: await service.a2aTask(settled, p.historyLength) };
-    } finally {
-      release();
-    }
-  }
 }
 
-const STREAMED = Symbol('streamed');
-const FINAL_STATES = new Set(['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED']);
+type Query = Record<string, unknown>;
 
 /** Sends a JSON-RPC response as it is (no response schema may drop its fields). */
 function answer(reply: FastifyReply, body: { jsonrpc: '2.0'; id: RpcId }) {
   return reply.code(200).header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(body));
 }
 
-/** Aborts when the client closes the connection before the answer is sent. */
-function hangUp(reply: FastifyReply): AbortSignal {
-  const controller = new AbortController();
-  reply.raw.once('close', () => {
-    if (!reply.raw.writableEnded) controller.abort();
+/** Whether an `If-None-Match` header lists `etag` (or is `*`). */
+function matchesEtag(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  return header.split(',').some((tag) => {
+    const t = tag.trim().replace(/^W\//, '');
+    return t === '*' || t === etag;
   });
-  return controller.signal;
 }

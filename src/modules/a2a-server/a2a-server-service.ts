@@ -13,7 +13,8 @@ import type { TaskRecord } from '../tasks/tasks-record.js';
 import type { TaskView } from '../tasks/tasks-schemas.js';
 import type { TaskRef, TasksService } from '../tasks/tasks-service.js';
 import { taskView } from '../tasks/tasks-view.js';
-import { invalidParams, type ListParams, pageToken, RPC_ERRORS, RpcError, type SendParams } from './a2a-rpc-fns.js';
+import { invalidParams, RPC_ERRORS, RpcError } from './a2a-errors.js';
+import { type ListParams, pageToken, type SendParams } from './a2a-rpc-fns.js';
 import type { A2aServerRepo } from './a2a-server-repo.js';
 import { type A2aTask, agentCard, concurrencyKeyOf, stateTimestamp, statusOfState, toA2aTask } from './a2a-task-fns.js';
 
@@ -85,7 +86,7 @@ export function createA2aServerService(deps: {
     const extras = await repo.extras(db.kysely, [ref.taskUuid]);
     const contextId = extras.contexts.get(ref.taskUuid) ?? ref.taskUuid;
     if (message.contextId !== undefined && message.contextId !== contextId) {
-      throw invalidParams(`message.contextId does not match the task's contextId ${contextId}`);
+      throw invalidParams('message.contextId', `message.contextId does not match the task's contextId ${contextId}`);
     }
     try {
       return await db.transaction(async (trx) => {
@@ -235,7 +236,7 @@ export function rpcErrorOf(err: unknown): unknown {
       return new RpcError(RPC_ERRORS.unsupportedOperation, err.message);
     case 'INVALID_REQUEST':
     case 'LIMIT_EXCEEDED':
-      return err.status === 429 ? err : invalidParams(err.message);
+      return err.status === 429 ? err : invalidParams(err.details?.field ?? '', err.message);
     default:
       return err;
   }

@@ -9,7 +9,6 @@ import type { TaskRecord } from '../tasks/tasks-record.js';
 import type { TaskView } from '../tasks/tasks-schemas.js';
 import { EVENTS_PAGE, type TaskRef, type TasksService } from '../tasks/tasks-service.js';
 import { taskView } from '../tasks/tasks-view.js';
-import { type RpcId, resultResponse } from './a2a-rpc-fns.js';
 import type { A2aServerService } from './a2a-server-service.js';
 import { endsStream, type StreamResponse, streamUpdates } from './a2a-task-fns.js';
 
@@ -28,14 +27,12 @@ export interface StreamDeps {
  * Answers with an SSE stream of A2A StreamResponses for the task: the current Task first, then
  * an update per change (see `streamUpdates`), until a final state or input-required. A comment
  * line goes out every 15 s; the stream ends when the client hangs up, and once its credential no
- * longer holds (see `watchStream`). `release` runs
+ * longer holds (see `watchStream`). Each event is written as the binding frames it. `release` runs
  * once the stream is over. `from`: the task as a send just left it (else it is read now).
  */
 export async function streamTask(
   deps: StreamDeps,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  rpcId: RpcId,
+  call: { request: FastifyRequest; reply: FastifyReply; frame: (response: StreamResponse) => string },
   ref: TaskRef,
   release: () => void,
   from?: TaskRecord,
@@ -60,6 +57,7 @@ export async function streamTask(
     throw err;
   }
 
+  const { request, reply } = call;
   const stream = startEventStream(reply, {
     credentials: deps.credentials,
     timers: deps.timers,
@@ -74,7 +72,7 @@ export async function streamTask(
   const { end } = stream;
 
   const send = (response: StreamResponse) => {
-    stream.raw.write(`data: ${JSON.stringify(resultResponse(rpcId, response))}\n\n`);
+    stream.raw.write(call.frame(response));
   };
 
   try {

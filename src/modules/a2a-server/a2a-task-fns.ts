@@ -193,7 +193,11 @@ export function agentCard(agent: { uuid: string; name: string; description: stri
     name: agent.name,
     description: agent.description ?? '',
     version: '1.0.0',
-    supportedInterfaces: [{ url: `${baseUrl}/a2a/${agent.uuid}`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+    // JSON-RPC first: it stays the preferred interface.
+    supportedInterfaces: [
+      { url: `${baseUrl}/a2a/${agent.uuid}`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+      { url: `${baseUrl}/a2a/${agent.uuid}`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
+    ],
     provider: { organization: 'taskhook', url: baseUrl },
     capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
     securitySchemes: {

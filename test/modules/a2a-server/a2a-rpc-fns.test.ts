@@ -1,12 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/http/errors.js';
+import { checkVersion, RpcError } from '../../../src/modules/a2a-server/a2a-errors.js';
 import {
-  checkVersion,
   pageToken,
   parseListParams,
   parseRequest,
   parseSendParams,
-  RpcError,
 } from '../../../src/modules/a2a-server/a2a-rpc-fns.js';
 import { rpcErrorOf } from '../../../src/modules/a2a-server/a2a-server-service.js';
 

@@ -13,6 +13,7 @@ import {
   ClientFactoryOptions,
   DefaultAgentCardResolver,
   JsonRpcTransportFactory,
+  RestTransportFactory,
 } from '@a2a-js/sdk/client';
 import { type RunningWorker, runWorker, type TaskHandler, TaskhookClient } from '@taskhook/sdk';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -41,16 +42,22 @@ const withKey =
     return fetch(input, { ...init, headers });
   };
 
-/** An `@a2a-js/sdk` client of the agent, built from its card. */
-async function a2aClient(baseUrl: string, agentId: string, key: string): Promise<Client> {
+type Binding = 'JSONRPC' | 'HTTP+JSON';
+
+/** An `@a2a-js/sdk` client of the agent, built from its card, on the interface of `binding`. */
+async function a2aClient(baseUrl: string, agentId: string, key: string, binding: Binding): Promise<Client> {
   const fetchImpl = withKey(key);
   const factory = new ClientFactory(
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [new JsonRpcTransportFactory({ fetchImpl })],
+      transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
       cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
+      preferredTransports: [binding],
     }),
   );
-  return factory.createFromUrl(`${baseUrl}/a2a/${agentId}/`);
+  const client = await factory.createFromUrl(`${baseUrl}/a2a/${agentId}/`);
+  // The client speaks the binding asked for (the card lists both).
+  expect((client as unknown as { transport: { protocolName: string } }).transport.protocolName).toBe(binding);
+  return client;
 }
 
 /** A SendMessage request from ProtoJSON (the SDK's own decoder). */
@@ -99,7 +106,19 @@ function handlerWith(slow: { started: () => void; release: Promise<void> }): Tas
   };
 }
 
-describe.each(DATABASES)('a taskhook agent driven by the A2A SDK on $name', (database) => {
+const BINDINGS: Binding[] = ['JSONRPC', 'HTTP+JSON'];
+const CASES = DATABASES.flatMap((database) => BINDINGS.map((binding) => ({ database, binding, name: database.name })));
+
+/** The A2A error a call fails with, as the SDK names it on either binding. */
+const a2aError = (name: string) => expect.objectContaining({ name });
+
+/** Invalid parameters: -32602 over JSON-RPC, a 400 over HTTP+JSON. */
+const invalidParams = (binding: Binding) =>
+  binding === 'JSONRPC'
+    ? expect.objectContaining({ envelopeCode: -32602 })
+    : expect.objectContaining({ statusCode: 400 });
+
+describe.each(CASES)('a taskhook agent driven by the A2A SDK over $binding on $name', ({ database, binding }) => {
   let t: TestApp;
   let baseUrl: string;
   const workers: RunningWorker[] = [];
@@ -138,7 +157,7 @@ describe.each(DATABASES)('a taskhook agent driven by the A2A SDK on $name', (dat
         }),
       );
     }
-    const client = await a2aClient(baseUrl, agentId, user.key);
+    const client = await a2aClient(baseUrl, agentId, user.key, binding);
     return { user, agentId, client, started, release };
   }
 
@@ -154,6 +173,7 @@ describe.each(DATABASES)('a taskhook agent driven by the A2A SDK on $name', (dat
       version: '1.0.0',
       supportedInterfaces: [
         { url: `${t.config.publicUrl}/a2a/${agentId}`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+        { url: `${t.config.publicUrl}/a2a/${agentId}`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
       ],
       provider: { organization: 'taskhook', url: t.config.publicUrl },
       capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
@@ -253,15 +273,15 @@ describe.each(DATABASES)('a taskhook agent driven by the A2A SDK on $name', (dat
     await within(started.opened, 15_000, 'the worker to start the task');
     const cancelled = wire(await client.cancelTask({ tenant: '', id: sent.id, metadata: undefined }));
     expect(cancelled.status.state).toBe('TASK_STATE_CANCELED');
-    await expect(client.cancelTask({ tenant: '', id: sent.id, metadata: undefined })).rejects.toMatchObject({
-      envelopeCode: -32002,
-    });
+    await expect(client.cancelTask({ tenant: '', id: sent.id, metadata: undefined })).rejects.toEqual(
+      a2aError('TaskNotCancelableError'),
+    );
     expect(wire(await client.getTask({ tenant: '', id: sent.id })).status).toEqual(cancelled.status);
     const done = wire(await client.sendMessage(sendRequest('quick')));
-    await expect(client.cancelTask({ tenant: '', id: done.id, metadata: undefined })).rejects.toMatchObject({
-      envelopeCode: -32002,
-    });
-    await expect(client.getTask({ tenant: '', id: randomUUID() })).rejects.toMatchObject({ envelopeCode: -32001 });
+    await expect(client.cancelTask({ tenant: '', id: done.id, metadata: undefined })).rejects.toEqual(
+      a2aError('TaskNotCancelableError'),
+    );
+    await expect(client.getTask({ tenant: '', id: randomUUID() })).rejects.toEqual(a2aError('TaskNotFoundError'));
   });
 
   it('streams a new task: the task, status updates, the result artifact, then completed', async () => {
@@ -354,18 +374,16 @@ describe.each(DATABASES)('a taskhook agent driven by the A2A SDK on $name', (dat
     expect(after.tasks).toEqual([]);
     expect(after.totalSize).toBe(0);
     for (const bad of ['yesterday', '2026-13-01T00:00:00Z', '2026-01-01']) {
-      await expect(list({ statusTimestampAfter: bad })).rejects.toMatchObject({ envelopeCode: -32602 });
+      await expect(list({ statusTimestampAfter: bad })).rejects.toEqual(invalidParams(binding));
     }
   });
 
   it('refuses a message without role (a required field) with -32602, creating nothing', async () => {
     const { client } = await setup({ worker: false });
     for (const role of [undefined, 'ROLE_UNSPECIFIED']) {
-      await expect(
-        client.sendMessage(sendRequest('no role', { role }, { returnImmediately: true })),
-      ).rejects.toMatchObject({
-        envelopeCode: -32602,
-      });
+      await expect(client.sendMessage(sendRequest('no role', { role }, { returnImmediately: true }))).rejects.toEqual(
+        invalidParams(binding),
+      );
     }
     expect((await client.listTasks(ListTasksRequest.fromJSON({}))).totalSize).toBe(0);
   });
