@@ -27,6 +27,7 @@ import { migration027 } from './migrations/027-trigger-signatures.js';
 import { migration028 } from './migrations/028-audit-client-request-id.js';
 import { migration029 } from './migrations/029-invitation-sends.js';
 import { migration032 } from './migrations/032-usage-estimated.js';
+import { migration036 } from './migrations/036-mcp-oauth.js';
 import type { DialectMigration } from './migrations/types.js';
 
 /** Every migration, in order. Forward only: a released migration is never edited. */
@@ -57,6 +58,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '028-audit-client-request-id': migration028,
   '029-invitation-sends': migration029,
   '032-usage-estimated': migration032,
+  '036-mcp-oauth': migration036,
 };
 
 export class MigrationError extends Error {}
