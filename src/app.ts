@@ -25,6 +25,11 @@ import { dashboardRoutes } from './modules/dashboard/dashboard-module.js';
 import { createHealthModule } from './modules/health/health-module.js';
 import { createHousekeepingModule, type HousekeepingResult } from './modules/housekeeping/housekeeping-module.js';
 import { createMcpModule } from './modules/mcp/mcp-module.js';
+import {
+  createMcpAccessTokens,
+  createMcpOAuthModule,
+  mcpOAuthIdentifiers,
+} from './modules/mcp-oauth/mcp-oauth-module.js';
 import { createMetricsModule } from './modules/metrics/metrics-module.js';
 import { createOAuthModule } from './modules/oauth/oauth-module.js';
 import { createProvidersModule } from './modules/providers/providers-module.js';
@@ -37,6 +42,7 @@ import { createTasksModule } from './modules/tasks/tasks-module.js';
 import { createTelemetryModule } from './modules/telemetry/telemetry-module.js';
 import { createTriggersModule } from './modules/triggers/triggers-module.js';
 import { createWorkspacesModule } from './modules/workspaces/workspaces-module.js';
+import { workspacesRepo } from './modules/workspaces/workspaces-repo.js';
 import type { ProcessDeps } from './process-deps.js';
 
 declare module 'fastify' {
@@ -117,7 +123,8 @@ export async function buildApp(
   await registerOpenApi(app, config.publicUrl);
 
   const box = createSecretBox(runtime.secrets.encryptionKey, runtime.secrets.previousEncryptionKeys);
-  const accounts = createAccountsModule({ config, runtime, box });
+  // OAuth access tokens of the MCP authorization server, accepted on /mcp only.
+  const accounts = createAccountsModule({ config, runtime, box, mcpTokens: createMcpAccessTokens(config, runtime) });
   await registerCors(app, config.corsOrigins);
   registerGuard(app, { authenticate: accounts.authenticate, resolveWorkspace: accounts.resolveWorkspace, rateLimit });
   // Built in dependency order; each capability subscribes on the event hub to what it reacts to,
@@ -233,8 +240,17 @@ export async function buildApp(
     acquireConnection: connections.acquire,
     credentials: accounts.credentials,
     traceSpans: telemetry.tracer.enqueue,
+    resourceMetadata: config.mcpOauth ? mcpOAuthIdentifiers(config).resourceMetadata : undefined,
   });
   await app.register(mcp.routes);
+
+  const mcpOAuth = createMcpOAuthModule({
+    config,
+    runtime,
+    workspaceNames: workspacesRepo.namesOf,
+    credentialsChanged: accounts.credentialsChanged,
+  });
+  await app.register(mcpOAuth.routes);
 
   const oauth = createOAuthModule({ config, runtime, accounts: accounts.service });
   app.addHook('onClose', oauth.close);

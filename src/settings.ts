@@ -188,6 +188,36 @@ export const SETTINGS = {
     default: 50,
     doc: 'MCP: the longest a waiting tool call holds its answer (the default stays under the 60 s request timeout of common clients).',
   }),
+  mcpOauth: setting({
+    env: 'TASKHOOK_MCP_OAUTH',
+    schema: Type.Boolean(),
+    default: true,
+    doc: 'MCP: taskhook is the OAuth authorization server of `/mcp` (hosted MCP clients connect through it; docs/mcp.md). `false`: every `/oauth/*` path and the `/.well-known/oauth-*` documents answer 404 and OAuth tokens are refused.',
+  }),
+  mcpOauthDcr: setting({
+    env: 'TASKHOOK_MCP_OAUTH_DCR',
+    schema: Type.Boolean(),
+    default: true,
+    doc: 'MCP OAuth: Dynamic Client Registration (`POST /oauth/register`) for clients without a Client ID Metadata Document; `false`: 404.',
+  }),
+  mcpOauthAccessTtlSeconds: setting({
+    env: 'TASKHOOK_MCP_OAUTH_ACCESS_TTL_SECONDS',
+    schema: Type.Integer({ minimum: 1, maximum: 86_400 }),
+    default: 3600,
+    doc: 'MCP OAuth: access token lifetime (`expires_in`).',
+  }),
+  mcpOauthRefreshTtlSeconds: setting({
+    env: 'TASKHOOK_MCP_OAUTH_REFRESH_TTL_SECONDS',
+    schema: Type.Integer({ minimum: 60, maximum: 31_536_000 }),
+    default: 2_592_000,
+    doc: 'MCP OAuth: lifetime of each refresh token from its issue (30 days); each refresh issues a new one.',
+  }),
+  mcpOauthCodeTtlSeconds: setting({
+    env: 'TASKHOOK_MCP_OAUTH_CODE_TTL_SECONDS',
+    schema: Type.Integer({ minimum: 1, maximum: 600 }),
+    default: 60,
+    doc: 'MCP OAuth: authorization code lifetime.',
+  }),
   headersTimeoutMs: setting({
     env: 'TASKHOOK_HEADERS_TIMEOUT_MS',
     schema: Type.Integer({ minimum: 100 }),

@@ -13,6 +13,10 @@ import type {
   A2aMessageIdsTable,
   A2aTaskContextsTable,
   McpDeclinedQuestionsTable,
+  McpOAuthClientsTable,
+  McpOAuthGrantsTable,
+  McpOAuthRequestsTable,
+  McpOAuthTokensTable,
   McpTasksTable,
 } from './protocol-tables.js';
 import type { ScheduleRunsTable, SchedulesTable } from './schedule-tables.js';
@@ -88,6 +92,10 @@ export interface Database {
   mcp_tasks: McpTasksTable;
   spotlight_routes: SpotlightRoutesTable;
   mcp_declined_questions: McpDeclinedQuestionsTable;
+  mcp_oauth_clients: McpOAuthClientsTable;
+  mcp_oauth_requests: McpOAuthRequestsTable;
+  mcp_oauth_grants: McpOAuthGrantsTable;
+  mcp_oauth_tokens: McpOAuthTokensTable;
   workspaces: WorkspacesTable;
   workspace_members: WorkspaceMembersTable;
   invitations: InvitationsTable;

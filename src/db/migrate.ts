@@ -30,6 +30,7 @@ import { migration032 } from './migrations/032-usage-estimated.js';
 import { migration033 } from './migrations/033-agent-task-events.js';
 import { migration034 } from './migrations/034-task-retry-delay.js';
 import { migration038 } from './migrations/038-call-api.js';
+import { migration036 } from './migrations/036-mcp-oauth.js';
 import type { DialectMigration } from './migrations/types.js';
 
 /** Every migration, in order. Forward only: a released migration is never edited. */
@@ -62,6 +63,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '032-usage-estimated': migration032,
   '033-agent-task-events': migration033,
   '034-task-retry-delay': migration034,
+  '036-mcp-oauth': migration036,
   '038-call-api': migration038,
 };
 

@@ -31,3 +31,64 @@ export interface McpDeclinedQuestionsTable {
   task_uuid: string;
   position: number;
 }
+
+/** A client registered through Dynamic Client Registration (a metadata document client is not stored). */
+export interface McpOAuthClientsTable {
+  client_id: string;
+  client_name: string | null;
+  client_uri: string | null;
+  logo_uri: string | null;
+  application_type: string | null;
+  /** JSON array of strings. */
+  redirect_uris: string;
+  /** JSON array of strings. */
+  grant_types: string;
+  auth_method: string;
+  secret_hash: string | null;
+  created_at: string;
+}
+
+/** An authorization request waiting for the user's consent. */
+export interface McpOAuthRequestsTable {
+  id: string;
+  /** JSON: the client as it was known when the request came (id, name, uri, logo, registration, grant types). */
+  client: string;
+  redirect_uri: string;
+  code_challenge: string;
+  state: string | null;
+  resource: string;
+  expires_at: string;
+}
+
+/** A user's consent: a client may use `/mcp` in one workspace with at most one role. */
+export interface McpOAuthGrantsTable {
+  uuid: string;
+  workspace_uuid: string;
+  user_uuid: string;
+  client_id: string;
+  client_name: string | null;
+  client_uri: string | null;
+  registration: string;
+  role: string;
+  resource: string;
+  /** JSON: who approved it and from which request (the audit entry written when it becomes active). */
+  approval: string;
+  created_at: string;
+  /** 1 once its code was exchanged. */
+  active: number;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+/** A code (`code`), access token (`access`) or refresh token (`refresh`) of a grant, by its SHA-256. */
+export interface McpOAuthTokensTable {
+  hash: string;
+  kind: string;
+  grant_uuid: string;
+  client_id: string;
+  redirect_uri: string | null;
+  code_challenge: string | null;
+  expires_at: string;
+  /** A consumed code or a rotated refresh token. */
+  ended_at: string | null;
+}

@@ -10,6 +10,7 @@ const SECURITY: Record<AuthMode, Array<Record<string, string[]>>> = {
   session: [{ bearerJwt: [] }],
   user: [{ bearerJwt: [] }, { serviceApiKey: [] }, { apiKey: [] }, { bearerApiKey: [] }],
   ingest: [{ ingestToken: [] }],
+  mcp: [{ bearerJwt: [] }, { serviceApiKey: [] }, { apiKey: [] }, { bearerApiKey: [] }, { mcpOAuth: ['mcp'] }],
 };
 
 const DESCRIPTION = `taskhook puts AI agents to work over plain HTTP.
@@ -85,6 +86,19 @@ export async function registerOpenApi(app: FastifyInstance, publicUrl: string) {
             scheme: 'bearer',
             bearerFormat: 'JWT',
             description: 'Session token from POST /auth/login (24 h).',
+          },
+          mcpOAuth: {
+            type: 'oauth2',
+            description:
+              'On /mcp only: an access token (mcp_at_…) from taskhook\'s own authorization server (docs/mcp.md, "Connecting with OAuth").',
+            flows: {
+              authorizationCode: {
+                authorizationUrl: '/oauth/authorize',
+                tokenUrl: '/oauth/token',
+                refreshUrl: '/oauth/token',
+                scopes: { mcp: 'Use /mcp as the consenting user allows, in the workspace they chose.' },
+              },
+            },
           },
           bearerApiKey: {
             type: 'http',

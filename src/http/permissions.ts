@@ -82,6 +82,12 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   'GET /auth/webhook_signing_secret': manage,
   'POST /auth/webhook_signing_secret/rotate': manage,
   'POST /auth/change_password': 'session',
+  // MCP OAuth: consent and connected clients (the user's own, in any workspace)
+  'GET /oauth/authorization_requests/:id': 'session',
+  'POST /oauth/authorization_requests/:id/approve': 'session',
+  'POST /oauth/authorization_requests/:id/deny': 'session',
+  'GET /auth/mcp_grants': 'session',
+  'DELETE /auth/mcp_grants/:uuid': 'session',
   // Provider credentials and the model proxy
   'POST /user/provider_credentials': manage,
   'GET /user/provider_credentials': read,

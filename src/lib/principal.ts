@@ -25,16 +25,19 @@ export interface Principal {
   /** The platform key's name, for the audit log; null otherwise. */
   keyName: string | null;
   /** Which credential kind authenticated the request. */
-  via: 'jwt' | 'platform_key' | 'ingest_token';
-  /** The platform key or ingest token used; null for a session JWT. */
+  via: 'jwt' | 'platform_key' | 'ingest_token' | 'mcp_token';
+  /** The platform key or ingest token used, or the grant of an MCP OAuth access token; null for a session JWT. */
   credentialUuid: string | null;
   agentsEnabled: boolean;
   /** The user's token version when the credential was checked; a password change raises it. */
   tokenVersion: number;
 }
 
-/** What a route requires: nothing, a user (JWT or platform key), a user session (JWT), or an ingest token. */
-export type AuthMode = 'none' | 'user' | 'session' | 'ingest';
+/**
+ * What a route requires: nothing, a user (JWT or platform key), a user session (JWT), an ingest
+ * token, or for `/mcp` a user or an MCP OAuth access token.
+ */
+export type AuthMode = 'none' | 'user' | 'session' | 'ingest' | 'mcp';
 
 /** For connections that outlive their request (event streams): is the credential they opened with still good? */
 export interface CredentialCheck {
@@ -51,7 +54,10 @@ export interface CredentialCheck {
 }
 
 /** Who did a management action, as the audit log names them. */
-export type AuditActor = { type: 'user'; uuid: string; email: string } | { type: 'key'; uuid: string; name: string };
+export type AuditActor =
+  | { type: 'user'; uuid: string; email: string }
+  | { type: 'key'; uuid: string; name: string }
+  | { type: 'mcp_client'; client_id: string; client_name: string | null };
 
 /** What a management action needs to know to write its audit entry: where, who, and from which request. */
 export interface Acting {

@@ -2,7 +2,7 @@ import type { Db } from '../../db/connect.js';
 import { AUTH_MESSAGES, AuthError, notFound } from '../../http/errors.js';
 import { sha256Hex } from '../../lib/crypto.js';
 import type { Log } from '../../lib/log.js';
-import type { AuthMode, Principal } from '../../lib/principal.js';
+import { type AuthMode, lowerRole, type Principal, type Role } from '../../lib/principal.js';
 import { type Clock, iso } from '../../lib/time.js';
 import { readCredential } from './accounts-fns.js';
 import type { AccountsRepo, CredentialTable, CredentialWithUser, UserRow } from './accounts-repo.js';
@@ -14,6 +14,14 @@ import type { MembershipsRepo } from './memberships-repo.js';
 const TOUCH_INTERVAL_MS = 60_000;
 
 type Headers = Record<string, string | string[] | undefined>;
+
+/**
+ * Finds the grant of a live MCP OAuth access token for this server's MCP resource (null when the
+ * token is unknown, expired, revoked, its grant ended, or issued for another resource).
+ */
+export type McpTokenLookup = (
+  token: string,
+) => Promise<{ grantUuid: string; workspaceUuid: string; userUuid: string; role: Role } | null>;
 
 /**
  * Turns request headers into a Principal for a route's auth mode.
@@ -28,6 +36,10 @@ export function createAuthenticator(deps: {
   log: Log;
   /** Authenticated credentials by hash, when the database announces changes (PostgreSQL). */
   cache?: CredentialCache;
+  /** MCP OAuth access tokens (accepted in mode `mcp` only); absent when the authorization server is off. */
+  mcpTokens?: McpTokenLookup;
+  /** The user's current role in a workspace (needed with `mcpTokens`). */
+  roleOf?: MembershipsRepo['roleOf'];
 }) {
   const { db, repo, clock } = deps;
 
@@ -76,6 +88,24 @@ export function createAuthenticator(deps: {
     return found;
   }
 
+  /**
+   * An MCP OAuth access token acts like a platform key of its grant's workspace, with the lower of
+   * the grant's role and the user's current role there; only on `/mcp` (mode `mcp`).
+   */
+  async function mcpPrincipal(token: string, mode: Exclude<AuthMode, 'none'>): Promise<Principal> {
+    if (mode !== 'mcp' || !deps.mcpTokens || !deps.roleOf) throw new AuthError(401, AUTH_MESSAGES.invalid);
+    const grant = await deps.mcpTokens(token);
+    const user = grant && (await repo.findUserByUuid(db.kysely, grant.userUuid));
+    const role = grant && (await deps.roleOf(db.kysely, grant.workspaceUuid, grant.userUuid));
+    if (!grant || !user || !role) throw new AuthError(401, AUTH_MESSAGES.invalid);
+    return principal(user, 'mcp_token', {
+      credentialUuid: grant.grantUuid,
+      name: null,
+      workspaceUuid: grant.workspaceUuid,
+      role: lowerRole(grant.role, role),
+    });
+  }
+
   return async function authenticate(headers: Headers, mode: Exclude<AuthMode, 'none'>): Promise<Principal> {
     const credential = readCredential(headers);
     switch (credential.kind) {
@@ -94,6 +124,8 @@ export function createAuthenticator(deps: {
         if (mode === 'session') throw new AuthError(403, AUTH_MESSAGES.sessionRequired);
         return principal(found.user, 'platform_key', found);
       }
+      case 'mcp_token':
+        return mcpPrincipal(credential.value, mode);
       case 'jwt': {
         if (mode === 'ingest') throw new AuthError(401, AUTH_MESSAGES.invalid);
         const claims = await deps.tokens.verify(credential.value);

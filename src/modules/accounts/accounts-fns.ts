@@ -74,7 +74,11 @@ export type PresentedCredential =
   | { kind: 'malformed' }
   | { kind: 'platform_key'; value: string }
   | { kind: 'jwt'; value: string }
-  | { kind: 'ingest_token'; value: string };
+  | { kind: 'ingest_token'; value: string }
+  | { kind: 'mcp_token'; value: string };
+
+/** The prefix of an MCP OAuth access token (taskhook's authorization server for `/mcp`). */
+export const MCP_ACCESS_TOKEN_PREFIX = 'mcp_at_';
 
 type Headers = Record<string, string | string[] | undefined>;
 
@@ -103,6 +107,7 @@ export function readCredential(headers: Headers): PresentedCredential {
     const token = bearer[1];
     // OTLP exporters are often configured with `Bearer <token>`; a UUID is never a JWT.
     if (isWellFormedIngestToken(token)) return { kind: 'ingest_token', value: token.toLowerCase() };
+    if (token.startsWith(MCP_ACCESS_TOKEN_PREFIX)) return { kind: 'mcp_token', value: token };
     if (token.startsWith(KEY_PREFIX)) {
       return isWellFormedPlatformKey(token) ? { kind: 'platform_key', value: token } : { kind: 'malformed' };
     }

@@ -4,7 +4,7 @@ import { AppError, AuthError } from '../../http/errors.js';
 import type { SecretBox } from '../../lib/crypto.js';
 import { type CredentialCheck, roleAtLeast } from '../../lib/principal.js';
 import type { ProcessDeps } from '../../process-deps.js';
-import { createAuthenticator, createWorkspaceResolver } from './accounts-auth.js';
+import { createAuthenticator, createWorkspaceResolver, type McpTokenLookup } from './accounts-auth.js';
 import { recoveryRepo } from './accounts-recovery-repo.js';
 import { recoveryRoutes } from './accounts-recovery-routes.js';
 import { accountsRepo } from './accounts-repo.js';
@@ -21,7 +21,13 @@ import { membershipsRepo } from './memberships-repo.js';
  * credential cache serves once the app listens for its `changeFeed` (a serving app), not for the
  * CLI, which only uses the service.
  */
-export function createAccountsModule(deps: { config: Config; runtime: ProcessDeps; box: SecretBox }) {
+export function createAccountsModule(deps: {
+  config: Config;
+  runtime: ProcessDeps;
+  box: SecretBox;
+  /** MCP OAuth access tokens, handed in by app.ts from the MCP authorization server (absent: refused). */
+  mcpTokens?: McpTokenLookup;
+}) {
   const { config, runtime } = deps;
   const tokens = createSessionTokens(runtime.secrets.jwtSecret, () => runtime.clock.now());
   const cache = createCredentialCache({ ttlMs: config.credentialCacheMs, now: () => runtime.clock.now() });
@@ -46,12 +52,15 @@ export function createAccountsModule(deps: { config: Config; runtime: ProcessDep
     clock: runtime.clock,
     log: runtime.logger,
     cache,
+    mcpTokens: deps.mcpTokens,
+    roleOf: membershipsRepo.roleOf,
   });
   const resolveWorkspace = createWorkspaceResolver({ db: runtime.db, roleOf: membershipsRepo.roleOf });
   const credentials: CredentialCheck = {
     async stillValid(headers, was, needed = 'viewer') {
       try {
-        const now = await resolveWorkspace(await authenticate(headers, 'user'), was.workspaceUuid);
+        // `mcp` takes every credential `user` does, and OAuth access tokens (accepted only on /mcp).
+        const now = await resolveWorkspace(await authenticate(headers, 'mcp'), was.workspaceUuid);
         // A password change (a new token version) ends sessions only: keys are not affected by it.
         const sameSession = was.via !== 'jwt' || now.tokenVersion === was.tokenVersion;
         return now.userUuid === was.userUuid && sameSession && now.agentsEnabled && roleAtLeast(now.role, needed);

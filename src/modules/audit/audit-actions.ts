@@ -34,5 +34,7 @@ export const AUDIT_ACTIONS = [
   'schedule.update',
   'schedule.delete',
   'budget.update',
+  'mcp_grant.create',
+  'mcp_grant.revoke',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

@@ -40,8 +40,8 @@ export function recordAudit(ex: Executor, acting: Acting, entry: AuditEntry, wor
         workspace_uuid: workspaceUuid,
         at: iso(Date.now()),
         actor_type: actor.type,
-        actor_uuid: actor.uuid,
-        actor_name: actor.type === 'user' ? actor.email : actor.name,
+        actor_uuid: actor.type === 'mcp_client' ? actor.client_id : actor.uuid,
+        actor_name: actor.type === 'user' ? actor.email : actor.type === 'key' ? actor.name : (actor.client_name ?? ''),
         action: entry.action,
         target_type: entry.target.type,
         target_uuid: entry.target.uuid,
@@ -65,6 +65,14 @@ export interface AuditRow {
   ip: string | null;
   request_id: string | null;
   client_request_id: string | null;
+}
+
+function actorOfRow(r: { actor_type: string; actor_uuid: string; actor_name: string }): AuditActor {
+  if (r.actor_type === 'key') return { type: 'key', uuid: r.actor_uuid, name: r.actor_name };
+  if (r.actor_type === 'mcp_client') {
+    return { type: 'mcp_client', client_id: r.actor_uuid, client_name: r.actor_name === '' ? null : r.actor_name };
+  }
+  return { type: 'user', uuid: r.actor_uuid, email: r.actor_name };
 }
 
 /** The reads and deletes of the audit log; entries are written with `recordAudit`. */
@@ -95,10 +103,7 @@ export const auditRepo = {
     return rows.map((r) => ({
       id: r.id,
       at: r.at,
-      actor:
-        r.actor_type === 'key'
-          ? { type: 'key' as const, uuid: r.actor_uuid, name: r.actor_name }
-          : { type: 'user' as const, uuid: r.actor_uuid, email: r.actor_name },
+      actor: actorOfRow(r),
       action: r.action as AuditAction,
       target: { type: r.target_type, uuid: r.target_uuid },
       details: fromDbJson<Record<string, unknown>>(r.details),

@@ -21,6 +21,11 @@ export const AuditLogQuery = StrictObject({
 const Actor = Type.Union([
   Type.Object({ type: Type.Literal('user'), uuid: UuidSchema, email: Type.String() }),
   Type.Object({ type: Type.Literal('key'), uuid: UuidSchema, name: Type.String() }),
+  Type.Object({
+    type: Type.Literal('mcp_client'),
+    client_id: Type.String(),
+    client_name: Type.Union([Type.String(), Type.Null()]),
+  }),
 ]);
 
 export const AuditEntrySchema = Type.Object(

@@ -8,6 +8,7 @@ import { deleteExpiredMessageIds } from '../a2a-server/a2a-purge.js';
 import { recoveryRepo } from '../accounts/accounts-recovery-repo.js';
 import { agentsPurge } from '../agents/agents-purge.js';
 import { auditRepo } from '../audit/audit-repo.js';
+import { deleteExpiredOAuth, deleteUnusedClients } from '../mcp-oauth/mcp-oauth-repo.js';
 import { createSpendSweep } from '../spotlight/budgets/spend-sweep.js';
 import { callsRepo } from '../spotlight/usage/calls-repo.js';
 import { idempotencyRepo } from '../tasks/submit/idempotency-repo.js';
@@ -50,6 +51,10 @@ export interface HousekeepingResult {
   auditLog: number;
   /** Unverified registrations past TASKHOOK_UNVERIFIED_TTL_HOURS (3.1). */
   unverifiedAccounts: number;
+  /** MCP OAuth authorization requests, codes and tokens past their expiry. */
+  mcpOAuthExpired: number;
+  /** Dynamically registered MCP OAuth clients with no grant 7 days after registration. */
+  mcpOAuthClients: number;
   /** Rows of deleted workspaces (every kind together). */
   deletedWorkspaceRows: number;
   /** Deleted workspaces whose last row went this round. */
@@ -169,6 +174,8 @@ export function createHousekeepingModule(deps: {
       spotlightSpend: [deleteExpiredSpend, daysAgo(config.spotlightRetentionDays)],
       auditLog: [auditRepo.deleteExpired, daysAgo(config.auditRetentionDays)],
       unverifiedAccounts: [recoveryRepo.deleteExpiredRegistrations, iso(now - config.unverifiedTtlHours * 3_600_000)],
+      mcpOAuthExpired: [deleteExpiredOAuth, iso(now)],
+      mcpOAuthClients: [deleteUnusedClients, daysAgo(7)],
     };
   }
 

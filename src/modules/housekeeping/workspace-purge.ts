@@ -3,6 +3,7 @@ import { rateLimitsPurge } from '../../http/rate-limit.js';
 import { a2aPurge } from '../a2a-server/a2a-purge.js';
 import { accountsPurge } from '../accounts/accounts-purge.js';
 import { auditRepo } from '../audit/audit-repo.js';
+import { mcpOAuthPurge } from '../mcp-oauth/mcp-oauth-repo.js';
 import { providersPurge } from '../providers/providers-purge.js';
 import { schedulesPurge } from '../schedules/schedules-purge.js';
 import { spotlightPurge } from '../spotlight/spotlight-purge.js';
@@ -33,6 +34,7 @@ export const WORKSPACE_STEPS: ReadonlyArray<readonly [string, PurgeStep]> = [
   ...spotlightPurge,
   ...providersPurge,
   ...accountsPurge,
+  ...mcpOAuthPurge,
   ...workspacesPurge.steps,
   ['audit_log', auditRepo.purgeWorkspace],
   ['rate_limits', rateLimitsPurge],

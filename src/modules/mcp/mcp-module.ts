@@ -25,6 +25,8 @@ export function createMcpModule(deps: {
   acquireConnection?: AcquireConnection;
   credentials: CredentialCheck;
   traceSpans?: (workspaceUuid: string, spans: ServiceSpan[]) => void;
+  /** The protected resource metadata URL for 401 challenges; absent while OAuth is off. */
+  resourceMetadata?: string;
 }) {
   const service = createMcpService({
     db: deps.runtime.db,
@@ -47,6 +49,7 @@ export function createMcpModule(deps: {
     clock: deps.runtime.clock,
     notifier: deps.notifier,
     acquire: deps.acquireConnection ?? noConnectionLimits,
+    resourceMetadata: deps.resourceMetadata ?? null,
   });
   return {
     service,

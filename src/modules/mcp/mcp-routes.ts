@@ -35,6 +35,8 @@ export function mcpRoutes(deps: {
   clock: Clock;
   notifier: Pick<Notifier, 'publish' | 'subscribe'>;
   acquire: AcquireConnection;
+  /** Where the protected resource metadata is (RFC 9728), while the MCP authorization server is on. */
+  resourceMetadata: string | null;
 }) {
   const open = new Set<() => void>();
   const anyOrigin = deps.allowedOrigins.includes('*');
@@ -58,16 +60,16 @@ export function mcpRoutes(deps: {
     });
     app.removeAllContentTypeParsers();
     app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
-    // Both 401s say how to authenticate (RFC 6750).
+    // Both 401s say how to authenticate (RFC 6750) and, with OAuth on, where to (RFC 9728 §5.1).
     app.addHook('onSend', async (_request, reply, payload) => {
       if (reply.statusCode === 401 && !reply.hasHeader('www-authenticate')) {
         const invalid = typeof payload === 'string' && payload.includes('Invalid or expired');
-        reply.header('www-authenticate', invalid ? 'Bearer error="invalid_token"' : 'Bearer');
+        reply.header('www-authenticate', bearerChallenge(deps.resourceMetadata, invalid));
       }
       return payload;
     });
 
-    const config = { auth: 'user' as const, feature: 'agents' as const, beforeAuth: checkOrigin };
+    const config = { auth: 'mcp' as const, feature: 'agents' as const, beforeAuth: checkOrigin };
     const refuse405 = async (_request: FastifyRequest, reply: FastifyReply) =>
       rpcError(reply.header('allow', 'POST'), 405, null, -32000, 'Method not allowed: use POST');
     for (const method of ['GET', 'DELETE'] as const) {
@@ -268,4 +270,14 @@ export function mcpRoutes(deps: {
       release?.();
     }
   }
+}
+
+/** The `WWW-Authenticate` of a 401 on /mcp: a refused credential is `invalid_token`. */
+function bearerChallenge(resourceMetadata: string | null, invalid: boolean): string {
+  const params = invalid ? ['error="invalid_token"'] : [];
+  if (resourceMetadata) {
+    if (invalid) params.push('error_description="Invalid or expired token"');
+    params.push(`resource_metadata="${resourceMetadata}"`, 'scope="mcp"');
+  }
+  return params.length === 0 ? 'Bearer' : `Bearer ${params.join(', ')}`;
 }

@@ -54,6 +54,15 @@ function memberships(ex: Executor, userUuid: string) {
 
 /** Workspaces and their members (the rows the personal workspace starts with are made by accounts). */
 export const workspacesRepo = {
+  /** The names of these workspaces (deleted ones too), by uuid. */
+  async namesOf(ex: Executor, uuids: string[]): Promise<Map<string, string>> {
+    if (uuids.length === 0) return new Map();
+    const rows = await withDbErrors(
+      ex.selectFrom('workspaces').select(['uuid', 'name']).where('uuid', 'in', uuids).execute(),
+    );
+    return new Map(rows.map((r) => [r.uuid, r.name]));
+  },
+
   async insert(ex: Executor, w: { uuid: string; name: string; ownerUuid: string; createdAt: string }) {
     await withDbErrors(
       ex

@@ -69,17 +69,20 @@ describe.each(DATABASES)('/mcp refusals on $name', (database) => {
     expect((await post(INIT, { origin: 'null' })).status).toBe(403);
   });
 
-  it('answers 401 with WWW-Authenticate', async () => {
+  it('answers 401 with WWW-Authenticate naming the protected resource metadata (RFC 9728)', async () => {
     const none = await fetch(`${baseUrl}/mcp`, {
       method: 'POST',
       headers: { accept: ACCEPT, 'content-type': 'application/json' },
       body: JSON.stringify(INIT),
     });
     expect(none.status).toBe(401);
-    expect(none.headers.get('www-authenticate')).toBe('Bearer');
+    const metadata = `resource_metadata="${baseUrl}/.well-known/oauth-protected-resource/mcp", scope="mcp"`;
+    expect(none.headers.get('www-authenticate')).toBe(`Bearer ${metadata}`);
     const bad = await post(INIT, { 'x-service-api-key': 'sk_wrong' });
     expect(bad.status).toBe(401);
-    expect(bad.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
+    expect(bad.headers.get('www-authenticate')).toBe(
+      `Bearer error="invalid_token", error_description="Invalid or expired token", ${metadata}`,
+    );
   });
 
   it('refuses what the transport does not take', async () => {
