@@ -29,8 +29,8 @@ import { migration029 } from './migrations/029-invitation-sends.js';
 import { migration032 } from './migrations/032-usage-estimated.js';
 import { migration033 } from './migrations/033-agent-task-events.js';
 import { migration034 } from './migrations/034-task-retry-delay.js';
-import { migration038 } from './migrations/038-call-api.js';
 import { migration036 } from './migrations/036-mcp-oauth.js';
+import { migration038 } from './migrations/038-call-api.js';
 import type { DialectMigration } from './migrations/types.js';
 
 /** Every migration, in order. Forward only: a released migration is never edited. */

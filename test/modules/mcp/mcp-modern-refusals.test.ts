@@ -4,7 +4,11 @@ import { DATABASES } from '../../helpers/databases.js';
 import { createUser, type TestUser } from '../../helpers/factories.js';
 import { freePort } from '../../helpers/server-process.js';
 
-type RpcAnswer = { id: unknown; result: Record<string, unknown>; error: { code: number; message: string; data?: unknown } };
+type RpcAnswer = {
+  id: unknown;
+  result: Record<string, unknown>;
+  error: { code: number; message: string; data?: unknown };
+};
 
 const V = '2026-07-28';
 const META = {
