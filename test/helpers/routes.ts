@@ -528,6 +528,15 @@ export const ROUTES: CatalogueRoute[] = [
     status: 502,
   },
   {
+    method: 'POST',
+    path: '/spotlight/v1/responses',
+    url: () => '/spotlight/v1/responses',
+    body: (ctx) => ({ model: `${ctx.credentialName}/gpt-4o-mini`, input: 'hi' }),
+    auth: 'user',
+    protocol: 'openai',
+    status: 502,
+  },
+  {
     method: 'GET',
     path: '/spotlight/v1/models',
     url: () => '/spotlight/v1/models',
@@ -715,6 +724,37 @@ export const INGEST_ROUTES = [
  * are hidden from the OpenAPI document and answer 405 once authenticated.)
  */
 export const MCP_ROUTES = [{ method: 'POST', path: '/mcp' }];
+
+/**
+ * A2A's HTTP+JSON binding: its refusals and bodies are A2A's (google.rpc.Status), so
+ * test/modules/a2a-server/a2a-rest.test.ts and test/http/permissions.test.ts cover its credential
+ * matrix and the catalogue only counts it.
+ */
+export const A2A_REST_ROUTES = [
+  { method: 'POST', path: '/a2a/:agentId/message:send' },
+  { method: 'POST', path: '/a2a/:agentId/message:stream' },
+  { method: 'GET', path: '/a2a/:agentId/tasks' },
+  { method: 'GET', path: '/a2a/:agentId/tasks/:taskId' },
+  { method: 'POST', path: '/a2a/:agentId/tasks/:taskId' },
+  { method: 'GET', path: '/a2a/:agentId/tasks/:taskId/pushNotificationConfigs' },
+  { method: 'POST', path: '/a2a/:agentId/tasks/:taskId/pushNotificationConfigs' },
+  { method: 'GET', path: '/a2a/:agentId/tasks/:taskId/pushNotificationConfigs/:configId' },
+  { method: 'DELETE', path: '/a2a/:agentId/tasks/:taskId/pushNotificationConfigs/:configId' },
+  { method: 'GET', path: '/a2a/:agentId/extendedAgentCard' },
+];
+
+/**
+ * The MCP authorization server's signed-in routes (the consent page's calls and the connected
+ * clients): an example request needs an authorization request made by a registered client, so
+ * test/modules/mcp-oauth covers them and the catalogue only counts them.
+ */
+export const MCP_OAUTH_ROUTES = [
+  { method: 'GET', path: '/oauth/authorization_requests/:id' },
+  { method: 'POST', path: '/oauth/authorization_requests/:id/approve' },
+  { method: 'POST', path: '/oauth/authorization_requests/:id/deny' },
+  { method: 'GET', path: '/auth/mcp_grants' },
+  { method: 'DELETE', path: '/auth/mcp_grants/:uuid' },
+];
 
 /**
  * The workspace, member and invitation routes (session only): their example requests change

@@ -5,6 +5,7 @@ import { buildTestApp, call, type TestApp } from '../helpers/app.js';
 import { DATABASES } from '../helpers/databases.js';
 import { createAgent, createUser } from '../helpers/factories.js';
 import {
+  A2A_REST_ROUTES,
   bearer,
   createRouteContext,
   expectErrorEnvelope,
@@ -13,6 +14,7 @@ import {
   expectStandardHeaders,
   INGEST_ROUTES,
   keyHeaders,
+  MCP_OAUTH_ROUTES,
   MCP_ROUTES,
   probeUrl,
   ROUTES,
@@ -66,7 +68,9 @@ describe.each(DATABASES)('authentication matrix on $name', (database) => {
         if (res.statusCode === 401 && res.json().error === MISSING) authenticated.push(routeKey(route));
       }
       expect(authenticated.sort()).toEqual(
-        [...ROUTES, ...INGEST_ROUTES, ...WORKSPACE_ROUTES, ...MCP_ROUTES].map(routeKey).sort(),
+        [...ROUTES, ...INGEST_ROUTES, ...WORKSPACE_ROUTES, ...MCP_ROUTES, ...A2A_REST_ROUTES, ...MCP_OAUTH_ROUTES]
+          .map(routeKey)
+          .sort(),
       );
     });
   });

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, call, type TestApp } from '../../helpers/app.js';
 import { DATABASES } from '../../helpers/databases.js';
 import { createUser } from '../../helpers/factories.js';
+import { expectFlatError, MCP_OAUTH_ROUTES } from '../../helpers/routes.js';
 import { freePort } from '../../helpers/server-process.js';
 import { captureLog, createWorkspace, join } from '../workspaces/workspace-helpers.js';
 import { getManual, pkce, postForm, queryOf } from './oauth-helpers.js';
@@ -253,5 +254,18 @@ describe.each(DATABASES)('MCP OAuth refuses bad input with its RFC error on $nam
     });
     expect(member.statusCode).toBe(403);
     expect(member.json().error.code).toBe('FORBIDDEN');
+  });
+
+  it('the consent and connected-client routes take a session only: 401 without or with a garbage credential, 403 with a key', async () => {
+    const user = await createUser(t);
+    const id = '00000000-0000-7000-8000-000000000000';
+    for (const route of MCP_OAUTH_ROUTES) {
+      const url = route.path.replace(':id', id).replace(':uuid', id);
+      const method = route.method as 'GET' | 'POST' | 'DELETE';
+      expectFlatError(await call(t.app, method, url), 401, 'Authorization header is required');
+      expectFlatError(await call(t.app, method, url, { token: 'not-a-token' }), 401, 'Invalid or expired token');
+      const keyed = await call(t.app, method, url, { headers: { 'x-service-api-key': user.key } });
+      expect(keyed.statusCode, `${route.method} ${route.path}`).toBe(403);
+    }
   });
 });
