@@ -188,8 +188,10 @@ describe.each(DATABASES)('retry policies on $name', (database) => {
     });
     const agent = made.json().uuid as string;
     const { task_id } = await submitTask(t, user, agent);
-    const first = await claimOne(t, user, agent, { lease_seconds: 5 });
-    clock.advance(10_000);
+    // Leases far longer than a test runs: other files' apps share the PostgreSQL database and sweep on
+    // the real clock, so a short lease could expire under them while this test holds the clock.
+    const first = await claimOne(t, user, agent, { lease_seconds: 600 });
+    clock.advance(610_000);
     const requeued = await sweptTask(t, user, agent, task_id);
     expect(requeued).toMatchObject({
       status: 'queued',
@@ -199,9 +201,9 @@ describe.each(DATABASES)('retry policies on $name', (database) => {
     });
     expect(await claimTasks(t, user, agent)).toEqual([]);
     clock.advance(55_000);
-    const second = await claimOne(t, user, agent, { lease_seconds: 5 });
+    const second = await claimOne(t, user, agent, { lease_seconds: 600 });
     expect(second.attempt).toBe(2);
-    clock.advance(10_000);
+    clock.advance(610_000);
     const failed = await sweptTask(t, user, agent, task_id);
     expect(failed).toMatchObject({
       status: 'failed',
