@@ -18,6 +18,10 @@ const GLOBAL = new Set([
   'oauth_identities',
   'settings',
   'rate_limits',
+  // MCP authorization: clients register without an account (RFC 7591) and a pending authorization
+  // request names no workspace until it is consented to; both expire by themselves.
+  'mcp_oauth_clients',
+  'mcp_oauth_requests',
 ]);
 const isGlobal = (table: string) => GLOBAL.has(table) || table.startsWith('kysely_');
 
@@ -118,6 +122,7 @@ describe.each(DATABASES)('a deleted workspace leaves nothing behind on $name', (
     // Every other table it can own gets a row naming its objects: schedules and their runs,
     // budgets and spend, routes, calls, telemetry, A2A and MCP rows, callbacks, push runs…
     const scheduleUuid = randomUUID();
+    const grantUuid = randomUUID();
     const routeName = `route-${randomUUID()}`;
     const refs: Record<string, string> = {
       workspace_uuid: ws,
@@ -130,8 +135,10 @@ describe.each(DATABASES)('a deleted workspace leaves nothing behind on $name', (
       schedule_uuid: scheduleUuid,
       scope_id: agentUuid,
       route_name: routeName,
+      grant_uuid: grantUuid,
     };
     await fillRow('schedules', { ...refs, uuid: scheduleUuid });
+    await fillRow('mcp_oauth_grants', { ...refs, uuid: grantUuid });
     const ownable = (await tables()).filter((name) => !isGlobal(name));
     const naming = (rows: string[], ids: string[]) => rows.filter((r) => ids.some((id) => r.includes(id)));
     for (const table of ownable) {
@@ -139,7 +146,7 @@ describe.each(DATABASES)('a deleted workspace leaves nothing behind on $name', (
       await fillRow(table, table === 'spotlight_routes' ? { ...refs, name: routeName } : refs);
     }
     // Every uuid of the workspace's objects, as stored.
-    const ids = [ws, scheduleUuid, routeName];
+    const ids = [ws, scheduleUuid, routeName, grantUuid];
     for (const table of ['agents', 'tasks', 'triggers', 'schedules', 'platform_keys', 'ingest_tokens']) {
       const rows = await sql<{
         uuid: string;

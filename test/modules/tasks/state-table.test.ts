@@ -74,6 +74,11 @@ const COMMON_FIELDS = [
   'priority',
   'metadata',
   'concurrency_key',
+  // Section 22.1: every state carries the attempt counters, the last failure and (null outside queued) available_at.
+  'attempt',
+  'max_attempts',
+  'last_error',
+  'available_at',
 ];
 const STATE_FIELDS: Record<State, string[]> = {
   queued: ['estimated_start'],
