@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { hash, verify } from '@node-rs/argon2';
+import { createArgon2Threads } from './argon2-threads.js';
 import { createSemaphore } from './semaphore.js';
 
 // argon2id at OWASP's minimum: m = 19 MiB, t = 2, p = 1. (2 is Algorithm.Argon2id; the
@@ -12,10 +12,13 @@ export interface Argon2 {
   verify(stored: string, password: string): Promise<boolean>;
 }
 
-/** The real argon2id primitives with the options above. */
+/** The process's hashing threads: one per core, below the event loop's priority (argon2-threads.ts). */
+const threads = createArgon2Threads();
+
+/** The real argon2id primitives with the options above, run in the hashing threads. */
 export const argon2id: Argon2 = {
-  hash: (password) => hash(password, OPTIONS as Parameters<typeof hash>[1]),
-  verify: (stored, password) => verify(stored, password),
+  hash: (password) => threads.hash(password, OPTIONS),
+  verify: (stored, password) => threads.verify(stored, password),
 };
 
 /**
