@@ -116,7 +116,7 @@ export async function connectClient(
 const MODERN = '2026-07-28';
 
 /**
- * A 2026-07-28 request to /mcp with `token` as bearer (the tasks extension declared, so an agent
+ * A 2026-07-28 request to /mcp with `token` as bearer (none when empty; the tasks extension declared, so an agent
  * tool's call answers its task at once); the HTTP status and the JSON-RPC answer.
  */
 export async function modernMcp(t: TestApp, token: string, method: string, params: Record<string, unknown> = {}) {
@@ -126,7 +126,7 @@ export async function modernMcp(t: TestApp, token: string, method: string, param
     method: 'POST',
     url: '/mcp',
     headers: {
-      authorization: `Bearer ${token}`,
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
       accept: 'application/json, text/event-stream',
       'content-type': 'application/json',
       'mcp-protocol-version': MODERN,
