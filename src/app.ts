@@ -216,6 +216,7 @@ export async function buildApp(
     agents: agents.service,
     dropPendingCallbacks: callbacks.dropPendingOfWorkspace,
     credentialsChanged: accounts.credentialsChanged,
+    events,
   });
   await app.register(workspaces.routes);
   await app.register(createAuditModule({ config, runtime }).routes);
@@ -249,6 +250,7 @@ export async function buildApp(
     runtime,
     workspaceNames: workspacesRepo.namesOf,
     credentialsChanged: accounts.credentialsChanged,
+    events,
   });
   await app.register(mcpOAuth.routes);
 

@@ -3,10 +3,12 @@ import type {
   Agent,
   AgentInput,
   AuditEntry,
+  AuthorizationRequest,
   Budget,
   CallbackDelivery,
   IngestToken,
   Invitation,
+  McpGrant,
   Member,
   ModelRoute,
   ModelUsage,
@@ -245,6 +247,15 @@ export const api = {
   revokeInvitation: (uuid: string, invitationUuid: string) =>
     call<void>('DELETE', `/workspaces/${id(uuid)}/invitations/${id(invitationUuid)}`),
   acceptInvitation: (token: string) => call<Workspace>('POST', '/invitations/accept', { token }),
+
+  authorizationRequest: (requestId: string) =>
+    call<AuthorizationRequest>('GET', `/oauth/authorization_requests/${id(requestId)}`),
+  approveAuthorization: (requestId: string, input: { workspace_uuid: string; role: 'viewer' | 'member' }) =>
+    call<{ redirect_to: string }>('POST', `/oauth/authorization_requests/${id(requestId)}/approve`, input),
+  denyAuthorization: (requestId: string) =>
+    call<{ redirect_to: string }>('POST', `/oauth/authorization_requests/${id(requestId)}/deny`, {}),
+  mcpGrants: () => call<{ grants: McpGrant[] }>('GET', '/auth/mcp_grants'),
+  revokeMcpGrant: (uuid: string) => call<void>('DELETE', `/auth/mcp_grants/${id(uuid)}`),
   auditLog: (uuid: string, cursor?: string, action?: string) =>
     call<{ entries: AuditEntry[]; next_cursor: string | null }>(
       'GET',

@@ -6,9 +6,11 @@ import { AgentPage } from './pages/agent';
 import { AgentsPage } from './pages/agents';
 import { AuditLogPage } from './pages/audit-log';
 import { BudgetsPage } from './pages/budgets';
+import { ConnectedAppsPage } from './pages/connected-apps';
 import { InvitationPage } from './pages/invitation';
 import { KeysPage } from './pages/keys';
 import { LoginPage } from './pages/login';
+import { McpAuthorizePage } from './pages/mcp-authorize';
 import { MembersPage } from './pages/members';
 import { OAuthFinishPage } from './pages/oauth';
 import { ProvidersPage } from './pages/providers';
@@ -32,7 +34,8 @@ const PUBLIC = ['/login', '/register', '/reset-password'];
 
 onUnauthorized(() => {
   resetWorkspaces();
-  const back = currentPath();
+  // The consent page keeps its request (`?request_id=`) across logging in again.
+  const back = currentPath() === '/mcp/authorize' ? currentPath() + location.search : currentPath();
   // Several calls may be refused at once: the first one decides where logging in leads back to.
   if (back.startsWith('/login')) return;
   navigate(`/login${back !== '/' ? `?next=${encodeURIComponent(back)}` : ''}`, { replace: true });
@@ -71,6 +74,8 @@ const ROUTES: [string, (p: Params) => preact.JSX.Element][] = [
   ['/members', () => <MembersPage />],
   ['/audit-log', () => <AuditLogPage />],
   ['/invitations/:token', (p) => <InvitationPage token={p.token as string} />],
+  ['/mcp/authorize', () => <McpAuthorizePage />],
+  ['/connected-apps', () => <ConnectedAppsPage />],
 ];
 
 function Page({ path }: { path: string }) {
@@ -102,10 +107,13 @@ const NAV: [string, string, Needs][] = [
   ['/budgets', 'Budgets', 'providers'],
   ['/members', 'Members', 'workspaces'],
   ['/audit-log', 'Audit log', 'workspace admin'],
+  ['/connected-apps', 'Connected apps', null],
 ];
 
 /** The list page a path belongs to (where a switch of workspace lands: details belong to the old one). */
 function section(path: string): string {
+  // The connected apps span every workspace: a switch leaves the page where it is.
+  if (path === '/connected-apps') return path;
   if (path.startsWith('/members')) return '/members';
   if (path.startsWith('/audit-log')) return '/audit-log';
   if (path.startsWith('/keys')) return '/keys';
@@ -153,8 +161,9 @@ function Shell() {
   const shownWorkspace = useRef(workspaceUuid);
 
   useEffect(() => {
-    // An invitation link comes back to itself after logging in.
-    const next = path.startsWith('/invitations/') ? `?next=${encodeURIComponent(path)}` : '';
+    // An invitation link, and an MCP client's consent page with its request, come back to themselves after logging in.
+    const back = path.startsWith('/invitations/') ? path : path === '/mcp/authorize' ? path + location.search : '';
+    const next = back ? `?next=${encodeURIComponent(back)}` : '';
     if (!signedIn && !isPublic) navigate(`/login${next}`, { replace: true });
   }, [signedIn, isPublic]);
   useEffect(() => {
@@ -173,6 +182,14 @@ function Shell() {
   }, [path, ws.loaded]);
 
   if (!signedIn && !isPublic) return null;
+  // The consent page stands alone (signed in, without the navigation): its own workspace picker is the only one.
+  if (path === '/mcp/authorize')
+    return (
+      <main id="main" class="public">
+        {ws.loaded ? <Page path={path} /> : <p class="muted">Loading…</p>}
+        <ErrorBox error={ws.error} />
+      </main>
+    );
   if (isPublic)
     return (
       <main id="main" class="public">

@@ -251,3 +251,35 @@ export interface AuditEntry {
 }
 
 export * from './types-spotlight';
+
+/** A client as the MCP authorization server shows it. */
+export interface McpClient {
+  client_id: string;
+  client_name: string | null;
+  client_uri: string | null;
+  logo_uri?: string | null;
+  registration: 'metadata_document' | 'dynamic';
+}
+
+/** A pending authorization request of an MCP client, waiting for the user's consent. */
+export interface AuthorizationRequest {
+  request_id: string;
+  client: McpClient;
+  redirect_uri: string;
+  scope: string;
+  resource: string;
+  expires_at: string;
+}
+
+/** A user's consent for an MCP client in one workspace with one role. */
+export interface McpGrant {
+  uuid: string;
+  client: McpClient;
+  workspace: { uuid: string; name: string | null };
+  role: 'viewer' | 'member';
+  scope: string;
+  resource: string;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}

@@ -1,8 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
 import type { Executor } from '../../db/connect.js';
+import type { EventHub } from '../../lib/event-hub.js';
 import { createOutboundDispatcher } from '../../lib/outbound.js';
 import type { ProcessDeps } from '../../process-deps.js';
+import { accountsRepo } from '../accounts/accounts-repo.js';
 import { membershipsRepo } from '../accounts/memberships-repo.js';
 import { createClients } from './mcp-oauth-clients.js';
 import { mcpOAuthConsentRoutes } from './mcp-oauth-consent-routes.js';
@@ -39,6 +41,7 @@ export function createMcpOAuthModule(deps: {
   runtime: ProcessDeps;
   workspaceNames(ex: Executor, uuids: string[]): Promise<Map<string, string>>;
   credentialsChanged(userUuid: string): void;
+  events: Pick<EventHub, 'on'>;
 }) {
   const { config, runtime } = deps;
   const { issuer, resource } = mcpOAuthIdentifiers(config);
@@ -63,11 +66,20 @@ export function createMcpOAuthModule(deps: {
     credentialsChanged: deps.credentialsChanged,
   };
   const service = createMcpOAuthService(base);
+  // Grants follow the member: leaving or being removed ends the user's grants there, in the same
+  // transaction (also while the server is off: a grant made before must not outlive the member).
+  deps.events.on('member:removed', ({ trx, acting, userUuid }) =>
+    service.endGrantsOfMember(trx, acting, acting.workspaceUuid, userUuid),
+  );
   const tokens = createMcpOAuthTokens(
     {
       ...base,
       accessTtlMs: config.mcpOauthAccessTtlSeconds * 1000,
       refreshTtlMs: config.mcpOauthRefreshTtlSeconds * 1000,
+      userActive: async (ex: Executor, userUuid: string) => {
+        const user = await accountsRepo.findUserByUuid(ex, userUuid);
+        return user !== undefined && !user.disabled;
+      },
     },
     service,
   );

@@ -22,7 +22,12 @@ const invalidGrant = (why: string) => new OAuthError(400, 'invalid_grant', why);
  * (RFC 7009) and the lookup of access tokens presented on `/mcp`.
  */
 export function createMcpOAuthTokens(
-  deps: McpOAuthDeps & { accessTtlMs: number; refreshTtlMs: number },
+  deps: McpOAuthDeps & {
+    accessTtlMs: number;
+    refreshTtlMs: number;
+    /** Is the user live and not disabled? A disabled or deleted user's grants issue nothing. */
+    userActive(ex: Executor, userUuid: string): Promise<boolean>;
+  },
   grants: Pick<McpOAuthService, 'endGrant' | 'resourcesOk'>,
 ) {
   const { db, repo } = deps;
@@ -114,7 +119,8 @@ export function createMcpOAuthTokens(
     if (!pkceMatches(p.code_verifier, row.code_challenge ?? '')) throw invalidGrant('code_verifier does not match');
     return db.transaction(async (trx) => {
       const grant = await repo.findGrant(trx, row.grant_uuid);
-      if (!grant || !(await repo.activateGrant(trx, grant.uuid))) throw invalidGrant('The grant has ended');
+      if (!grant || !(await deps.userActive(trx, grant.user_uuid))) throw invalidGrant('The grant has ended');
+      if (!(await repo.activateGrant(trx, grant.uuid))) throw invalidGrant('The grant has ended');
       const approval = fromDbJson<Omit<Acting, 'workspaceUuid'>>(grant.approval);
       await recordAudit(
         trx,
@@ -137,6 +143,7 @@ export function createMcpOAuthTokens(
     if (Date.parse(row.expires_at) <= now()) throw invalidGrant('The refresh token has expired');
     const grant = await repo.findGrant(db.kysely, row.grant_uuid);
     if (!grant || grant.revoked_at !== null || grant.active !== 1) throw invalidGrant('The grant has been revoked');
+    if (!(await deps.userActive(db.kysely, grant.user_uuid))) throw invalidGrant('The grant has ended');
     if (!(await repo.endToken(db.kysely, row.hash, iso(now()))))
       throw await reuse(row, client, origin, 'refresh_reuse');
     return db.transaction((trx) => issue(trx, grant, client));

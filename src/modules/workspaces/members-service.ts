@@ -10,6 +10,17 @@ import { revokeUngrantable } from './invitation-authority.js';
 import { lastOwner, memberView, personalRefused, requireRoomToOwn, type WorkspacesDeps } from './workspaces-fns.js';
 import { type MemberRow, workspacesRepo } from './workspaces-repo.js';
 
+declare module '../../lib/event-hub.js' {
+  interface HubEvents {
+    /**
+     * A member left or was removed from a workspace: heard inside the removing transaction (a throw
+     * rolls it back), with the remover (or the leaving user) as `acting`. E.g. the MCP
+     * authorization server ends the user's grants there.
+     */
+    'member:removed': { trx: Executor; acting: Acting; userUuid: string };
+  }
+}
+
 const ownerRequired = () => new AppError('FORBIDDEN', forbiddenMessage('owner'));
 
 /** Members of a workspace: list, change a role, remove, leave (docs/workspaces.md). */
@@ -36,7 +47,8 @@ export function createMembersService(deps: WorkspacesDeps) {
 
   /**
    * Takes the member out of the workspace: every pending invitation, key and token they made in it
-   * is revoked (each audited), then `member.remove` or `member.leave`. In the caller's transaction.
+   * is revoked (each audited), the hub's `member:removed` listeners end what else they held there
+   * (MCP grants), then `member.remove` or `member.leave`. In the caller's transaction.
    */
   async function takeOut(trx: Executor, acting: Acting, target: MemberRow, action: 'member.remove' | 'member.leave') {
     const { workspaceUuid } = acting;
@@ -52,6 +64,7 @@ export function createMembersService(deps: WorkspacesDeps) {
           : { action: 'ingest_token.revoke', target: { type: 'ingest_token', uuid: credential.uuid }, details: {} },
       );
     }
+    await deps.events.emit('member:removed', { trx, acting, userUuid: target.userUuid });
     await recordAudit(trx, acting, {
       action,
       target: { type: 'member', uuid: target.userUuid },

@@ -2,6 +2,7 @@ import type { Db, Executor } from '../../db/connect.js';
 import { AppError, invalid } from '../../http/errors.js';
 import { requirePlainName } from '../../http/names.js';
 import type { SecretBox } from '../../lib/crypto.js';
+import type { EventHub } from '../../lib/event-hub.js';
 import type { Clock } from '../../lib/time.js';
 import type { Mailer } from '../accounts/mailer.js';
 import type { AgentsService } from '../agents/agents-service.js';
@@ -32,6 +33,8 @@ export interface WorkspacesDeps {
   dropPendingCallbacks: (trx: Executor, workspaceUuid: string) => Promise<void>;
   /** After a commit that changed a user's access: this instance's cached credentials of them go. */
   credentialsChanged: (userUuid: string) => void;
+  /** Where a removal is announced (`member:removed`), inside its transaction. */
+  events: Pick<EventHub, 'emit'>;
 }
 
 /** The workspace object of the API. */
