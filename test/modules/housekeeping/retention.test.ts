@@ -75,6 +75,8 @@ describe.each(DATABASES)('retention on $name', (shared) => {
       triggerSignatures: 1, // the day-29 GitHub signature, past its 24 hours
       idempotencyKeys: 0,
       a2aMessageIds: 0,
+      mcpOAuthClients: 0,
+      mcpOAuthExpired: 0,
       telemetrySpans: 3, // the service's own spans of day 0, past the 30 days of telemetry
       telemetryLogs: 0,
       spotlightCalls: 0,
@@ -103,6 +105,8 @@ describe.each(DATABASES)('retention on $name', (shared) => {
       triggerSignatures: 0,
       idempotencyKeys: 0,
       a2aMessageIds: 0,
+      mcpOAuthClients: 0,
+      mcpOAuthExpired: 0,
       telemetrySpans: 0,
       telemetryLogs: 0,
       spotlightCalls: 0,
