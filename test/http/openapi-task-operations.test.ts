@@ -29,7 +29,8 @@ describe.each(DATABASES.slice(0, 1))('the OpenAPI document and task operations',
     const retry = resolve(doc, responseProps('/agent/{id}', 'get', '200').retry);
     expect(Object.keys(retry.properties).sort()).toEqual(['backoff', 'max_attempts']);
     const task = responseProps('/agent/{id}/task/{taskId}', 'get', '200');
-    for (const field of ['attempt', 'max_attempts', 'last_error', 'available_at']) described(task[field], field);
+    for (const field of ['attempt', 'max_attempts', 'last_error', 'available_at', 'rerun_of', 'parent_task_id'])
+      described(task[field], field);
     described(requestProps('/agent/{id}/task/{taskId}/fail', 'post').retry_after_seconds, 'fail');
     described(requestProps('/agent/request/{id}', 'post').run_at, 'submit run_at');
     described(requestProps('/agent/request/{id}', 'post').delay_seconds, 'submit delay_seconds');

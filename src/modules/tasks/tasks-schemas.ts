@@ -155,6 +155,12 @@ export const TaskBody = Type.Object(
       description:
         'While queued: the instant from which the task may be handed out (its creation, the end of a delayed start or of a retry wait, or when it was queued again). Null in every other state.',
     }),
+    rerun_of: Type.Union([UuidSchema, Type.Null()], {
+      description: 'The task this one is a rerun of (POST /agent/:id/task/:taskId/rerun); null: not a rerun.',
+    }),
+    parent_task_id: Type.Union([UuidSchema, Type.Null()], {
+      description: 'The parent task; always null for now (child tasks are not offered yet).',
+    }),
     estimated_start: Type.Optional(TimestampSchema),
     started_at: Type.Optional(TimestampSchema),
     progress: Type.Optional(ProgressSchema),
