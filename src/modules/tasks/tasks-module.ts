@@ -13,6 +13,8 @@ import { agentEventsRepo } from './events/agent-events-repo.js';
 import { eventsRoutes } from './events/events-routes.js';
 import { createLifecycle } from './lifecycle/lifecycle.js';
 import { createTaskWriter } from './lifecycle/tasks-writer.js';
+import { operationsRoutes } from './operations/operations-routes.js';
+import { createTaskRerunner } from './operations/task-rerunner.js';
 import { fairQueueRepo } from './queue/fair-queue-repo.js';
 import { queueRepo } from './queue/queue-repo.js';
 import { createSweeper } from './queue/tasks-sweeper.js';
@@ -78,6 +80,7 @@ export function createTasksModule(deps: {
     lanes: submitLanes,
   });
   const service = createTasksService({ db, repo: tasksRepo, agents: deps.agents.service, lifecycle });
+  const rerunner = createTaskRerunner({ requireTask: service.requireTask, submitter });
   const worker = createWorkerService({
     db,
     lifecycle,
@@ -113,6 +116,7 @@ export function createTasksModule(deps: {
       await sweeper.stop();
     });
     await app.register(tasksRoutes(service, submitter));
+    await app.register(operationsRoutes(rerunner));
     await app.register(workerRoutes(worker, { credentials: deps.credentials, timers: runtime.timers }));
     await app.register(
       eventsRoutes({

@@ -82,7 +82,8 @@ export const SubmitReply = Type.Object({
   poll_url: Type.String({ description: 'Absolute URL of GET /agent/:id/task/:taskId.' }),
   cancel_url: Type.String({ description: 'Absolute URL of POST /agent/:id/task/:taskId/cancel.' }),
 });
-export type SubmitResult = Static<typeof SubmitReply>;
+/** A submit's answer; a rerun's also names its source (the rerun route's schema shows it). */
+export type SubmitResult = Static<typeof SubmitReply> & { rerun_of?: string };
 
 export const ConversationMessage = Type.Object({
   role: StringEnum(['user', 'agent'] as const),
