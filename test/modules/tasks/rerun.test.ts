@@ -96,7 +96,12 @@ describe.each(DATABASES)('rerun on $name', (database) => {
     });
     expect(res.statusCode).toBe(202);
     const made = await getTask(t, user, agent, res.json().task_id);
-    expect(made).toMatchObject({ message: 'other words', priority: 2, metadata: { only: true }, concurrency_key: null });
+    expect(made).toMatchObject({
+      message: 'other words',
+      priority: 2,
+      metadata: { only: true },
+      concurrency_key: null,
+    });
     expect(Date.parse(made.available_at as string) - Date.parse(made.created_at)).toBe(60_000);
 
     const bad = await rerun(t, user, agent, task_id, { priority: 11 });
@@ -104,7 +109,10 @@ describe.each(DATABASES)('rerun on $name', (database) => {
     expect(bad.json().error.details.field).toBe('priority');
     const unknown = await rerun(t, user, agent, task_id, { nope: 1 });
     expect(unknown.json().error.details.field).toBe('nope');
-    const both = await rerun(t, user, agent, task_id, { run_at: new Date(clock.now()).toISOString(), delay_seconds: 1 });
+    const both = await rerun(t, user, agent, task_id, {
+      run_at: new Date(clock.now()).toISOString(),
+      delay_seconds: 1,
+    });
     expect(both.statusCode).toBe(400);
     const hook = await rerun(t, user, agent, task_id, { callback_mode: 'webhook' });
     expect(hook.json().error).toMatchObject({ code: 'INVALID_REQUEST', details: { field: 'webhook_url' } });
