@@ -29,9 +29,9 @@ import { migration029 } from './migrations/029-invitation-sends.js';
 import { migration032 } from './migrations/032-usage-estimated.js';
 import { migration033 } from './migrations/033-agent-task-events.js';
 import { migration034 } from './migrations/034-task-retry-delay.js';
-import { migration035 } from './migrations/035-task-lineage.js';
 import { migration036 } from './migrations/036-mcp-oauth.js';
 import { migration038 } from './migrations/038-call-api.js';
+import { migration040 } from './migrations/040-task-lineage.js';
 import type { DialectMigration } from './migrations/types.js';
 
 /** Every migration, in order. Forward only: a released migration is never edited. */
@@ -64,9 +64,9 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '032-usage-estimated': migration032,
   '033-agent-task-events': migration033,
   '034-task-retry-delay': migration034,
-  '035-task-lineage': migration035,
   '036-mcp-oauth': migration036,
   '038-call-api': migration038,
+  '040-task-lineage': migration040,
 };
 
 export class MigrationError extends Error {}

@@ -9,7 +9,7 @@ import type { DialectMigration } from './types.js';
  * built yet: their column and index come now, while the index is empty, so that feature needs no
  * further migration on the busiest table.
  */
-export const migration035: DialectMigration = {
+export const migration040: DialectMigration = {
   async up(db: Kysely<unknown>) {
     await db.schema.alterTable('tasks').addColumn('rerun_of', 'text').execute();
     await db.schema.alterTable('tasks').addColumn('parent_task_id', 'text').execute();
