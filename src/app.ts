@@ -161,6 +161,7 @@ export async function buildApp(
     connections,
     credentials: accounts.credentials,
     notifier,
+    rateLimit,
   });
   const telemetry = createTelemetryModule({
     config,

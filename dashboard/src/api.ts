@@ -150,6 +150,8 @@ export const api = {
     call<{ status: TaskStatus }>('POST', `/agent/${id(agentId)}/task/${id(taskId)}/message`, { message }),
   cancel: (agentId: string, taskId: string) =>
     call<{ status: TaskStatus }>('POST', `/agent/${id(agentId)}/task/${id(taskId)}/cancel`),
+  rerun: (agentId: string, taskId: string) =>
+    call<{ task_id: string; rerun_of: string }>('POST', `/agent/${id(agentId)}/task/${id(taskId)}/rerun`, {}),
   callbackDeliveries: (agentId: string, taskId: string) =>
     call<{ deliveries: CallbackDelivery[] }>('GET', `/agent/${id(agentId)}/task/${id(taskId)}/deliveries`),
   retryCallback: (agentId: string, taskId: string, deliveryId: string) =>

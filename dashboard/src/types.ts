@@ -55,6 +55,8 @@ export interface Task {
   failed_at?: string;
   error?: { code: string; message: string };
   cancelled_at?: string;
+  /** The task this one reruns (absent from servers older than reruns). */
+  rerun_of?: string | null;
 }
 
 /** How a trigger's deliveries prove they come from the sender (never with its secret). */

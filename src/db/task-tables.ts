@@ -66,6 +66,10 @@ export interface TasksTable {
   last_error: DbJson | null;
   /** No claim hands the task out before this instant. */
   available_at: string;
+  /** The task this one is a rerun of; null: not a rerun. */
+  rerun_of: string | null;
+  /** The parent task; null: none (child tasks are not built yet, so always null). */
+  parent_task_id: string | null;
 }
 
 /** When each group of an agent's tasks (by concurrency key; '' keyless) was last handed a task. */

@@ -34,6 +34,8 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   'GET /agent/:id/task/:taskId/events': read,
   'POST /agent/:id/task/:taskId/message': work,
   'POST /agent/:id/task/:taskId/cancel': work,
+  'POST /agent/:id/task/:taskId/rerun': work,
+  'POST /agent/:id/tasks/bulk': work,
   'GET /agent/:id/task/:taskId/deliveries': read,
   'POST /agent/:id/task/:taskId/deliveries/:deliveryId/retry': work,
   // The worker protocol

@@ -5,10 +5,11 @@ import { prepareQuery } from '../db/prepared.js';
 
 /**
  * Counts hits per (scope, window). `hit` returns the count including this hit: a number at once
- * (memory), or a promise (shared storage).
+ * (memory), or a promise (shared storage). `n` (default 1) counts several requests at once (a
+ * bulk rerun), or takes them back when negative (a count never goes below 0).
  */
 export interface RateLimitStore {
-  hit(scope: string, window: number): number | Promise<number>;
+  hit(scope: string, window: number, n?: number): number | Promise<number>;
 }
 
 const EXACT_SCOPES = 100_000;
@@ -35,7 +36,7 @@ export function createMemoryStore(): RateLimitStore {
   let exact = new Map<string, number>();
   let sketch: Uint32Array | null = null;
   return {
-    hit(scope, window) {
+    hit(scope, window, n = 1) {
       if (window !== current) {
         current = window;
         exact = new Map();
@@ -43,7 +44,7 @@ export function createMemoryStore(): RateLimitStore {
       }
       const known = exact.get(scope);
       if (known !== undefined || exact.size < EXACT_SCOPES) {
-        const next = (known ?? 0) + 1;
+        const next = Math.max(0, (known ?? 0) + n);
         exact.set(scope, next);
         return next;
       }
@@ -51,7 +52,7 @@ export function createMemoryStore(): RateLimitStore {
       let min = Number.MAX_SAFE_INTEGER;
       for (let row = 0; row < SKETCH_DEPTH; row++) {
         const i = row * SKETCH_WIDTH + hash(scope, row);
-        sketch[i] = (sketch[i] ?? 0) + 1;
+        sketch[i] = Math.max(0, (sketch[i] ?? 0) + n);
         min = Math.min(min, sketch[i] ?? 0);
       }
       return min;
@@ -68,7 +69,7 @@ export function createMemoryStore(): RateLimitStore {
 export function coalesceHits(
   add: (scope: string, window: number, n: number) => Promise<number>,
 ): RateLimitStore['hit'] {
-  type Waiter = { resolve: (count: number) => void; reject: (err: unknown) => void };
+  type Waiter = { n: number; resolve: (count: number) => void; reject: (err: unknown) => void };
   const queued = new Map<string, Waiter[]>();
   const inFlight = new Set<string>();
 
@@ -77,8 +78,15 @@ export function coalesceHits(
     queued.delete(key);
     inFlight.add(key);
     try {
-      const total = await add(scope, window, batch.length);
-      for (const [i, waiter] of batch.entries()) waiter.resolve(total - batch.length + 1 + i);
+      let sum = 0;
+      for (const waiter of batch) sum += waiter.n;
+      const total = await add(scope, window, sum);
+      // Each waiter's count as if the hits had been written one after another, in order.
+      let before = total - sum;
+      for (const waiter of batch) {
+        before += waiter.n;
+        waiter.resolve(before);
+      }
     } catch (err) {
       for (const waiter of batch) waiter.reject(err);
     } finally {
@@ -87,12 +95,12 @@ export function coalesceHits(
     }
   }
 
-  return (scope, window) =>
+  return (scope, window, n = 1) =>
     new Promise<number>((resolve, reject) => {
       const key = `${window}\n${scope}`;
       const waiters = queued.get(key);
-      if (waiters) waiters.push({ resolve, reject });
-      else queued.set(key, [{ resolve, reject }]);
+      if (waiters) waiters.push({ n, resolve, reject });
+      else queued.set(key, [{ n, resolve, reject }]);
       if (!inFlight.has(key)) void flush(key, scope, window);
     });
 }
@@ -100,8 +108,10 @@ export function coalesceHits(
 const addHits = prepareQuery(3, (ex, scope: string, window: number, n: number) =>
   ex
     .insertInto('rate_limits')
-    .values({ scope, window_start: window, count: n })
-    .onConflict((oc) => oc.columns(['scope', 'window_start']).doUpdateSet({ count: sql`rate_limits.count + ${n}` }))
+    .values({ scope, window_start: window, count: sql<number>`greatest(${n}, 0)` })
+    .onConflict((oc) =>
+      oc.columns(['scope', 'window_start']).doUpdateSet({ count: sql`greatest(rate_limits.count + ${n}, 0)` }),
+    )
     .returning('count'),
 );
 
@@ -113,7 +123,7 @@ export function createPostgresStore(db: Db): RateLimitStore {
     return Number(row?.count);
   });
   return {
-    hit(scope, window) {
+    hit(scope, window, n = 1) {
       if (window !== lastSweep) {
         lastSweep = window;
         // Old windows by the database's clock, so an instance whose clock runs ahead cannot
@@ -122,7 +132,7 @@ export function createPostgresStore(db: Db): RateLimitStore {
           .execute(db.kysely)
           .catch(() => undefined);
       }
-      return hit(scope, window);
+      return hit(scope, window, n);
     },
   };
 }

@@ -41,12 +41,13 @@ export function createRateLimiter(opts: {
   storeTimeoutMs: number;
   onStoreError?: (err: unknown) => void;
 }) {
-  return async function hit(scope: string): Promise<RateLimitResult> {
+  /** Counts `n` requests (default 1; negative takes them back) in the scope's current window. */
+  return async function hit(scope: string, n = 1): Promise<RateLimitResult> {
     const nowSeconds = opts.clock.now() / 1000;
     const window = Math.floor(nowSeconds / WINDOW_SECONDS);
     let count = 0;
     try {
-      const hit = opts.store.hit(scope, window);
+      const hit = opts.store.hit(scope, window, n);
       // A store that answers at once (memory) needs no timeout, and no timer per request.
       count = typeof hit === 'number' ? hit : await countWithin(hit, opts.storeTimeoutMs);
     } catch (err) {
@@ -82,6 +83,18 @@ export async function hitEach(hit: RateLimiter, scopes: string[]): Promise<RateL
   if (!own) throw new Error('hitEach needs at least one scope');
   if (own.exceeded) return own;
   return others.find((r) => r.exceeded) ?? own;
+}
+
+/**
+ * Counts `extra` more requests in the scope's window only when it has room for all of them (a
+ * bulk rerun counts one request per task, 22.7): otherwise they are taken back at once and the
+ * answer is `exceeded`, so a refused request stays counted as the one it was.
+ */
+export async function hitExtra(hit: RateLimiter, scope: string, extra: number): Promise<RateLimitResult> {
+  const result = await hit(scope, extra);
+  if (!result.exceeded) return result;
+  const undone = await hit(scope, -extra);
+  return { ...undone, exceeded: true };
 }
 
 /**

@@ -197,6 +197,16 @@ describe.skipIf(!chromiumAvailable()).each(DATABASES)('dashboard in Chromium ($n
       await heading('cancelled').waitFor({ timeout: LIVE_MS });
       const res = await api('GET', `/agent/${agentId}/task/${taskId}`);
       expect(((await res.json()) as { status: string }).status).toBe('cancelled');
+      // A final task offers a rerun: a new task of the same message, whose page says what it reruns.
+      await page.getByRole('button', { name: 'Rerun' }).click();
+      await page.waitForURL((url) => !url.pathname.endsWith(taskId), { timeout: LIVE_MS });
+      const rerunId = page.url().split('/').at(-1) as string;
+      await heading('running').waitFor({ timeout: LIVE_MS });
+      await page.getByText('Rerun of').waitFor();
+      const made = (await (await api('GET', `/agent/${agentId}/task/${rerunId}`)).json()) as Record<string, unknown>;
+      expect(made).toMatchObject({ rerun_of: taskId, message: 'hold until cancelled' });
+      await page.getByRole('button', { name: 'Cancel task' }).click();
+      await heading('cancelled').waitFor({ timeout: LIVE_MS });
     },
     STEP,
   );

@@ -48,6 +48,8 @@ export function taskOf(conversation: Array<['user' | 'agent', string]>, attempt 
     backoff: null,
     lastError: null,
     availableAt: at,
+    rerunOf: null,
+    parentTaskId: null,
   };
 }
 

@@ -271,6 +271,28 @@ export const ROUTES: CatalogueRoute[] = [
   },
   {
     method: 'POST',
+    path: '/agent/:id/task/:taskId/rerun',
+    url: (ctx) => `/agent/${ctx.agent}/task/${ctx.doneTask}/rerun`,
+    body: () => ({ priority: 7 }),
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent', 'doneTask'],
+    status: 202,
+  },
+  {
+    method: 'POST',
+    path: '/agent/:id/tasks/bulk',
+    url: (ctx) => `/agent/${ctx.agent}/tasks/bulk`,
+    // A filter that matches nothing: the other examples keep their tasks.
+    body: () => ({ action: 'cancel', filter: { task_ids: [randomUUID()] } }),
+    auth: 'user',
+    feature: 'agents',
+    ids: ['agent'],
+    status: 200,
+    showsOwn: false,
+  },
+  {
+    method: 'POST',
     path: '/agent/:id/tasks/claim',
     url: (ctx) => `/agent/${ctx.agent}/tasks/claim`,
     body: () => ({ max_tasks: 2, lease_seconds: 30 }),

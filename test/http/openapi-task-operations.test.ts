@@ -29,9 +29,36 @@ describe.each(DATABASES.slice(0, 1))('the OpenAPI document and task operations',
     const retry = resolve(doc, responseProps('/agent/{id}', 'get', '200').retry);
     expect(Object.keys(retry.properties).sort()).toEqual(['backoff', 'max_attempts']);
     const task = responseProps('/agent/{id}/task/{taskId}', 'get', '200');
-    for (const field of ['attempt', 'max_attempts', 'last_error', 'available_at']) described(task[field], field);
+    for (const field of ['attempt', 'max_attempts', 'last_error', 'available_at', 'rerun_of', 'parent_task_id'])
+      described(task[field], field);
     described(requestProps('/agent/{id}/task/{taskId}/fail', 'post').retry_after_seconds, 'fail');
     described(requestProps('/agent/request/{id}', 'post').run_at, 'submit run_at');
     described(requestProps('/agent/request/{id}', 'post').delay_seconds, 'submit delay_seconds');
+  });
+
+  it('documents rerun (its overrides and rerun_of) and bulk actions (filter, answer)', () => {
+    const rerun = doc.paths['/agent/{id}/task/{taskId}/rerun'].post;
+    const overrides = resolve(doc, rerun.requestBody.content['application/json'].schema);
+    const object = (overrides.anyOf as Json[]).map((s) => resolve(doc, s)).find((s) => s.type === 'object');
+    expect(Object.keys(object.properties)).toEqual(
+      expect.arrayContaining(['message', 'priority', 'metadata', 'run_at', 'delay_seconds', 'parent_task_id']),
+    );
+    expect(responseProps('/agent/{id}/task/{taskId}/rerun', 'post', '202').rerun_of).toBeDefined();
+    const bulk = requestProps('/agent/{id}/tasks/bulk', 'post');
+    expect(Object.keys(resolve(doc, bulk.filter).properties).sort()).toEqual([
+      'created_after',
+      'created_before',
+      'metadata',
+      'status',
+      'task_ids',
+    ]);
+    expect(Object.keys(responseProps('/agent/{id}/tasks/bulk', 'post', '200')).sort()).toEqual([
+      'acted',
+      'action',
+      'has_more',
+      'matched',
+      'rerun_task_ids',
+      'task_ids',
+    ]);
   });
 });

@@ -23,6 +23,18 @@ describe('coalesceHits', () => {
     expect(await hit('user:b', 1)).toBe(102); // another scope has its own round (same fake store here)
   });
 
+  it('counts a hit of several requests (or a negative one taking them back) in the same round as others', async () => {
+    let stored = 0;
+    const hit = coalesceHits(async (_scope, _window, n) => {
+      await new Promise((r) => setTimeout(r, 5));
+      stored += n;
+      return stored;
+    });
+    await hit('s', 1);
+    const [one, five, back] = await Promise.all([hit('s', 1), hit('s', 1, 5), hit('s', 1, -5)]);
+    expect([one, five, back]).toEqual([2, 7, 2]);
+  });
+
   it('rejects every hit of a failed round and recovers on the next', async () => {
     let fail = true;
     const hit = coalesceHits(async (_s, _w, n) => {

@@ -3,6 +3,7 @@ import { api } from '../api';
 import { useCapabilities } from '../capabilities';
 import { dateTime, shortId } from '../format';
 import { follow, type StreamState } from '../live';
+import { navigate } from '../router';
 import { FINAL, type Task } from '../types';
 import { ErrorBox, Link, PageTitle, Status, Time, useAction, useLoad } from '../ui';
 import { useCan } from '../workspace';
@@ -107,11 +108,12 @@ function ReplyBox({ task, onSent }: { task: Task; onSent(): void }) {
   );
 }
 
-/** One task: status, progress, conversation, reply, cancel, result, timeline and callbacks. */
+/** One task: status, progress, conversation, reply, cancel or rerun, result, timeline and callbacks. */
 export function TaskPage({ agentId, taskId }: { agentId: string; taskId: string }) {
   const agent = useLoad(() => api.agent(agentId), [agentId]);
   const { task, setTask, error, stream } = useLiveTask(agentId, taskId);
   const cancel = useAction();
+  const rerun = useAction();
   const caps = useCapabilities();
   const work = useCan('member');
   const final = task ? FINAL.has(task.status) : false;
@@ -140,12 +142,28 @@ export function TaskPage({ agentId, taskId }: { agentId: string; taskId: string 
             Cancel task
           </button>
         )}
+        {task && final && work && (
+          <button
+            type="button"
+            disabled={rerun.busy}
+            title="A new task with this task's message, priority, metadata and settings"
+            onClick={() =>
+              rerun.run(async () => {
+                const made = await api.rerun(agentId, taskId);
+                navigate(`/agents/${agentId}/tasks/${made.task_id}`);
+              })
+            }
+          >
+            Rerun
+          </button>
+        )}
       </div>
       <p class="muted small live" aria-live="polite">
         {stream === 'live' ? '● following live' : stream === 'ended' ? 'finished' : stream}
       </p>
       <ErrorBox error={error} />
       <ErrorBox error={cancel.error} />
+      <ErrorBox error={rerun.error} />
       {task && (
         <div class="task-grid">
           <div class="task-main">
@@ -173,6 +191,14 @@ export function TaskPage({ agentId, taskId }: { agentId: string; taskId: string 
               )}
               <dt>Task id</dt>
               <dd class="mono small">{task.task_id}</dd>
+              {task.rerun_of && (
+                <>
+                  <dt>Rerun of</dt>
+                  <dd class="mono small">
+                    <Link href={`/agents/${agentId}/tasks/${task.rerun_of}`}>{shortId(task.rerun_of)}</Link>
+                  </dd>
+                </>
+              )}
               {caps.telemetry && (
                 <>
                   <dt>Trace</dt>

@@ -36,5 +36,7 @@ export const AUDIT_ACTIONS = [
   'budget.update',
   'mcp_grant.create',
   'mcp_grant.revoke',
+  'task.bulk_cancel',
+  'task.bulk_rerun',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

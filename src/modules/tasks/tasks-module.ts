@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
 import type { ConnectionLimits } from '../../http/connection-limits.js';
 import { invalid } from '../../http/errors.js';
+import type { RateLimiter } from '../../http/rate-limit.js';
 import { createAccountLanes } from '../../lib/account-lanes.js';
 import type { EventHub } from '../../lib/event-hub.js';
 import type { Notifier } from '../../lib/notifier.js';
@@ -13,6 +14,9 @@ import { agentEventsRepo } from './events/agent-events-repo.js';
 import { eventsRoutes } from './events/events-routes.js';
 import { createLifecycle } from './lifecycle/lifecycle.js';
 import { createTaskWriter } from './lifecycle/tasks-writer.js';
+import { createBulkService } from './operations/bulk-service.js';
+import { operationsRoutes } from './operations/operations-routes.js';
+import { createTaskRerunner } from './operations/task-rerunner.js';
 import { fairQueueRepo } from './queue/fair-queue-repo.js';
 import { queueRepo } from './queue/queue-repo.js';
 import { createSweeper } from './queue/tasks-sweeper.js';
@@ -42,6 +46,8 @@ export function createTasksModule(deps: {
   connections: ConnectionLimits;
   /** Re-checks the credential a stream was opened with. */
   credentials: CredentialCheck;
+  /** The request windows: a bulk rerun counts one request per task in its workspace's. */
+  rateLimit: RateLimiter;
   /** Wake-ups of long-polling claims and event streams, across instances. */
   notifier: Notifier;
 }) {
@@ -78,6 +84,8 @@ export function createTasksModule(deps: {
     lanes: submitLanes,
   });
   const service = createTasksService({ db, repo: tasksRepo, agents: deps.agents.service, lifecycle });
+  const rerunner = createTaskRerunner({ requireTask: service.requireTask, submitter });
+  const bulk = createBulkService({ db, repo: tasksRepo, agents: deps.agents.service, lifecycle, rerunner });
   const worker = createWorkerService({
     db,
     lifecycle,
@@ -113,6 +121,7 @@ export function createTasksModule(deps: {
       await sweeper.stop();
     });
     await app.register(tasksRoutes(service, submitter));
+    await app.register(operationsRoutes(rerunner, bulk, deps.rateLimit));
     await app.register(workerRoutes(worker, { credentials: deps.credentials, timers: runtime.timers }));
     await app.register(
       eventsRoutes({

@@ -60,6 +60,10 @@ export interface TaskRecord {
   lastError: LastError | null;
   /** No claim hands the task out before this instant (shown while queued). */
   availableAt: string;
+  /** The task this one is a rerun of; null: not a rerun. */
+  rerunOf: string | null;
+  /** The parent task; null: none (always, until child tasks exist). */
+  parentTaskId: string | null;
 }
 
 /** The error of an attempt that ended in a failure, and when and which attempt it was. */
@@ -119,6 +123,8 @@ export const COLUMNS: Record<keyof TaskRecord, keyof TasksTable> = {
   backoff: 'backoff',
   lastError: 'last_error',
   availableAt: 'available_at',
+  rerunOf: 'rerun_of',
+  parentTaskId: 'parent_task_id',
 };
 
 /**
@@ -197,13 +203,16 @@ export function toRecord(row: Selectable<TasksTable>): TaskRecord {
     backoff: json(row.backoff),
     lastError: json(row.last_error),
     availableAt: row.available_at,
+    rerunOf: row.rerun_of,
+    parentTaskId: row.parent_task_id,
   };
 }
 
 /**
  * The fields a creator (submit, a webhook trigger, a schedule, A2A, MCP) decides for a new task:
  * its agent's retry policy (default: 3 attempts, the default backoff) and, for a delayed start,
- * the instant it may be handed out (default, and never earlier than: its creation).
+ * the instant it may be handed out (default, and never earlier than: its creation), and for a
+ * rerun the task it was made from.
  */
 export type NewTaskFields = Pick<
   TaskRecord,
@@ -221,7 +230,7 @@ export type NewTaskFields = Pick<
   | 'traceParentSpanId'
   | 'concurrencyKey'
 > &
-  Partial<Pick<TaskRecord, 'maxAttempts' | 'backoff' | 'availableAt'>>;
+  Partial<Pick<TaskRecord, 'maxAttempts' | 'backoff' | 'availableAt' | 'rerunOf'>>;
 
 /** What the transition function decides of a new task (see `initial` in lifecycle/transition-fns.ts). */
 export type FirstState = Pick<TaskRecord, 'status' | 'ready' | 'attempt' | 'seq'>;
@@ -272,5 +281,7 @@ export function newTaskRecord(fields: NewTaskFields, first: FirstState, now: str
     backoff: fields.backoff ?? null,
     lastError: null,
     availableAt: fields.availableAt !== undefined && fields.availableAt > now ? fields.availableAt : now,
+    rerunOf: fields.rerunOf ?? null,
+    parentTaskId: null,
   };
 }

@@ -82,7 +82,8 @@ export const SubmitReply = Type.Object({
   poll_url: Type.String({ description: 'Absolute URL of GET /agent/:id/task/:taskId.' }),
   cancel_url: Type.String({ description: 'Absolute URL of POST /agent/:id/task/:taskId/cancel.' }),
 });
-export type SubmitResult = Static<typeof SubmitReply>;
+/** A submit's answer; a rerun's also names its source (the rerun route's schema shows it). */
+export type SubmitResult = Static<typeof SubmitReply> & { rerun_of?: string };
 
 export const ConversationMessage = Type.Object({
   role: StringEnum(['user', 'agent'] as const),
@@ -154,6 +155,12 @@ export const TaskBody = Type.Object(
     available_at: Type.Union([TimestampSchema, Type.Null()], {
       description:
         'While queued: the instant from which the task may be handed out (its creation, the end of a delayed start or of a retry wait, or when it was queued again). Null in every other state.',
+    }),
+    rerun_of: Type.Union([UuidSchema, Type.Null()], {
+      description: 'The task this one is a rerun of (POST /agent/:id/task/:taskId/rerun); null: not a rerun.',
+    }),
+    parent_task_id: Type.Union([UuidSchema, Type.Null()], {
+      description: 'The parent task; always null for now (child tasks are not offered yet).',
     }),
     estimated_start: Type.Optional(TimestampSchema),
     started_at: Type.Optional(TimestampSchema),

@@ -21,6 +21,8 @@ export function taskView(task: TaskRecord): TaskView {
     max_attempts: task.maxAttempts,
     last_error: task.lastError,
     available_at: task.status === 'queued' ? task.availableAt : null,
+    rerun_of: task.rerunOf,
+    parent_task_id: task.parentTaskId,
   };
   if (task.startedAt) view.started_at = task.startedAt;
   switch (task.status) {

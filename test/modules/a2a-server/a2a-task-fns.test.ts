@@ -32,6 +32,8 @@ function view(status: TaskStatus, extra: Partial<TaskView> = {}): TaskView {
     max_attempts: 3,
     last_error: null,
     available_at: status === 'queued' ? T0 : null,
+    rerun_of: null,
+    parent_task_id: null,
     ...extra,
   };
 }

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../../src/config.js';
 import { createConnectionLimits } from '../../../src/http/connection-limits.js';
+import { createRateLimiter } from '../../../src/http/rate-limit.js';
+import { createMemoryStore } from '../../../src/http/rate-limit-stores.js';
 import { createSecretBox } from '../../../src/lib/crypto.js';
 import { createEventHub } from '../../../src/lib/event-hub.js';
 import { createNotifier } from '../../../src/lib/notifier.js';
@@ -62,6 +64,7 @@ describe.each(DATABASES)('push runtime state between runs on $name', (shared) =>
       connections: createConnectionLimits(),
       credentials: accounts.credentials,
       notifier,
+      rateLimit: createRateLimiter({ limit: 1000, store: createMemoryStore(), clock: rt.clock, storeTimeoutMs: 100 }),
     });
     const runtimes = createRuntimesModule({
       config,

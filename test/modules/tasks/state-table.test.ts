@@ -79,6 +79,9 @@ const COMMON_FIELDS = [
   'max_attempts',
   'last_error',
   'available_at',
+  // Section 22.1: the lineage, null unless the task is a rerun (parent_task_id: no child tasks yet).
+  'rerun_of',
+  'parent_task_id',
 ];
 const STATE_FIELDS: Record<State, string[]> = {
   queued: ['estimated_start'],
@@ -175,6 +178,8 @@ describe.each(DATABASES)('task states through the API on $name', (database) => {
         message: `task in ${state}`,
         priority: 5,
         metadata: {},
+        rerun_of: null,
+        parent_task_id: null,
       });
       expect(task.messages[0]).toEqual({ role: 'user', content: `task in ${state}`, created_at: task.created_at });
       for (const field of [

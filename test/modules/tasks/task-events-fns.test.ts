@@ -29,6 +29,8 @@ const view: TaskView = {
   max_attempts: 3,
   last_error: null,
   available_at: null,
+  rerun_of: null,
+  parent_task_id: null,
   started_at: at,
   progress: { current_step: '', steps_completed: 0, total_steps: 0 },
   input_request: { message: 'which branch?', requested_at: at },

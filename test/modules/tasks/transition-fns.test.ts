@@ -63,6 +63,8 @@ function stored(status: TaskStatus, opts: { held?: boolean; attempt?: number } =
     backoff: null,
     lastError: null,
     availableAt: iso(T0),
+    rerunOf: null,
+    parentTaskId: null,
     seq: 3,
     concurrencyKey: null,
   };

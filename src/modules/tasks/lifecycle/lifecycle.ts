@@ -92,6 +92,13 @@ export function createLifecycle(deps: {
     });
   }
 
+  async function decideOne(trx: Executor, current: TaskRecord, input: TaskInput, nowMs?: number): Promise<Applied> {
+    const decided = transition(current, input, nowMs ?? deps.clock.now());
+    if (decided instanceof AppError) throw decided;
+    if (!decided) return { task: current, view: taskView(current), changed: false };
+    return { ...(await writer.save(trx, current, decided)), changed: true };
+  }
+
   return {
     /**
      * Writes a new task in `trx`, in the first state `initial` gave it (subscribers in `trx`, its
@@ -113,10 +120,24 @@ export function createLifecycle(deps: {
     async apply(trx: Executor, target: TaskTarget, input: TaskInput, nowMs?: number): Promise<Applied> {
       const current = await lock(trx, target);
       if (!current) throw new AppError('NOT_FOUND', 'Task not found');
-      const decided = transition(current, input, nowMs ?? deps.clock.now());
-      if (decided instanceof AppError) throw decided;
-      if (!decided) return { task: current, view: taskView(current), changed: false };
-      return { ...(await writer.save(trx, current, decided)), changed: true };
+      return decideOne(trx, current, input, nowMs);
+    },
+
+    /**
+     * `apply` only when the task, once locked, still meets `when` (a bulk action's filter: a
+     * task that stopped matching since it was selected is left alone).
+     * @returns the task afterwards, or null when it is gone or no longer meets `when`.
+     */
+    async applyIf(
+      trx: Executor,
+      target: TaskTarget,
+      input: TaskInput,
+      when: (task: TaskRecord) => boolean,
+      nowMs?: number,
+    ): Promise<Applied | null> {
+      const current = await lock(trx, target);
+      if (!current || !when(current)) return null;
+      return decideOne(trx, current, input, nowMs);
     },
 
     /**

@@ -20,6 +20,16 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 /** The priority of a task submitted without one. */
 export const DEFAULT_PRIORITY = 5;
 
+/**
+ * A submit that is a rerun (docs/api.md §5.9): the task it reruns, and what runs in the
+ * submit's transaction before the insert (a bulk rerun locks and checks its source there;
+ * throwing rolls the submit back).
+ */
+export interface RerunOf {
+  sourceUuid: string;
+  before?: (trx: Executor) => Promise<void>;
+}
+
 /** The caller's span a new task hangs under (its trace id and span id, lowercase hex). */
 export interface TraceParent {
   traceId: string;
@@ -98,6 +108,7 @@ export function createTaskSubmitter(deps: {
     input: SubmitInput,
     nowMs: number,
     parent: TraceParent | null = null,
+    rerunOf: string | null = null,
   ): Promise<{ task: NewTask; response: SubmitResult }> {
     const priority = input.priority ?? DEFAULT_PRIORITY;
     const uuid = newId();
@@ -123,6 +134,7 @@ export function createTaskSubmitter(deps: {
         maxAttempts: agent.retry.max_attempts,
         backoff: isDefaultBackoff(agent.retry.backoff) ? null : agent.retry.backoff,
         availableAt: iso(availableAtMs),
+        rerunOf,
       },
       nowMs,
     );
@@ -133,6 +145,7 @@ export function createTaskSubmitter(deps: {
       estimated_start: estimatedStart,
       ...urls(agent.uuid, uuid),
     };
+    if (rerunOf) response.rerun_of = rerunOf;
     return { task, response };
   }
 
@@ -169,6 +182,24 @@ export function createTaskSubmitter(deps: {
         submitNow(workspaceUuid, agentUuid, input, idempotencyKey, parent, alsoWrite),
       );
     },
+
+    /**
+     * A submit of `input` (the source's fields merged with the overrides) as a rerun of
+     * `rerun.sourceUuid`: the same checks, policy, events and replays as `submit`, the answer
+     * with `rerun_of`; an Idempotency-Key's fingerprint is the source task and the request body.
+     * @throws AppError as `submit`.
+     */
+    rerun(
+      workspaceUuid: string,
+      agentUuid: string,
+      input: SubmitInput,
+      rerun: RerunOf & { body: unknown },
+      idempotencyKey?: string,
+    ): Promise<{ response: SubmitResult; replayed: boolean }> {
+      return deps.lanes.run(workspaceUuid, () =>
+        submitNow(workspaceUuid, agentUuid, input, idempotencyKey, null, undefined, rerun),
+      );
+    },
   };
 
   async function submitNow(
@@ -178,19 +209,22 @@ export function createTaskSubmitter(deps: {
     idempotencyKey: string | undefined,
     parent: TraceParent | null,
     alsoWrite: ((trx: Executor, task: { uuid: string; createdAt: string }) => Promise<unknown>) | undefined,
+    rerun?: RerunOf & { body: unknown },
   ): Promise<{ response: SubmitResult; replayed: boolean }> {
     const nowMs = deps.clock.now();
     await validate(input, nowMs);
     const agent = await deps.agents.requireOwned(workspaceUuid, agentUuid);
     // Only a submit with an Idempotency-Key is compared with another: hashing costs the others.
-    const hash = idempotencyKey ? requestHash(agentUuid, input) : '';
+    // A rerun's fingerprint is its source and its own body (the key shares the submits' namespace).
+    const fingerprint = rerun ? { rerun_of: rerun.sourceUuid, body: rerun.body ?? null } : input;
+    const hash = idempotencyKey ? requestHash(agentUuid, fingerprint) : '';
     // A retry gets the first answer whatever happened since, e.g. the agent was paused.
     const earlier = idempotencyKey ? await replayOf(workspaceUuid, idempotencyKey, hash, nowMs) : null;
     if (earlier) return { response: earlier, replayed: true };
     if (agent.status !== 'active') {
       throw new AppError('AGENT_UNAVAILABLE', `Agent is ${agent.status} and does not accept tasks`);
     }
-    const { task, response } = await prepare(agent, workspaceUuid, input, nowMs, parent);
+    const { task, response } = await prepare(agent, workspaceUuid, input, nowMs, parent, rerun?.sourceUuid ?? null);
     const now = task.createdAt;
     const uuid = task.uuid;
     const key: IdempotencyRecord | null = idempotencyKey
@@ -206,13 +240,14 @@ export function createTaskSubmitter(deps: {
       : null;
     // Without an Idempotency-Key the insert is the whole write: it joins the submits of this
     // turn of the event loop in one transaction (see insert-batcher.ts).
-    if (!key && !alsoWrite) {
+    if (!key && !alsoWrite && !rerun?.before) {
       await batcher.insert(task);
       return { response, replayed: false };
     }
     try {
       await db.transaction(async (trx) => {
         if (key) await deps.idempotency.claim(trx, key);
+        await rerun?.before?.(trx);
         await lifecycle.create(trx, task);
         await alsoWrite?.(trx, task);
       });
