@@ -75,6 +75,7 @@ export const PERMISSIONS: Readonly<Record<string, Permission>> = {
   // Keys, tokens, the signing secret
   'POST /auth/platform_keys': manage,
   'GET /auth/platform_keys': manage,
+  'PATCH /auth/platform_keys/:uuid': manage,
   'DELETE /auth/platform_keys/:uuid': manage,
   'POST /auth/generate_ingest_token': manage,
   'GET /auth/ingest_tokens': manage,

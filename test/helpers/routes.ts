@@ -121,6 +121,15 @@ export const ROUTES: CatalogueRoute[] = [
   },
   { method: 'GET', path: '/auth/platform_keys', url: () => '/auth/platform_keys', auth: 'session', status: 200 },
   {
+    method: 'PATCH',
+    path: '/auth/platform_keys/:uuid',
+    url: (ctx) => `/auth/platform_keys/${ctx.platformKey}`,
+    body: () => ({ models: ['*'] }),
+    auth: 'session',
+    ids: ['platformKey'],
+    status: 200,
+  },
+  {
     method: 'DELETE',
     path: '/auth/platform_keys/:uuid',
     url: (ctx) => `/auth/platform_keys/${ctx.platformKey}`,

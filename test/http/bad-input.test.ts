@@ -149,6 +149,15 @@ const CASES: Record<string, BadCase[]> = {
     invalid('name as a number', { name: 123 }, 'name'),
     invalid('empty name', { name: '' }, 'name'),
     invalid('name of 256 characters', { name: long(256) }, 'name'),
+    invalid('models as a string', { name: 'k', models: 'openai/*' }, 'models'),
+    invalid('a * inside a pattern', { name: 'k', models: ['a*b'] }, 'models[0]'),
+  ],
+  'PATCH /auth/platform_keys/:uuid': [
+    ...bodyCases({ models: null }),
+    invalid('role', { role: 'viewer' }, 'role'),
+    invalid('empty name', { name: '' }, 'name'),
+    invalid('a duplicate pattern', { models: ['a', 'a'] }, 'models[1]'),
+    invalid('101 patterns', { models: Array.from({ length: 101 }, (_, i) => `m${i}`) }, 'models'),
   ],
   'POST /auth/change_password': [
     ...bodyCases({ current_password: 'whatever1', new_password: 'whatever2' }),

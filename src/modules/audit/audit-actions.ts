@@ -21,6 +21,7 @@ export const AUDIT_ACTIONS = [
   'trigger.rotate_secret',
   'key.create',
   'key.revoke',
+  'key.update',
   'ingest_token.create',
   'ingest_token.revoke',
   'provider_credential.create',

@@ -17,7 +17,7 @@ import type { ProxyAnswer } from './proxy-upstream.js';
 
 const tags = ['model proxy'];
 const config = { auth: 'user' as const };
-const openAiErrors = Object.fromEntries([400, 404, 413, 415, 429, 500, 502, 504].map((s) => [s, OpenAiErrorSchema]));
+const openAiErrors = Object.fromEntries([400, 403, 404, 413, 415, 429, 500, 502, 504].map((s) => [s, OpenAiErrorSchema]));
 /** Seconds a caller at the in-flight cap is asked to wait: calls usually end within seconds. */
 const IN_FLIGHT_RETRY_AFTER_S = 1;
 
@@ -125,6 +125,7 @@ async function modelCall(
   const answer = await kind({
     workspaceUuid: principal.workspaceUuid,
     platformKeyUuid: principal.via === 'platform_key' ? principal.credentialUuid : null,
+    allowedModels: principal.via === 'platform_key' ? principal.keyModels : null,
     body: request.body,
     credential: header(request, 'x-taskhook-credential'),
     taskId: header(request, 'x-taskhook-task-id'),
@@ -211,10 +212,11 @@ export function proxyRoutes(
       },
       async (request, reply) => {
         holdSlot(opts.slots, request, reply);
-        const workspaceUuid = principalOf(request).workspaceUuid;
+        const principal = principalOf(request);
+        const allowed = principal.via === 'platform_key' ? (principal.keyModels ?? null) : null;
         return send(
           reply,
-          await service.models(workspaceUuid, header(request, 'x-taskhook-credential'), callerGone(reply)),
+          await service.models(principal.workspaceUuid, header(request, 'x-taskhook-credential'), callerGone(reply), allowed),
         );
       },
     );

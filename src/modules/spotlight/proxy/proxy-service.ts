@@ -18,7 +18,7 @@ import { responsesProtocol } from './protocols/responses-protocol.js';
 import { attemptTargets, type Target } from './proxy-attempts.js';
 import { proxyError } from './proxy-fns.js';
 import { createModelLists } from './proxy-models.js';
-import { createSelection, keyTarget, ROUTE_PREFIX, type RouteLookup } from './proxy-selection.js';
+import { checkAllowlist, createSelection, keyTarget, ROUTE_PREFIX, type RouteLookup } from './proxy-selection.js';
 import { STREAM_CONTENT_TYPE } from './proxy-stream.js';
 import { bareOutcome, type CallOutcome, type ProxyAnswer, type UpstreamDeps } from './proxy-upstream.js';
 import { estimatedTokens } from './usage-estimate-fns.js';
@@ -37,6 +37,8 @@ export interface ChatRequest {
   routeUuid?: string | undefined;
   /** The platform key that authenticated the request (null or absent: a session, or the runtime). */
   platformKeyUuid?: string | null | undefined;
+  /** That key's model allowlist (null or absent: every model). */
+  allowedModels?: readonly string[] | null | undefined;
   /** The task a model runtime call serves (already known to be the workspace's). */
   task?: { taskUuid: string; agentUuid: string } | undefined;
   traceparent?: string | undefined;
@@ -154,8 +156,10 @@ export function createProxyService(deps: {
     const cacheHeader = parseCacheHeader(req.cache);
     if (cacheHeader.kind === 'invalid')
       throw proxyError(400, 'X-Taskhook-Cache must be max-age=<1-86400> or no-store', 'invalid_cache_header');
-    const task = req.task ?? (await attribution(req.workspaceUuid, req.taskId));
+    // In order: the selection's refusals, the key's allowlist, then the task's.
     const sel = await select(req, body.model);
+    checkAllowlist(req.allowedModels, sel);
+    const task = req.task ?? (await attribution(req.workspaceUuid, req.taskId));
     const first = sel.targets[0] as Target;
     const upstream = protocol.upstreamBody(body, first.upstreamModel);
     const base: Base = {
