@@ -23,8 +23,8 @@ import type { ScheduleRunsTable, SchedulesTable } from './schedule-tables.js';
 import type {
   ProviderCredentialsTable,
   SpotlightBudgetsTable,
-  SpotlightRateLimitsTable,
   SpotlightCallsTable,
+  SpotlightRateLimitsTable,
   SpotlightRoutesTable,
   SpotlightSpendTable,
 } from './spotlight-tables.js';

@@ -46,9 +46,11 @@ export function createAuthenticator(deps: {
   function principal(
     user: UserRow,
     via: Principal['via'],
-    found: Pick<CredentialWithUser, 'credentialUuid' | 'name' | 'workspaceUuid' | 'role'> & {
-      models?: readonly string[] | null;
-    } | null,
+    found:
+      | (Pick<CredentialWithUser, 'credentialUuid' | 'name' | 'workspaceUuid' | 'role'> & {
+          models?: readonly string[] | null;
+        })
+      | null,
   ): Principal {
     // A disabled account's sessions, keys and tokens all stop working, as if revoked.
     if (user.disabled) throw new AuthError(401, AUTH_MESSAGES.invalid);

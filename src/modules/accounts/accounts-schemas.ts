@@ -95,6 +95,7 @@ const KeySchema = Type.Object({
   created_by: CreatorSchema,
   models: ModelsSchema,
 });
+
 export { KeySchema };
 export const KeyListReply = Type.Object({ keys: Type.Array(KeySchema) });
 

@@ -136,7 +136,11 @@ export function createCredentialsService(deps: {
      * lifetime.
      * @throws AppError 404 NOT_FOUND when the key is not the workspace's; 400 for a bad field.
      */
-    async updatePlatformKey(acting: Acting, uuid: string, patch: { name?: string; models?: readonly unknown[] | null }) {
+    async updatePlatformKey(
+      acting: Acting,
+      uuid: string,
+      patch: { name?: string; models?: readonly unknown[] | null },
+    ) {
       if (patch.name !== undefined) requirePlainName(patch.name);
       const change: { name?: string; models?: string[] | null } = {};
       if (patch.name !== undefined) change.name = patch.name;

@@ -35,6 +35,7 @@ export const AUDIT_ACTIONS = [
   'schedule.update',
   'schedule.delete',
   'budget.update',
+  'rate_limit.update',
   'mcp_grant.create',
   'mcp_grant.revoke',
 ] as const;

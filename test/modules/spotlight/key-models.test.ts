@@ -62,7 +62,10 @@ describe.each(DATABASES)('model allowlists on platform keys on $name', (database
       body: { models: null },
     });
     expect(cleared.json()).toMatchObject({ name: 'renamed', models: null });
-    const none = await call(t.app, 'PATCH', `/auth/platform_keys/${keyUuid}`, { token: user.token, body: { models: [] } });
+    const none = await call(t.app, 'PATCH', `/auth/platform_keys/${keyUuid}`, {
+      token: user.token,
+      body: { models: [] },
+    });
     expect(none.json().models).toEqual([]);
 
     const audit = await call(t.app, 'GET', `/workspaces/${user.uuid}/audit_log?action=key.update`, {
@@ -196,11 +199,12 @@ describe.each(DATABASES)('model allowlists on platform keys on $name', (database
   it('filters the model lists by the allowlist, the relayed list of X-Taskhook-Credential included', async () => {
     const { key } = await setup(['fake/gpt-4o', 'other/*']);
     const all = await call(t.app, 'GET', '/spotlight/v1/models', { token: key });
-    expect(all.json().data.map((m: { id: string }) => m.id).sort()).toEqual([
-      'fake/gpt-4o',
-      'other/gpt-4o',
-      'other/gpt-4o-mini',
-    ]);
+    expect(
+      all
+        .json()
+        .data.map((m: { id: string }) => m.id)
+        .sort(),
+    ).toEqual(['fake/gpt-4o', 'other/gpt-4o', 'other/gpt-4o-mini']);
     const one = await call(t.app, 'GET', '/spotlight/v1/models', {
       token: key,
       headers: { 'x-taskhook-credential': 'fake' },

@@ -28,6 +28,8 @@ export class ProxyError extends Error {
   constructor(
     readonly status: number,
     readonly body: OpenAiErrorBody,
+    /** Headers of the refusal (a rate limit's Retry-After and x-ratelimit-*). */
+    readonly headers: Record<string, string> = {},
   ) {
     super(body.error.message);
   }

@@ -17,7 +17,9 @@ import type { ProxyAnswer } from './proxy-upstream.js';
 
 const tags = ['model proxy'];
 const config = { auth: 'user' as const };
-const openAiErrors = Object.fromEntries([400, 403, 404, 413, 415, 429, 500, 502, 504].map((s) => [s, OpenAiErrorSchema]));
+const openAiErrors = Object.fromEntries(
+  [400, 403, 404, 413, 415, 429, 500, 502, 504].map((s) => [s, OpenAiErrorSchema]),
+);
 /** Seconds a caller at the in-flight cap is asked to wait: calls usually end within seconds. */
 const IN_FLIGHT_RETRY_AFTER_S = 1;
 
@@ -31,7 +33,7 @@ function openAiErrorHandler(err: FastifyError, request: FastifyRequest, reply: F
   if (err instanceof AuthError || (err instanceof AppError && err.code === 'RATE_LIMITED')) {
     return handleError(err, request, reply);
   }
-  if (err instanceof ProxyError) return sendJson(reply, err.status, JSON.stringify(err.body));
+  if (err instanceof ProxyError) return sendJson(reply.headers(err.headers), err.status, JSON.stringify(err.body));
   if (err instanceof AppError && err.code === 'LIMIT_EXCEEDED') {
     reply.header('retry-after', String(IN_FLIGHT_RETRY_AFTER_S));
     const body = openAiError(err.message, 'invalid_request_error', 'LIMIT_EXCEEDED');
@@ -216,7 +218,12 @@ export function proxyRoutes(
         const allowed = principal.via === 'platform_key' ? (principal.keyModels ?? null) : null;
         return send(
           reply,
-          await service.models(principal.workspaceUuid, header(request, 'x-taskhook-credential'), callerGone(reply), allowed),
+          await service.models(
+            principal.workspaceUuid,
+            header(request, 'x-taskhook-credential'),
+            callerGone(reply),
+            allowed,
+          ),
         );
       },
     );

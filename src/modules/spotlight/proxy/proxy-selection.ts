@@ -1,8 +1,8 @@
+import { modelAllowed } from '../../accounts/key-models-fns.js';
 import type { ProvidersService } from '../../providers/providers-service.js';
 import type { PlainTarget, RouteTarget } from '../cache/cache-key-fns.js';
 import type { RouteRow } from '../routes/routes-repo.js';
 import type { Target } from './proxy-attempts.js';
-import { modelAllowed } from '../../accounts/key-models-fns.js';
 import { openAiError, ProxyError, proxyError, splitModel } from './proxy-fns.js';
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
