@@ -189,10 +189,6 @@ export async function buildApp(
     traceSpans: telemetry.tracer.enqueue,
     onUnloggedRefusal: () => metrics.metrics.webhookRefusalsUnlogged.inc(),
   });
-  // One listener for every cache of announced changes; the caches serve only while it is up.
-  const changeFeeds = [accounts.changeFeed, agents.changeFeed, triggers.changeFeed].filter((feed) => feed !== null);
-  const listening = listenForChanges(runtime.db, changeFeeds, runtime.logger);
-  app.addHook('onClose', async () => listening?.close());
   const health = createHealthModule({ db: runtime.db, clock: runtime.clock, intervalMs: config.healthIntervalMs });
   const housekeeping = createHousekeepingModule({ config, runtime });
 
@@ -272,6 +268,12 @@ export async function buildApp(
     events,
   });
   await app.register(spotlight.routes);
+  // One listener for every cache of announced changes; the caches serve only while it is up.
+  const changeFeeds = [accounts.changeFeed, agents.changeFeed, triggers.changeFeed, spotlight.changeFeed].filter(
+    (feed) => feed !== null,
+  );
+  const listening = listenForChanges(runtime.db, changeFeeds, runtime.logger);
+  app.addHook('onClose', async () => listening?.close());
   const runtimes = createRuntimesModule({
     config,
     runtime,
@@ -281,6 +283,7 @@ export async function buildApp(
     events,
     accounts: accounts.service,
     spotlight: spotlight.service,
+    admission: spotlight.admission,
   });
   await app.register(runtimes.routes);
   metrics.metrics.watchOutbound('callbacks', callbacks.outbound.stats);

@@ -6,10 +6,10 @@ import type { Config } from './config.js';
 import { connectDb, type Db } from './db/connect.js';
 import { migrateToLatest } from './db/migrate.js';
 import {
+  type CounterStore,
   createMemoryStore,
   createPostgresStore,
   createRedisStore,
-  type RateLimitStore,
 } from './http/rate-limit-stores.js';
 import { createPasswordHasher, type PasswordHasher } from './lib/passwords.js';
 import { resolveSecrets, type ServiceSecrets } from './lib/secrets.js';
@@ -36,7 +36,8 @@ export const REDACT = [
 export interface ProcessDeps {
   db: Db;
   secrets: ServiceSecrets;
-  rateLimitStore: RateLimitStore;
+  /** The request rate limit's counters, which the model proxy's RPM/TPM limits share. */
+  rateLimitStore: CounterStore;
   clock: Clock;
   /** Repeating timers (stream heartbeats and credential re-checks). */
   timers: Timers;

@@ -16,6 +16,7 @@ import type {
   Page,
   PlatformKey,
   ProviderCredential,
+  RateLimit,
   Role,
   RouteInput,
   Schedule,
@@ -227,6 +228,14 @@ export const api = {
   createKey: (name: string, role?: Role) =>
     call<{ uuid: string; key: string }>('POST', '/auth/platform_keys', role ? { name, role } : { name }),
   revokeKey: (uuid: string) => call<void>('DELETE', `/auth/platform_keys/${id(uuid)}`),
+  /** `models`: null allows every model. */
+  updateKey: (uuid: string, input: { name?: string; models?: string[] | null }) =>
+    call<PlatformKey>('PATCH', `/auth/platform_keys/${id(uuid)}`, input),
+  rateLimits: () => call<{ rate_limits: RateLimit[] }>('GET', '/spotlight/rate_limits'),
+  /** `path`: `agents/<uuid>` or `platform_keys/<uuid>`. */
+  rateLimit: (path: string) => call<RateLimit>('GET', `/spotlight/rate_limits/${path}`),
+  setRateLimit: (path: string, limits: { rpm: number | null; tpm: number | null }) =>
+    call<RateLimit>('PATCH', `/spotlight/rate_limits/${path}`, limits),
   ingestTokens: () => call<{ tokens: IngestToken[] }>('GET', '/auth/ingest_tokens'),
   createIngestToken: () => call<{ uuid: string; token: string }>('POST', '/auth/generate_ingest_token'),
   revokeIngestToken: (uuid: string) => call<void>('DELETE', `/auth/ingest_tokens/${id(uuid)}`),

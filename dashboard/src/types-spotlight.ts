@@ -18,6 +18,21 @@ export interface Budget {
   windows: { month?: BudgetWindow; day?: BudgetWindow; task?: BudgetWindow };
 }
 
+/** Requests- and tokens-per-minute limits of a platform key or an agent (GET /spotlight/rate_limits). */
+export interface RateLimit {
+  scope: 'platform_key' | 'agent';
+  id: string;
+  limits: { rpm: number | null; tpm: number | null };
+  window: {
+    start: string;
+    end: string;
+    requests: number;
+    tokens: number;
+    remaining_requests: number | null;
+    remaining_tokens: number | null;
+  };
+}
+
 /** A failure that lets a route fall back to its next target. */
 export type RetryOn = '429' | '5xx' | 'timeout' | 'connection';
 export const RETRY_ON: RetryOn[] = ['429', '5xx', 'timeout', 'connection'];

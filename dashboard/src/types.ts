@@ -143,6 +143,8 @@ export interface PlatformKey {
   created_at: string;
   last_used_at: string | null;
   revoked_at: string | null;
+  /** The models the key may call through the model proxy; null: all models. */
+  models?: string[] | null;
 }
 
 export interface IngestToken {

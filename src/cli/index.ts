@@ -134,9 +134,14 @@ program
   .requiredOption('--name <name>', 'a name for the key', nonEmpty)
   .option('--workspace <uuid>', "the workspace (default: the user's personal workspace)", workspaceUuid)
   .option('--role <role>', 'admin, member or viewer (default: admin)', keyRole)
-  .action((opts: { email: string; name: string; workspace?: string; role?: KeyRole }) =>
+  .option('--models <patterns>', 'comma-separated models the key may call, e.g. openai/*,route:chat (default: all)')
+  .action((opts: { email: string; name: string; workspace?: string; role?: KeyRole; models?: string }) =>
     withAccounts((accounts) =>
-      accounts.createPlatformKeyByEmail(opts.email, opts.name, { workspaceUuid: opts.workspace, role: opts.role }),
+      accounts.createPlatformKeyByEmail(opts.email, opts.name, {
+        workspaceUuid: opts.workspace,
+        role: opts.role,
+        models: opts.models === undefined ? null : opts.models.split(','),
+      }),
     ),
   );
 

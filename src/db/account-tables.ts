@@ -1,5 +1,5 @@
 import type { Generated } from 'kysely';
-import type { DbBool } from './column-types.js';
+import type { DbBool, DbJson } from './column-types.js';
 
 // Accounts and their credentials: users, e-mail tokens, keys, signing secrets, OAuth logins.
 // Re-exported by database.ts, which holds the `Database` interface.
@@ -38,6 +38,8 @@ export interface PlatformKeysTable {
   created_by: string | null;
   /** `admin`, `member` or `viewer`. */
   role: Generated<string>;
+  /** The model allowlist: a JSON array of patterns, or null (every model). */
+  models: DbJson | null;
 }
 
 export interface IngestTokensTable {

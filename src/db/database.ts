@@ -24,6 +24,7 @@ import type {
   ProviderCredentialsTable,
   SpotlightBudgetsTable,
   SpotlightCallsTable,
+  SpotlightRateLimitsTable,
   SpotlightRoutesTable,
   SpotlightSpendTable,
 } from './spotlight-tables.js';
@@ -85,6 +86,7 @@ export interface Database {
   provider_credentials: ProviderCredentialsTable;
   spotlight_calls: SpotlightCallsTable;
   spotlight_budgets: SpotlightBudgetsTable;
+  spotlight_rate_limits: SpotlightRateLimitsTable;
   spotlight_spend: SpotlightSpendTable;
   a2a_task_contexts: A2aTaskContextsTable;
   a2a_history_ids: A2aHistoryIdsTable;

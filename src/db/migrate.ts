@@ -31,6 +31,7 @@ import { migration033 } from './migrations/033-agent-task-events.js';
 import { migration034 } from './migrations/034-task-retry-delay.js';
 import { migration036 } from './migrations/036-mcp-oauth.js';
 import { migration038 } from './migrations/038-call-api.js';
+import { migration039 } from './migrations/039-key-models-rate-limits.js';
 import { migration040 } from './migrations/040-task-lineage.js';
 import type { DialectMigration } from './migrations/types.js';
 
@@ -66,6 +67,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '034-task-retry-delay': migration034,
   '036-mcp-oauth': migration036,
   '038-call-api': migration038,
+  '039-key-models-rate-limits': migration039,
   '040-task-lineage': migration040,
 };
 

@@ -82,6 +82,18 @@ export interface SpotlightBudgetsTable {
   updated_at: string;
 }
 
+/** Requests- and tokens-per-minute limits of a platform key or an agent; null is no limit. */
+export interface SpotlightRateLimitsTable {
+  workspace_uuid: string;
+  /** `platform_key` or `agent`. */
+  scope: string;
+  scope_id: string;
+  rpm: number | null;
+  /** bigint: PostgreSQL returns a string. */
+  tpm: number | string | null;
+  updated_at: string;
+}
+
 /** Running spend of one scope in one window (bigint nanos; PostgreSQL returns a string). */
 export interface SpotlightSpendTable {
   workspace_uuid: string;

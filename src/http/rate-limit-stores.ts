@@ -12,6 +12,17 @@ export interface RateLimitStore {
   hit(scope: string, window: number, n?: number): number | Promise<number>;
 }
 
+/**
+ * A store that also adds any amount (tokens, or -1 to take back a hit that was refused) and reads
+ * a count without changing it: the model proxy's RPM/TPM limits count in the same storage.
+ */
+export interface CounterStore extends RateLimitStore {
+  /** Adds `n` (may be negative) to the (scope, window) count and returns the new count. */
+  add(scope: string, window: number, n: number): number | Promise<number>;
+  /** The (scope, window) count, 0 when nothing was counted. */
+  read(scope: string, window: number): number | Promise<number>;
+}
+
 const EXACT_SCOPES = 100_000;
 const SKETCH_DEPTH = 4;
 const SKETCH_WIDTH = 1 << 16;
@@ -31,30 +42,44 @@ function hash(text: string, seed: number): number {
  * sketch (1 MiB) for the rest. Memory stays bounded however many scopes appear, and no scope's
  * count is ever lowered by others: the sketch can only over-count.
  */
-export function createMemoryStore(): RateLimitStore {
+export function createMemoryStore(): CounterStore {
   let current = -1;
   let exact = new Map<string, number>();
   let sketch: Uint32Array | null = null;
+  function turn(window: number) {
+    if (window !== current) {
+      current = window;
+      exact = new Map();
+      sketch = null;
+    }
+  }
+  function add(scope: string, window: number, n: number): number {
+    turn(window);
+    const known = exact.get(scope);
+    if (known !== undefined || exact.size < EXACT_SCOPES) {
+      const next = Math.max(0, (known ?? 0) + n);
+      exact.set(scope, next);
+      return next;
+    }
+    sketch ??= new Uint32Array(SKETCH_DEPTH * SKETCH_WIDTH);
+    let min = Number.MAX_SAFE_INTEGER;
+    for (let row = 0; row < SKETCH_DEPTH; row++) {
+      const i = row * SKETCH_WIDTH + hash(scope, row);
+      sketch[i] = Math.max(0, (sketch[i] ?? 0) + n);
+      min = Math.min(min, sketch[i] ?? 0);
+    }
+    return min;
+  }
   return {
-    hit(scope, window, n = 1) {
-      if (window !== current) {
-        current = window;
-        exact = new Map();
-        sketch = null;
-      }
+    hit: (scope, window, n = 1) => add(scope, window, n),
+    add,
+    read(scope, window) {
+      if (window !== current) return 0;
       const known = exact.get(scope);
-      if (known !== undefined || exact.size < EXACT_SCOPES) {
-        const next = Math.max(0, (known ?? 0) + n);
-        exact.set(scope, next);
-        return next;
-      }
-      sketch ??= new Uint32Array(SKETCH_DEPTH * SKETCH_WIDTH);
+      if (known !== undefined || !sketch) return known ?? 0;
       let min = Number.MAX_SAFE_INTEGER;
-      for (let row = 0; row < SKETCH_DEPTH; row++) {
-        const i = row * SKETCH_WIDTH + hash(scope, row);
-        sketch[i] = Math.max(0, (sketch[i] ?? 0) + n);
-        min = Math.min(min, sketch[i] ?? 0);
-      }
+      for (let row = 0; row < SKETCH_DEPTH; row++)
+        min = Math.min(min, sketch[row * SKETCH_WIDTH + hash(scope, row)] ?? 0);
       return min;
     },
   };
@@ -115,13 +140,18 @@ const addHits = prepareQuery(3, (ex, scope: string, window: number, n: number) =
     .returning('count'),
 );
 
+const readCount = prepareQuery(2, (ex, scope: string, window: number) =>
+  ex.selectFrom('rate_limits').select('count').where('scope', '=', scope).where('window_start', '=', window),
+);
+
 /** PostgreSQL mode: an atomic upsert on an UNLOGGED table shared by every instance. */
-export function createPostgresStore(db: Db): RateLimitStore {
+export function createPostgresStore(db: Db): CounterStore {
   let lastSweep = -1;
-  const hit = coalesceHits(async (scope, window, n) => {
+  const add = async (scope: string, window: number, n: number) => {
     const [row] = await addHits(db.kysely, scope, window, n);
     return Number(row?.count);
-  });
+  };
+  const hit = coalesceHits(add);
   return {
     hit(scope, window, n = 1) {
       if (window !== lastSweep) {
@@ -134,18 +164,28 @@ export function createPostgresStore(db: Db): RateLimitStore {
       }
       return hit(scope, window, n);
     },
+    add,
+    async read(scope, window) {
+      const [row] = await readCount(db.kysely, scope, window);
+      return row ? Number(row.count) : 0;
+    },
   };
 }
 
 /** Redis mode (REDIS_URL): INCRBY with a two-window expiry, shared by every instance. */
-export function createRedisStore(redis: Redis, prefix = 'taskhook:rl'): RateLimitStore {
+export function createRedisStore(redis: Redis, prefix = 'taskhook:rl'): CounterStore {
+  const add = async (scope: string, window: number, n: number) => {
+    const key = `${prefix}:${window}:${scope}`;
+    const results = await redis.multi().incrby(key, n).expire(key, 120).exec();
+    const [err, count] = results?.[0] ?? [new Error('Redis returned no result'), 0];
+    if (err) throw err;
+    return Number(count);
+  };
   return {
-    hit: coalesceHits(async (scope, window, n) => {
-      const key = `${prefix}:${window}:${scope}`;
-      const results = await redis.multi().incrby(key, n).expire(key, 120).exec();
-      const [err, count] = results?.[0] ?? [new Error('Redis returned no result'), 0];
-      if (err) throw err;
-      return Number(count);
-    }),
+    hit: coalesceHits(add),
+    add,
+    async read(scope, window) {
+      return Number((await redis.get(`${prefix}:${window}:${scope}`)) ?? 0);
+    },
   };
 }

@@ -29,6 +29,11 @@ export interface Principal {
   /** The platform key or ingest token used, or the grant of an MCP OAuth access token; null for a session JWT. */
   credentialUuid: string | null;
   agentsEnabled: boolean;
+  /**
+   * The model allowlist of the platform key (null or absent: every model; sessions and other
+   * credentials have none).
+   */
+  keyModels?: readonly string[] | null;
   /** The user's token version when the credential was checked; a password change raises it. */
   tokenVersion: number;
 }

@@ -174,7 +174,7 @@ describe.each(DATABASES)('taskhook CLI on $name', (database) => {
     expect(relogin.statusCode).toBe(200);
   });
 
-  it('key create prints {uuid, name, key, role, workspace_uuid} once, and the key works against the API', async () => {
+  it('key create prints {uuid, name, key, role, workspace_uuid, models} once, and the key works against the API', async () => {
     const user = await createUser(t);
     const [created, unknown] = await Promise.all([
       runJson(['key', 'create', '--email', user.email, '--name', 'from the cli'], env),
@@ -187,6 +187,7 @@ describe.each(DATABASES)('taskhook CLI on $name', (database) => {
       role: 'admin',
       // The user's personal workspace, whose uuid is the user's.
       workspace_uuid: user.uuid,
+      models: null,
     });
     expectFailure(unknown, /not found/i);
 
@@ -220,6 +221,18 @@ describe.each(DATABASES)('taskhook CLI on $name', (database) => {
     ]);
     expectFailure(foreign, /not an admin or owner/i);
     expectFailure(owned, /admin, member or viewer/i);
+  });
+
+  it('key create --models limits the key to those model patterns and prints them; a bad pattern fails', async () => {
+    const user = await createUser(t);
+    const [limited, bad] = await Promise.all([
+      runJson(['key', 'create', '--email', user.email, '--name', 'models', '--models', 'openai/*,route:chat'], env),
+      run(['key', 'create', '--email', user.email, '--name', 'bad', '--models', 'a*b'], env),
+    ]);
+    expect(limited).toMatchObject({ name: 'models', models: ['openai/*', 'route:chat'] });
+    expectFailure(bad, /models\[0\]/);
+    const listed = (await call(t.app, 'GET', '/auth/platform_keys', { token: user.token })).json().keys;
+    expect(listed).toContainEqual(expect.objectContaining({ uuid: limited.uuid, models: ['openai/*', 'route:chat'] }));
   });
 
   describe('serve', () => {

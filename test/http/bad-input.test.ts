@@ -149,6 +149,28 @@ const CASES: Record<string, BadCase[]> = {
     invalid('name as a number', { name: 123 }, 'name'),
     invalid('empty name', { name: '' }, 'name'),
     invalid('name of 256 characters', { name: long(256) }, 'name'),
+    invalid('models as a string', { name: 'k', models: 'openai/*' }, 'models'),
+    invalid('a * inside a pattern', { name: 'k', models: ['a*b'] }, 'models[0]'),
+  ],
+  'PATCH /auth/platform_keys/:uuid': [
+    ...bodyCases({ models: null }),
+    invalid('role', { role: 'viewer' }, 'role'),
+    invalid('empty name', { name: '' }, 'name'),
+    invalid('a duplicate pattern', { models: ['a', 'a'] }, 'models[1]'),
+    invalid('101 patterns', { models: Array.from({ length: 101 }, (_, i) => `m${i}`) }, 'models'),
+  ],
+  'PATCH /spotlight/rate_limits/platform_keys/:keyUuid': [
+    ...bodyCases({ rpm: 10 }),
+    invalid('rpm 0', { rpm: 0 }, 'rpm'),
+    invalid('rpm as a string', { rpm: '5' }, 'rpm'),
+    invalid('rpm not an integer', { rpm: 1.5 }, 'rpm'),
+    invalid('rpm over a million', { rpm: 1_000_001 }, 'rpm'),
+    invalid('tpm over a billion', { tpm: 1_000_000_001 }, 'tpm'),
+  ],
+  'PATCH /spotlight/rate_limits/agents/:agentId': [
+    ...bodyCases({ tpm: 1000 }),
+    invalid('tpm negative', { tpm: -1 }, 'tpm'),
+    invalid('a budget field', { daily_usd: 1 }, 'daily_usd'),
   ],
   'POST /auth/change_password': [
     ...bodyCases({ current_password: 'whatever1', new_password: 'whatever2' }),

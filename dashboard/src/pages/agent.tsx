@@ -6,6 +6,7 @@ import { navigate } from '../router';
 import { type Agent, TASK_STATUSES, type Task, type TaskStatus } from '../types';
 import { Empty, ErrorBox, Link, PageTitle, Status, Time, useAction, useLoad } from '../ui';
 import { useCan } from '../workspace';
+import { LimitsForm, limitsText } from './limits-form';
 
 /** An agent's name, status and the tabs between its tasks and triggers. */
 export function AgentHeader({ agent, tab }: { agent: Agent | undefined; tab: 'tasks' | 'triggers' | 'schedules' }) {
@@ -155,6 +156,40 @@ function TaskRows({ agentId, tasks }: { agentId: string; tasks: Task[] }) {
   );
 }
 
+/** The agent's requests- and tokens-per-minute limits for its model calls; admins edit them. */
+function AgentLimits({ agentId }: { agentId: string }) {
+  const limit = useLoad(() => api.rateLimit(`agents/${agentId}`), [agentId]);
+  const manage = useCan('admin');
+  const [editing, setEditing] = useState(false);
+  return (
+    <div class="block agent-limits">
+      <p class="muted small">
+        Model calls: <span class="strong">{limit.data ? limitsText(limit.data.limits) : '…'}</span>
+        {manage && !editing && limit.data && (
+          <>
+            {' '}
+            <button type="button" class="small" onClick={() => setEditing(true)}>
+              Edit limits
+            </button>
+          </>
+        )}
+      </p>
+      <ErrorBox error={limit.error} />
+      {editing && limit.data && (
+        <LimitsForm
+          path={`agents/${agentId}`}
+          limits={limit.data.limits}
+          onSaved={() => {
+            setEditing(false);
+            limit.reload();
+          }}
+          onClose={() => setEditing(false)}
+        />
+      )}
+    </div>
+  );
+}
+
 /** An agent's tasks, live, with a status filter and a submit form. */
 export function AgentPage({ agentId }: { agentId: string }) {
   const agent = useLoad(() => api.agent(agentId), [agentId]);
@@ -166,6 +201,7 @@ export function AgentPage({ agentId }: { agentId: string }) {
     <section>
       <AgentHeader agent={agent.data} tab="tasks" />
       <ErrorBox error={agent.error} />
+      {agent.data && <AgentLimits agentId={agentId} />}
       {agent.data && work && (
         <SubmitForm agentId={agentId} onSubmitted={(taskId) => navigate(`/agents/${agentId}/tasks/${taskId}`)} />
       )}

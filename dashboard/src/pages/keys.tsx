@@ -1,12 +1,26 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api';
-import type { IngestToken, PlatformKey, Role } from '../types';
+import type { IngestToken, PlatformKey, RateLimit, Role } from '../types';
 import { Empty, ErrorBox, PageTitle, SecretBox, Time, useAction, useLoad } from '../ui';
 import { useCan, useWorkspace } from '../workspace';
+import { LimitsForm, limitsText, modelsText } from './limits-form';
 
 type Row = (PlatformKey | IngestToken) & { name?: string };
 
-function CredentialTable({ rows, label, onRevoke }: { rows: Row[]; label: string; onRevoke(uuid: string): void }) {
+function CredentialTable({
+  rows,
+  label,
+  onRevoke,
+  limits,
+  onEdit,
+}: {
+  rows: Row[];
+  label: string;
+  onRevoke(uuid: string): void;
+  /** Keys: their rate limits by uuid, and the edit of models and limits. */
+  limits?: Map<string, RateLimit['limits']>;
+  onEdit?(uuid: string): void;
+}) {
   const withRoles = label === 'key' && rows.some((r) => 'role' in r && r.role);
   return (
     <div class="table-wrap">
@@ -15,6 +29,8 @@ function CredentialTable({ rows, label, onRevoke }: { rows: Row[]; label: string
           <tr>
             {label === 'key' && <th scope="col">Name</th>}
             {withRoles && <th scope="col">Role</th>}
+            {label === 'key' && <th scope="col">Models</th>}
+            {label === 'key' && <th scope="col">Limits</th>}
             <th scope="col">Prefix</th>
             <th scope="col">Created</th>
             <th scope="col">Last used</th>
@@ -34,6 +50,8 @@ function CredentialTable({ rows, label, onRevoke }: { rows: Row[]; label: string
                 </td>
               )}
               {withRoles && <td>{'role' in r ? r.role : ''}</td>}
+              {label === 'key' && <td class="key-models">{modelsText('models' in r ? r.models : null)}</td>}
+              {label === 'key' && <td class="key-limits">{limitsText(limits?.get(r.uuid))}</td>}
               <td class="mono">{r.prefix}…</td>
               <td>
                 <Time iso={r.created_at} />
@@ -47,6 +65,16 @@ function CredentialTable({ rows, label, onRevoke }: { rows: Row[]; label: string
                 </span>
               </td>
               <td class="row-actions">
+                {onEdit && (
+                  <button
+                    type="button"
+                    class="small"
+                    aria-label={`Edit models and limits of ${r.name ?? r.prefix}`}
+                    onClick={() => onEdit(r.uuid)}
+                  >
+                    Edit
+                  </button>
+                )}
                 {!r.revoked_at && (
                   <button
                     type="button"
@@ -68,6 +96,11 @@ function CredentialTable({ rows, label, onRevoke }: { rows: Row[]; label: string
 
 function PlatformKeys() {
   const keys = useLoad(() => api.keys(), []);
+  const rateLimits = useLoad(() => api.rateLimits(), []);
+  const [editing, setEditing] = useState<string | null>(null);
+  const limits = new Map(
+    (rateLimits.data?.rate_limits ?? []).filter((r) => r.scope === 'platform_key').map((r) => [r.id, r.limits]),
+  );
   const [name, setName] = useState('');
   const [role, setRole] = useState<Role>('admin');
   const workspaces = useWorkspace().available;
@@ -137,7 +170,24 @@ function PlatformKeys() {
           <p>Create one with New key to let a worker or a script call the API.</p>
         </Empty>
       )}
-      {list.length > 0 && <CredentialTable rows={list} label="key" onRevoke={revoke} />}
+      {list.length > 0 && (
+        <CredentialTable rows={list} label="key" onRevoke={revoke} limits={limits} onEdit={setEditing} />
+      )}
+      {editing && (
+        <LimitsForm
+          key={editing}
+          path={`platform_keys/${editing}`}
+          keyUuid={editing}
+          models={list.find((k) => k.uuid === editing)?.models ?? null}
+          limits={limits.get(editing)}
+          onSaved={() => {
+            setEditing(null);
+            keys.reload();
+            rateLimits.reload();
+          }}
+          onClose={() => setEditing(null)}
+        />
+      )}
     </section>
   );
 }

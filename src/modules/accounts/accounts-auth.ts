@@ -46,7 +46,11 @@ export function createAuthenticator(deps: {
   function principal(
     user: UserRow,
     via: Principal['via'],
-    found: Pick<CredentialWithUser, 'credentialUuid' | 'name' | 'workspaceUuid' | 'role'> | null,
+    found:
+      | (Pick<CredentialWithUser, 'credentialUuid' | 'name' | 'workspaceUuid' | 'role'> & {
+          models?: readonly string[] | null;
+        })
+      | null,
   ): Principal {
     // A disabled account's sessions, keys and tokens all stop working, as if revoked.
     if (user.disabled) throw new AuthError(401, AUTH_MESSAGES.invalid);
@@ -61,6 +65,7 @@ export function createAuthenticator(deps: {
       keyName: found?.name ?? null,
       via,
       credentialUuid: found?.credentialUuid ?? null,
+      keyModels: found?.models ?? null,
       agentsEnabled: user.agentsEnabled,
       tokenVersion: user.tokenVersion,
     };

@@ -9,8 +9,10 @@ import {
   CreatedTokenReply,
   CreateKeyBody,
   KeyListReply,
+  KeySchema,
   LoginBody,
   LoginReply,
+  PatchKeyBody,
   RegisterBody,
   RegisterReply,
   SigningSecretReply,
@@ -116,9 +118,28 @@ export function accountsRoutes(service: AccountsService) {
       },
       async (request, reply) => {
         const principal = principalOf(request);
-        const { name, role } = request.body;
-        return reply.code(201).send(await service.createPlatformKey(actingOf(request), principal.userUuid, name, role));
+        const { name, role, models } = request.body;
+        return reply
+          .code(201)
+          .send(await service.createPlatformKey(actingOf(request), principal.userUuid, name, role, models));
       },
+    );
+
+    app.patch(
+      '/auth/platform_keys/:uuid',
+      {
+        config: session,
+        schema: {
+          tags,
+          summary: 'Rename a platform API key or change its model allowlist',
+          description:
+            'Fields left out keep their value; models null allows every model again. A revoked key can still be changed. Takes effect on this instance from the next request, on others within TASKHOOK_CREDENTIAL_CACHE_MS. Audited as key.update.',
+          params: UuidParams,
+          body: PatchKeyBody,
+          response: { 200: KeySchema, ...errorResponses([400, 404]) },
+        },
+      },
+      async (request) => service.updatePlatformKey(actingOf(request), request.params.uuid, request.body),
     );
 
     app.get(

@@ -47,10 +47,33 @@ export const KeyRoleSchema = Type.Union([Type.Literal('admin'), Type.Literal('me
 const CreatorSchema = Type.Union([Type.Object({ uuid: UuidSchema, email: Type.String() }), Type.Null()], {
   description: 'The user who made it (null only if that user has been deleted).',
 });
+/**
+ * A key's model allowlist. Each entry is checked by the service (so a bad one is named `models[<i>]`);
+ * the schema takes an array of at most 100 entries, or null.
+ */
+const ModelsSchema = Type.Union(
+  [
+    Type.Array(
+      Type.Unknown({
+        description:
+          'A pattern of 1 to 300 characters: a model identifier written exactly, or one ending in a single * that matches any rest (openai/*, route:*, *).',
+      }),
+      { maxItems: 100 },
+    ),
+    Type.Null(),
+  ],
+  {
+    description:
+      'The models the key may call through the model proxy, compared case-sensitively with `<credential name>/<upstream model>` or `route:<name>`: null (every model) or 0 to 100 distinct patterns ([] allows none).',
+  },
+);
+const KeyName = Type.String({ minLength: 1, maxLength: 255, description: `1 to 255 characters. ${NAME_RULE}` });
 export const CreateKeyBody = StrictObject({
-  name: Type.String({ minLength: 1, maxLength: 255, description: `1 to 255 characters. ${NAME_RULE}` }),
+  name: KeyName,
   role: Type.Optional(KeyRoleSchema),
+  models: Type.Optional(ModelsSchema),
 });
+export const PatchKeyBody = StrictObject({ name: Type.Optional(KeyName), models: Type.Optional(ModelsSchema) });
 export const CreatedKeyReply = Type.Object({
   uuid: UuidSchema,
   name: Type.String(),
@@ -58,6 +81,7 @@ export const CreatedKeyReply = Type.Object({
   created_at: TimestampSchema,
   role: KeyRoleSchema,
   workspace_uuid: UuidSchema,
+  models: ModelsSchema,
 });
 const KeySchema = Type.Object({
   uuid: UuidSchema,
@@ -69,7 +93,10 @@ const KeySchema = Type.Object({
   role: KeyRoleSchema,
   workspace_uuid: UuidSchema,
   created_by: CreatorSchema,
+  models: ModelsSchema,
 });
+
+export { KeySchema };
 export const KeyListReply = Type.Object({ keys: Type.Array(KeySchema) });
 
 export const CreatedTokenReply = Type.Object({

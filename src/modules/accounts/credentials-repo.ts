@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import { withDbErrors } from '../../db/errors.js';
+import { fromDbJson, toDbJson } from '../../db/json.js';
 import { prepareQuery } from '../../db/prepared.js';
 import { type KeyRole, lowerRole, type Role } from '../../lib/principal.js';
 import { announceCredentialChange } from './credential-changes.js';
@@ -22,6 +23,8 @@ export interface CredentialRow {
   /** A platform key's role; null for an ingest token. */
   role: Role | null;
   createdBy: { uuid: string; email: string } | null;
+  /** A platform key's model allowlist (null: every model, and always for an ingest token). */
+  models: string[] | null;
 }
 
 /** A live credential, with the user who made it and what it may do in its workspace. */
@@ -33,6 +36,8 @@ export interface CredentialWithUser {
   workspaceUuid: string;
   /** The role the credential acts with: the lower of a key's own and its creator's current one. */
   role: Role;
+  /** A platform key's model allowlist; null for every model (and for an ingest token). */
+  models: string[] | null;
   /** The creator. */
   user: UserRow;
 }
@@ -63,7 +68,7 @@ const liveCredential = (ex: Executor, table: CredentialTable) =>
     .where('w.deleted_at', 'is', null);
 const liveKeyByHash = prepareQuery(1, (ex, hash: string) =>
   liveCredential(ex, 'platform_keys')
-    .select(['c.name as credential_name', 'c.role as credential_role'])
+    .select(['c.name as credential_name', 'c.role as credential_role', 'c.models as credential_models'])
     .where('c.key_hash', '=', hash),
 );
 const liveTokenByHash = prepareQuery(1, (ex, hash: string) =>
@@ -81,6 +86,7 @@ export const credentialsRepo = {
       createdBy: string;
       name?: string;
       role?: KeyRole;
+      models?: string[] | null;
       hash: string;
       prefix: string;
       createdAt: string;
@@ -99,7 +105,13 @@ export const credentialsRepo = {
       table === 'platform_keys'
         ? ex
             .insertInto('platform_keys')
-            .values({ ...values, name: row.name ?? '', role: row.role ?? 'admin', key_hash: row.hash })
+            .values({
+              ...values,
+              name: row.name ?? '',
+              role: row.role ?? 'admin',
+              key_hash: row.hash,
+              models: row.models ? toDbJson(row.models) : null,
+            })
             .execute()
         : ex
             .insertInto('ingest_tokens')
@@ -109,7 +121,13 @@ export const credentialsRepo = {
   },
 
   /** Newest first, at most MAX_CREDENTIALS_LISTED: a list answer stays bounded however many exist. */
-  async listCredentials(ex: Executor, table: CredentialTable, workspaceUuid: string): Promise<CredentialRow[]> {
+  async listCredentials(
+    ex: Executor,
+    table: CredentialTable,
+    workspaceUuid: string,
+    /** Only this one (a key's answer after a change). */
+    uuid?: string,
+  ): Promise<CredentialRow[]> {
     const rows = await withDbErrors(
       ex
         .selectFrom(`${table} as c` as 'platform_keys as c')
@@ -117,6 +135,7 @@ export const credentialsRepo = {
         .selectAll('c')
         .select(['u.email as creator_email'])
         .where('c.workspace_uuid', '=', workspaceUuid)
+        .$if(uuid !== undefined, (q) => q.where('c.uuid', '=', uuid as string))
         .orderBy('c.created_at', 'desc')
         .orderBy('c.uuid', 'desc')
         .limit(MAX_CREDENTIALS_LISTED)
@@ -132,6 +151,7 @@ export const credentialsRepo = {
       workspaceUuid: r.workspace_uuid,
       role: table === 'platform_keys' ? (r.role as Role) : null,
       createdBy: r.created_by && r.creator_email ? { uuid: r.created_by, email: r.creator_email } : null,
+      models: table === 'platform_keys' ? modelsOf(r.models) : null,
     }));
   },
 
@@ -196,8 +216,39 @@ export const credentialsRepo = {
       name: 'credential_name' in row ? (row.credential_name as string) : null,
       workspaceUuid: row.workspace_uuid,
       role: 'credential_role' in row ? lowerRole(row.credential_role as Role, memberRole) : memberRole,
+      models: 'credential_models' in row ? modelsOf(row.credential_models) : null,
       user: toUser(row),
     };
+  },
+
+  /**
+   * Changes a platform key of the workspace (revoked ones included): its name and/or model
+   * allowlist, the fields given. Undefined when the key is not the workspace's; else its creator,
+   * whose cached credentials are announced changed with the write.
+   */
+  async updateKey(
+    ex: Executor,
+    workspaceUuid: string,
+    uuid: string,
+    patch: { name?: string; models?: string[] | null },
+  ): Promise<{ createdBy: string | null } | undefined> {
+    const set: { name?: string; models?: unknown } = {};
+    if (patch.name !== undefined) set.name = patch.name;
+    if (patch.models !== undefined) set.models = patch.models === null ? null : toDbJson(patch.models);
+    const found = await withDbErrors(
+      ex
+        .selectFrom('platform_keys')
+        .select('created_by')
+        .where('uuid', '=', uuid)
+        .where('workspace_uuid', '=', workspaceUuid)
+        .executeTakeFirst(),
+    );
+    if (!found) return undefined;
+    if (Object.keys(set).length > 0) {
+      await withDbErrors(ex.updateTable('platform_keys').set(set).where('uuid', '=', uuid).execute());
+      await announceCredentialChange(ex, found.created_by ?? workspaceUuid);
+    }
+    return { createdBy: found.created_by };
   },
 
   /** Whether this platform key is the workspace's, revoked ones included (budgets and limits name keys). */
@@ -217,3 +268,7 @@ export const credentialsRepo = {
     return withDbErrors(ex.updateTable(table).set({ last_used_at: now }).where('uuid', '=', uuid).execute());
   },
 };
+
+/** A stored allowlist: null (every model) or its patterns. */
+const modelsOf = (value: unknown): string[] | null =>
+  value === null || value === undefined ? null : fromDbJson<string[]>(value);

@@ -14,6 +14,7 @@ import {
   platformKeyPrefix,
 } from './accounts-fns.js';
 import type { AccountsRepo, CredentialRow, CredentialTable, UserRow } from './accounts-repo.js';
+import { checkModelPatterns } from './key-models-fns.js';
 import { membershipsRepo } from './memberships-repo.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -26,6 +27,14 @@ const credentialView = (row: CredentialRow) => ({
   revoked_at: row.revokedAt,
   workspace_uuid: row.workspaceUuid,
   created_by: row.createdBy,
+});
+
+/** A platform key as its list shows it. */
+const keyView = (r: CredentialRow) => ({
+  ...credentialView(r),
+  name: r.name ?? '',
+  role: (r.role ?? 'admin') as KeyRole,
+  models: r.models,
 });
 
 /**
@@ -44,7 +53,14 @@ export function createCredentialsService(deps: {
   const { db, repo, clock } = deps;
   const now = () => iso(clock.now());
 
-  async function issue(table: CredentialTable, acting: Acting, createdBy: string, name?: string, role?: KeyRole) {
+  async function issue(
+    table: CredentialTable,
+    acting: Acting,
+    createdBy: string,
+    name?: string,
+    role?: KeyRole,
+    models: string[] | null = null,
+  ) {
     const secret = table === 'platform_keys' ? generatePlatformKey() : generateIngestToken();
     const row = {
       uuid: newId(),
@@ -52,6 +68,7 @@ export function createCredentialsService(deps: {
       createdBy,
       name,
       role,
+      models,
       hash: sha256Hex(secret),
       prefix: table === 'platform_keys' ? platformKeyPrefix(secret) : ingestTokenPrefix(secret),
       createdAt: now(),
@@ -93,11 +110,57 @@ export function createCredentialsService(deps: {
   }
 
   return {
-    /** A key of the acting workspace, made by `createdBy` with `role` (default admin). */
-    async createPlatformKey(acting: Acting, createdBy: string, name: string, role: KeyRole = 'admin') {
+    /**
+     * A key of the acting workspace, made by `createdBy` with `role` (default admin) and a model
+     * allowlist (default null: every model).
+     * @throws AppError 400 INVALID_REQUEST for a bad name or allowlist pattern.
+     */
+    async createPlatformKey(
+      acting: Acting,
+      createdBy: string,
+      name: string,
+      role: KeyRole = 'admin',
+      models: readonly unknown[] | null = null,
+    ) {
       requirePlainName(name);
-      const { uuid, secret, created_at, workspace_uuid } = await issue('platform_keys', acting, createdBy, name, role);
-      return { uuid, name, key: secret, created_at, role, workspace_uuid };
+      const allowlist = checkModelPatterns(models);
+      const issued = await issue('platform_keys', acting, createdBy, name, role, allowlist);
+      const { uuid, secret, created_at, workspace_uuid } = issued;
+      return { uuid, name, key: secret, created_at, role, workspace_uuid, models: allowlist };
+    },
+
+    /**
+     * Renames a key of the acting workspace and/or replaces its model allowlist (revoked keys too);
+     * audited as key.update with the fields changed. The change is announced with the write, so
+     * this instance serves it from the next request on and others within the credential cache's
+     * lifetime.
+     * @throws AppError 404 NOT_FOUND when the key is not the workspace's; 400 for a bad field.
+     */
+    async updatePlatformKey(
+      acting: Acting,
+      uuid: string,
+      patch: { name?: string; models?: readonly unknown[] | null },
+    ) {
+      if (patch.name !== undefined) requirePlainName(patch.name);
+      const change: { name?: string; models?: string[] | null } = {};
+      if (patch.name !== undefined) change.name = patch.name;
+      if (patch.models !== undefined) change.models = checkModelPatterns(patch.models);
+      const found = await db.transaction(async (trx) => {
+        const updated = await repo.updateKey(trx, acting.workspaceUuid, uuid, change);
+        if (updated) {
+          await recordAudit(trx, acting, {
+            action: 'key.update',
+            target: { type: 'key', uuid },
+            details: { fields: Object.keys(change) },
+          });
+        }
+        return updated;
+      });
+      if (!found) throw notFound('Platform key');
+      if (found.createdBy) deps.onCredentialsChanged?.(found.createdBy);
+      const [row] = await repo.listCredentials(db.kysely, 'platform_keys', acting.workspaceUuid, uuid);
+      if (!row) throw notFound('Platform key');
+      return keyView(row);
     },
 
     /**
@@ -105,8 +168,13 @@ export function createCredentialsService(deps: {
      * which the user must administer.
      * @throws AppError NOT_FOUND for an unknown user, FORBIDDEN when they are not admin or owner there.
      */
-    async createPlatformKeyByEmail(email: string, name: string, opts: { workspaceUuid?: string; role?: KeyRole } = {}) {
+    async createPlatformKeyByEmail(
+      email: string,
+      name: string,
+      opts: { workspaceUuid?: string; role?: KeyRole; models?: readonly unknown[] | null } = {},
+    ) {
       requirePlainName(name);
+      const models = checkModelPatterns(opts.models ?? null);
       const user = await deps.userByEmail(email);
       const workspaceUuid = opts.workspaceUuid ?? user.uuid;
       const held = await membershipsRepo.roleOf(db.kysely, workspaceUuid, user.uuid);
@@ -121,13 +189,13 @@ export function createCredentialsService(deps: {
         clientRequestId: null,
       };
       const role = opts.role ?? 'admin';
-      const { uuid, secret } = await issue('platform_keys', acting, user.uuid, name, role);
-      return { uuid, name, key: secret, role, workspace_uuid: workspaceUuid };
+      const { uuid, secret } = await issue('platform_keys', acting, user.uuid, name, role, models);
+      return { uuid, name, key: secret, role, workspace_uuid: workspaceUuid, models };
     },
 
     async listPlatformKeys(workspaceUuid: string) {
       const rows = await repo.listCredentials(db.kysely, 'platform_keys', workspaceUuid);
-      return rows.map((r) => ({ ...credentialView(r), name: r.name ?? '', role: (r.role ?? 'admin') as KeyRole }));
+      return rows.map(keyView);
     },
 
     revokePlatformKey: (acting: Acting, uuid: string) => revoke('platform_keys', acting, uuid, 'Platform key'),

@@ -43,6 +43,11 @@ export function createPushDispatcher(deps: {
   intervalMs: number;
   /** Runs of one account (all its agents) in flight at once on this instance. */
   perAccount: number;
+  /**
+   * How many of `n` runs of the agent its rate limits admit now (each counted as its model call);
+   * `release` takes back admitted runs that found no task. Absent: every run is admitted.
+   */
+  admitRuns?: (agent: WaitingAgent, n: number) => Promise<{ admitted: number; release: (k: number) => void }>;
   log: Log;
 }) {
   const { db } = deps;
@@ -57,14 +62,23 @@ export function createPushDispatcher(deps: {
 
   /** Claims what the agent may run now (as many as its concurrency allows), in one transaction. */
   async function claimFor(agent: WaitingAgent): Promise<Array<{ task: TaskRecord; runtime: Runtime }>> {
-    const room = runsOf.room(agent.workspaceUuid);
+    const free = runsOf.room(agent.workspaceUuid);
+    if (free <= 0) return [];
+    // A task stays queued (no attempt used) while the agent's rate limits admit no run.
+    const admission = deps.admitRuns ? await deps.admitRuns(agent, free) : null;
+    const room = admission ? admission.admitted : free;
     if (room <= 0) return [];
-    const { runtime, tasks } = await db.transaction((trx) =>
+    const claimed = db.transaction((trx) =>
       deps.lifecycle.claim(trx, agent.uuid, room, {
         accepts: (stored) => deps.isPush(stored.type),
         lease: (stored) => ({ leaseSeconds: deps.leaseSeconds(stored), workerId: `runtime:${stored.type}` }),
       }),
     );
+    const { runtime, tasks } = await claimed.catch((err: unknown) => {
+      admission?.release(room);
+      throw err;
+    });
+    admission?.release(room - tasks.length);
     if (!runtime || tasks.length === 0) return [];
     runsOf.add(agent.workspaceUuid, tasks.length);
     const open = deps.openRuntime(runtime);

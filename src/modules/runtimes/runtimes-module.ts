@@ -10,6 +10,7 @@ import type { ProcessDeps } from '../../process-deps.js';
 import type { AccountsService } from '../accounts/accounts-service.js';
 import { agentsRepo } from '../agents/agents-repo.js';
 import { openRuntimeHeaders } from '../agents/runtime-headers.js';
+import type { AdmissionControl } from '../spotlight/limits/limits-admission.js';
 import type { ProxyService } from '../spotlight/proxy/proxy-service.js';
 import type { TaskChangeEvent } from '../tasks/lifecycle/tasks-writer.js';
 import { queueRepo } from '../tasks/queue/queue-repo.js';
@@ -37,6 +38,8 @@ export function createRuntimesModule(deps: {
   events: Pick<EventHub, 'on'>;
   accounts: Pick<AccountsService, 'activeSigningSecrets'>;
   spotlight: Pick<ProxyService, 'chatCompletions'>;
+  /** The model proxy's rate limits, which an `openai` agent's runs must pass before they are handed out. */
+  admission?: Pick<AdmissionControl, 'admitRuns'>;
   /** More push runtimes by type, or replacements of the registered ones (tests give their own). */
   extra?: PushRuntimes;
 }) {
@@ -79,6 +82,11 @@ export function createRuntimesModule(deps: {
     clock: runtime.clock,
     intervalMs: config.sweepIntervalMs,
     perAccount: config.pushRunsPerAccount,
+    // An agent that is a model: each run is one model call its rate limits must admit first.
+    admitRuns: (agent, n) =>
+      agent.runtime.type === 'openai' && deps.admission
+        ? deps.admission.admitRuns(agent.workspaceUuid, agent.uuid, n)
+        : Promise.resolve({ admitted: n, release: () => undefined }),
     log: runtime.logger,
   });
   wakeAfter = dispatcher.wakeAfter;

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
+import { changeChannel, createChangeCache } from '../../db/change-cache.js';
 import type { Db, Executor } from '../../db/connect.js';
 import { createConnectionLimits } from '../../http/connection-limits.js';
 import type { EventHub } from '../../lib/event-hub.js';
@@ -15,6 +16,11 @@ import { budgetsRepo } from './budgets/budgets-repo.js';
 import { budgetsRoutes } from './budgets/budgets-routes.js';
 import { type BudgetOwners, createBudgetsService } from './budgets/budgets-service.js';
 import { createResponseCache } from './cache/cache-store.js';
+import { createAdmission } from './limits/limits-admission.js';
+import type { Limits } from './limits/limits-fns.js';
+import { limitsRepo } from './limits/limits-repo.js';
+import { limitsRoutes } from './limits/limits-routes.js';
+import { createLimitsService } from './limits/limits-service.js';
 import { proxyRoutes } from './proxy/proxy-routes.js';
 import { createProxyService } from './proxy/proxy-service.js';
 import { routesRepo } from './routes/routes-repo.js';
@@ -39,6 +45,9 @@ export function spotlightLookups(db: Db) {
       routesRepo.namingCredential(ex, workspaceUuid, credentialUuid),
   };
 }
+
+/** Every change to a workspace's RPM/TPM limits, by workspace uuid. */
+export const rateLimitChanges = changeChannel('taskhook_spotlight_rate_limits');
 
 /** What budgets ask of the rooms that own tasks, agents and keys. */
 function budgetOwners(db: Db): BudgetOwners {
@@ -73,6 +82,29 @@ export function createSpotlightModule(deps: {
   deps.events?.on('agent:deleted', ({ trx, agentUuid }) =>
     budgetsRepo.deleteAgentBudget(trx, agentUuid).then(() => undefined),
   );
+  deps.events?.on('agent:deleted', ({ trx, agentUuid }) => limitsRepo.deleteAgentLimits(trx, agentUuid));
+  // Each workspace's RPM/TPM limits, cached as the credentials are and dropped when a change is heard.
+  const limitsCache = createChangeCache<Map<string, Limits>>({
+    ttlMs: config.credentialCacheMs,
+    now: runtime.clock.now,
+  });
+  const admission = createAdmission({
+    db,
+    store: runtime.rateLimitStore,
+    clock: runtime.clock,
+    cache: limitsCache,
+    storeTimeoutMs: config.rateLimitStoreTimeoutMs,
+    log: (err, msg) => runtime.logger.warn({ err }, msg),
+  });
+  const owners = budgetOwners(db);
+  const limits = createLimitsService({
+    db,
+    owners,
+    admission,
+    changes: rateLimitChanges,
+    changed: (workspaceUuid) => limitsCache.invalidate(workspaceUuid),
+    clock: runtime.clock,
+  });
   const outbound = { allowPrivate: config.allowPrivateUrls, lookup: runtime.lookup };
   // The proxy and the openai runtime (which calls upstream through this service) share one pool in
   // which each workspace has its own lane, as the http and a2a runtimes and callbacks do.
@@ -109,6 +141,7 @@ export function createSpotlightModule(deps: {
     observers: deps.observers ?? [],
     log: (err, msg) => runtime.logger.warn({ err }, msg),
     budgets: { check: budgets.check, addSpend: budgetsRepo.addSpend },
+    admission,
   });
   const routesService = createRoutesService({
     db,
@@ -127,6 +160,7 @@ export function createSpotlightModule(deps: {
     });
     await app.register(usageRoutes(queries));
     await app.register(budgetsRoutes(budgets));
+    await app.register(limitsRoutes(limits));
     await app.register(routesRoutes(routesService));
     app.addHook('onClose', async () => dispatcher.close());
   }
@@ -134,5 +168,8 @@ export function createSpotlightModule(deps: {
   /** Closes the upstream connections (the routes' onClose does it for the app). */
   const close = () => dispatcher.close();
 
-  return { service, routesService, queries, budgets, routes, close };
+  /** The listener that drops cached limits when a change is announced (app.ts joins it to the others). */
+  const changeFeed = config.credentialCacheMs > 0 ? { channel: rateLimitChanges, cache: limitsCache } : null;
+
+  return { service, routesService, queries, budgets, limits, admission, routes, close, changeFeed };
 }

@@ -8,5 +8,6 @@ export const spotlightPurge: ReadonlyArray<readonly [string, PurgeStep]> = [
   ['spotlight_calls', ownedBy('spotlight_calls', ['uuid'])],
   ['spotlight_spend', ownedBy('spotlight_spend', ['workspace_uuid', 'scope', 'scope_id', 'window_start'])],
   ['spotlight_budgets', ownedBy('spotlight_budgets', ['workspace_uuid', 'scope', 'scope_id'])],
+  ['spotlight_rate_limits', ownedBy('spotlight_rate_limits', ['workspace_uuid', 'scope', 'scope_id'])],
   ['spotlight_routes', ownedBy('spotlight_routes', ['uuid'])],
 ];

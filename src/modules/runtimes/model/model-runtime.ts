@@ -63,7 +63,8 @@ export function createModelRuntime(deps: { spotlight: Pick<ProxyService, 'chatCo
             body: chatRequestOf(run.runtime, run.conversation),
             credential: run.runtime.provider_credential_uuid,
             routeUuid: run.runtime.route_uuid,
-            task: { taskUuid: run.taskUuid, agentUuid: run.agentUuid },
+            // The dispatcher admitted this run under the agent's rate limits before handing it out.
+            task: { taskUuid: run.taskUuid, agentUuid: run.agentUuid, admitted: true },
             signal: run.signal,
           },
           'runtime',

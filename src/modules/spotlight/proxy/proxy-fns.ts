@@ -1,6 +1,13 @@
 /** Pure rules of the model proxy: OpenAI's error shape, model names, request shaping, SSE reading. */
 
-export type OpenAiErrorType = 'invalid_request_error' | 'upstream_error' | 'not_found_error';
+export type OpenAiErrorType =
+  | 'invalid_request_error'
+  | 'upstream_error'
+  | 'not_found_error'
+  | 'permission_error'
+  // OpenAI's types of its own rate-limit refusals.
+  | 'requests'
+  | 'tokens';
 
 /** OpenAI's error body. */
 export interface OpenAiErrorBody {
@@ -21,6 +28,8 @@ export class ProxyError extends Error {
   constructor(
     readonly status: number,
     readonly body: OpenAiErrorBody,
+    /** Headers of the refusal (a rate limit's Retry-After and x-ratelimit-*). */
+    readonly headers: Record<string, string> = {},
   ) {
     super(body.error.message);
   }

@@ -1,3 +1,4 @@
+import { modelAllowed } from '../../accounts/key-models-fns.js';
 import type { OpenedCredential, ProvidersService } from '../../providers/providers-service.js';
 import { proxyError } from './proxy-fns.js';
 import { callUpstream, type ProxyAnswer, relayWhole, type UpstreamDeps } from './proxy-upstream.js';
@@ -73,22 +74,49 @@ export function createModelLists(deps: {
     return lists.flatMap((list) => list ?? []);
   }
 
+  /**
+   * One credential's list as upstream answered it, less the entries a key's allowlist leaves out
+   * (`<credential name>/<id>`); relayed byte for byte when nothing is filtered.
+   */
+  function filteredRelay(answer: ProxyAnswer, text: string, name: string, allowed: readonly string[] | null) {
+    if (allowed === null || answer.status < 200 || answer.status >= 300) return answer;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      return answer;
+    }
+    const list = parsed as { data?: unknown };
+    if (typeof parsed !== 'object' || parsed === null || !Array.isArray(list.data)) return answer;
+    const data = list.data.filter((m) => {
+      const id = (m as { id?: unknown } | null)?.id;
+      return typeof id === 'string' && modelAllowed(allowed, `${name}/${id}`);
+    });
+    return { ...answer, body: JSON.stringify({ ...list, data }) };
+  }
+
   return async function models(
     workspaceUuid: string,
     credentialRef: string | undefined,
     signal: AbortSignal,
+    /** The calling key's model allowlist: entries it may not call are left out (null: none are). */
+    allowed: readonly string[] | null = null,
   ): Promise<ProxyAnswer> {
     if (credentialRef !== undefined) {
       const credential = await deps.providers.resolve(workspaceUuid, credentialRef);
       if (!credential)
         throw proxyError(404, 'X-Taskhook-Credential names none of your provider credentials', 'credential_not_found');
       const res = await callUpstream(deps.upstream, credential, '/models', { method: 'GET', signal });
-      return (await relayWhole(deps.upstream, res, signal, MODEL_LIST_MAX_BYTES)).answer;
+      const { answer, text } = await relayWhole(deps.upstream, res, signal, MODEL_LIST_MAX_BYTES);
+      return filteredRelay(answer, text, credential.name, allowed);
     }
-    const [data, routes] = await Promise.all([allModels(workspaceUuid, signal), deps.routes(workspaceUuid)]);
+    const [all, routes] = await Promise.all([allModels(workspaceUuid, signal), deps.routes(workspaceUuid)]);
+    const data = all.filter((m) => modelAllowed(allowed, (m as { id: string }).id));
     for (const route of routes) {
+      const id = `route:${route.name}`;
+      if (!modelAllowed(allowed, id)) continue;
       const created = Math.floor(Date.parse(route.createdAt) / 1000);
-      data.push({ id: `route:${route.name}`, object: 'model', created, owned_by: 'taskhook' });
+      data.push({ id, object: 'model', created, owned_by: 'taskhook' });
     }
     return {
       status: 200,

@@ -17,7 +17,11 @@ import type { ProxyAnswer } from './proxy-upstream.js';
 
 const tags = ['model proxy'];
 const config = { auth: 'user' as const };
-const openAiErrors = Object.fromEntries([400, 404, 413, 415, 429, 500, 502, 504].map((s) => [s, OpenAiErrorSchema]));
+const openAiErrors = Object.fromEntries(
+  [400, 403, 404, 413, 415, 429, 500, 502, 504].map((s) => [s, OpenAiErrorSchema]),
+);
+const LIMITS_NOTE =
+  ' A platform key whose models allowlist matches no pattern to the model identifier (<credential name>/<model>, or route:<name>) is refused with 403 model_not_allowed (type permission_error), after the credential or route is resolved and before X-Taskhook-Task-Id is checked. Requests- and tokens-per-minute limits of the key and of the attributed agent (see /spotlight/rate_limits) are checked next: over a limit is 429 rate_limit_exceeded (type requests or tokens) with Retry-After and X-Taskhook-Rate-Limit-Scope; an admitted call in a limited scope carries x-ratelimit-limit|remaining|reset-requests|tokens. Neither refusal is recorded.';
 /** Seconds a caller at the in-flight cap is asked to wait: calls usually end within seconds. */
 const IN_FLIGHT_RETRY_AFTER_S = 1;
 
@@ -31,7 +35,7 @@ function openAiErrorHandler(err: FastifyError, request: FastifyRequest, reply: F
   if (err instanceof AuthError || (err instanceof AppError && err.code === 'RATE_LIMITED')) {
     return handleError(err, request, reply);
   }
-  if (err instanceof ProxyError) return sendJson(reply, err.status, JSON.stringify(err.body));
+  if (err instanceof ProxyError) return sendJson(reply.headers(err.headers), err.status, JSON.stringify(err.body));
   if (err instanceof AppError && err.code === 'LIMIT_EXCEEDED') {
     reply.header('retry-after', String(IN_FLIGHT_RETRY_AFTER_S));
     const body = openAiError(err.message, 'invalid_request_error', 'LIMIT_EXCEEDED');
@@ -125,6 +129,7 @@ async function modelCall(
   const answer = await kind({
     workspaceUuid: principal.workspaceUuid,
     platformKeyUuid: principal.via === 'platform_key' ? principal.credentialUuid : null,
+    allowedModels: principal.via === 'platform_key' ? principal.keyModels : null,
     body: request.body,
     credential: header(request, 'x-taskhook-credential'),
     taskId: header(request, 'x-taskhook-task-id'),
@@ -172,7 +177,8 @@ export function proxyRoutes(
           tags,
           summary: 'Chat completion through a provider credential',
           description:
-            'OpenAI-compatible: point an OpenAI client at {base_url}/spotlight/v1 with a platform key. The credential is chosen by X-Taskhook-Credential, or by the model prefix `<credential name>/`; `route:<name>` calls a fallback route (see /spotlight/routes), trying its targets in order on its retry_on failures (404 route_not_found when no route has that name). X-Taskhook-Task-Id attributes the call to one of your tasks. The upstream answer (status, body, Content-Type, Retry-After) is relayed; streams event by event. Every call that selected a credential is recorded, and its answer carries X-Taskhook-Call-Id. A reached budget (see /spotlight/budgets) answers 429 with code budget_exceeded, type insufficient_quota, the X-Taskhook-Budget-Scope/-Limit-Usd/-Spent-Usd headers, Retry-After (until the window ends; not for a task) and X-Should-Retry: false. While any budget applies to the call (a limit on the workspace, the platform key, or the agent or task it is attributed to), a model without a price (of any target of a route) is refused before anything goes upstream: 400 code model_not_priced, param model, recorded with attempts []. X-Taskhook-Cache: max-age=<1-86400> (or the cache_ttl_seconds of a route) answers an identical earlier request from the memory of this instance (X-Taskhook-Cache: hit, Age) without going upstream, and otherwise marks the answer X-Taskhook-Cache: miss; no-store turns the cache of a route off; any other value is 400 invalid_cache_header.',
+            'OpenAI-compatible: point an OpenAI client at {base_url}/spotlight/v1 with a platform key. The credential is chosen by X-Taskhook-Credential, or by the model prefix `<credential name>/`; `route:<name>` calls a fallback route (see /spotlight/routes), trying its targets in order on its retry_on failures (404 route_not_found when no route has that name). X-Taskhook-Task-Id attributes the call to one of your tasks. The upstream answer (status, body, Content-Type, Retry-After) is relayed; streams event by event. Every call that selected a credential is recorded, and its answer carries X-Taskhook-Call-Id. A reached budget (see /spotlight/budgets) answers 429 with code budget_exceeded, type insufficient_quota, the X-Taskhook-Budget-Scope/-Limit-Usd/-Spent-Usd headers, Retry-After (until the window ends; not for a task) and X-Should-Retry: false. While any budget applies to the call (a limit on the workspace, the platform key, or the agent or task it is attributed to), a model without a price (of any target of a route) is refused before anything goes upstream: 400 code model_not_priced, param model, recorded with attempts []. X-Taskhook-Cache: max-age=<1-86400> (or the cache_ttl_seconds of a route) answers an identical earlier request from the memory of this instance (X-Taskhook-Cache: hit, Age) without going upstream, and otherwise marks the answer X-Taskhook-Cache: miss; no-store turns the cache of a route off; any other value is 400 invalid_cache_header.' +
+            LIMITS_NOTE,
           body: ChatCompletionBody,
           response: { 200: ChatCompletionReply, ...openAiErrors },
         },
@@ -188,7 +194,8 @@ export function proxyRoutes(
           tags,
           summary: 'OpenAI Responses API call through a provider credential',
           description:
-            'OpenAI-compatible Responses API (client.responses.create with baseURL {base_url}/spotlight/v1 and a platform key): credential selection, routes of provider openai, attribution, budgets, records (api "responses") and the cache as for chat completions. The body is passed upstream to {base_url}/responses with only model changed; input must be a string or an array; background: true is 400 unsupported_parameter. Streams (stream: true) are relayed event by event with their event: lines; usage comes from the terminal event (response.completed, response.incomplete, response.failed). A stream that breaks ends with event: error (code upstream_timeout or upstream_error). A call with previous_response_id or conversation is not cached (X-Taskhook-Cache: bypass). Other paths under /responses are 404.',
+            'OpenAI-compatible Responses API (client.responses.create with baseURL {base_url}/spotlight/v1 and a platform key): credential selection, routes of provider openai, attribution, budgets, records (api "responses") and the cache as for chat completions. The body is passed upstream to {base_url}/responses with only model changed; input must be a string or an array; background: true is 400 unsupported_parameter. Streams (stream: true) are relayed event by event with their event: lines; usage comes from the terminal event (response.completed, response.incomplete, response.failed). A stream that breaks ends with event: error (code upstream_timeout or upstream_error). A call with previous_response_id or conversation is not cached (X-Taskhook-Cache: bypass). Other paths under /responses are 404.' +
+            LIMITS_NOTE,
           body: ResponsesBody,
           response: { 200: ResponsesReply, ...openAiErrors },
         },
@@ -205,16 +212,22 @@ export function proxyRoutes(
           tags,
           summary: 'Models of your provider credentials',
           description:
-            "With X-Taskhook-Credential: that upstream's list as it is. Without: every credential's models with ids `<credential name>/<id>`, leaving out credentials whose upstream fails, then each route as `route:<name>` (owned_by taskhook).",
+            "With X-Taskhook-Credential: that upstream's list as it is. Without: every credential's models with ids `<credential name>/<id>`, leaving out credentials whose upstream fails, then each route as `route:<name>` (owned_by taskhook). A platform key with a models allowlist sees only the entries it may call.",
           response: { 200: ModelListReply, ...openAiErrors },
         },
       },
       async (request, reply) => {
         holdSlot(opts.slots, request, reply);
-        const workspaceUuid = principalOf(request).workspaceUuid;
+        const principal = principalOf(request);
+        const allowed = principal.via === 'platform_key' ? (principal.keyModels ?? null) : null;
         return send(
           reply,
-          await service.models(workspaceUuid, header(request, 'x-taskhook-credential'), callerGone(reply)),
+          await service.models(
+            principal.workspaceUuid,
+            header(request, 'x-taskhook-credential'),
+            callerGone(reply),
+            allowed,
+          ),
         );
       },
     );

@@ -1,8 +1,9 @@
+import { modelAllowed } from '../../accounts/key-models-fns.js';
 import type { ProvidersService } from '../../providers/providers-service.js';
 import type { PlainTarget, RouteTarget } from '../cache/cache-key-fns.js';
 import type { RouteRow } from '../routes/routes-repo.js';
 import type { Target } from './proxy-attempts.js';
-import { proxyError, splitModel } from './proxy-fns.js';
+import { openAiError, ProxyError, proxyError, splitModel } from './proxy-fns.js';
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** What a model name starts with to call a route. */
@@ -110,4 +111,25 @@ export function keyTarget(sel: Selection): PlainTarget | RouteTarget {
         credentialUpdatedAt: first.credential.updatedAt,
         upstreamModel: first.upstreamModel,
       };
+}
+
+/**
+ * The model identifier a key's allowlist is checked on: `route:<name>` for a route, else
+ * `<credential name>/<upstream model>` (the body's model after X-Taskhook-Credential's name).
+ */
+export function modelIdentifier(sel: Selection): string {
+  const first = sel.targets[0] as Target;
+  return sel.route ? `${ROUTE_PREFIX}${sel.route.name}` : `${first.credential.name}/${first.upstreamModel}`;
+}
+
+/**
+ * Refuses a call whose key may not use the model it selected (null: every model).
+ * @throws ProxyError 403 model_not_allowed (type permission_error, param model).
+ */
+export function checkAllowlist(models: readonly string[] | null | undefined, sel: Selection): void {
+  if (models === null || models === undefined) return;
+  const identifier = modelIdentifier(sel);
+  if (modelAllowed(models, identifier)) return;
+  const message = `This key may not use model ${JSON.stringify(identifier)}`;
+  throw new ProxyError(403, openAiError(message, 'permission_error', 'model_not_allowed', 'model'));
 }

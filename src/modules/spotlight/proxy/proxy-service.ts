@@ -8,6 +8,7 @@ import type { BudgetsService, CallScopes } from '../budgets/budgets-service.js';
 import { createCapturePool, replayAnswer, streamCapture, wholeEntry } from '../cache/cache-answers.js';
 import { cacheKey, cachePolicySeconds, parseCacheHeader } from '../cache/cache-key-fns.js';
 import type { ResponseCache } from '../cache/cache-store.js';
+import type { AdmissionControl } from '../limits/limits-admission.js';
 import type { CallObserver, RecordedCall } from '../usage/call-spans.js';
 import type { CallsRepo } from '../usage/calls-repo.js';
 import type { CallAttempt } from '../usage/calls-rows.js';
@@ -18,7 +19,8 @@ import { responsesProtocol } from './protocols/responses-protocol.js';
 import { attemptTargets, type Target } from './proxy-attempts.js';
 import { proxyError } from './proxy-fns.js';
 import { createModelLists } from './proxy-models.js';
-import { createSelection, keyTarget, ROUTE_PREFIX, type RouteLookup } from './proxy-selection.js';
+import { admitCall, metaOf, refusedOutcome } from './proxy-record-fns.js';
+import { checkAllowlist, createSelection, keyTarget, ROUTE_PREFIX, type RouteLookup } from './proxy-selection.js';
 import { STREAM_CONTENT_TYPE } from './proxy-stream.js';
 import { bareOutcome, type CallOutcome, type ProxyAnswer, type UpstreamDeps } from './proxy-upstream.js';
 import { estimatedTokens } from './usage-estimate-fns.js';
@@ -37,8 +39,13 @@ export interface ChatRequest {
   routeUuid?: string | undefined;
   /** The platform key that authenticated the request (null or absent: a session, or the runtime). */
   platformKeyUuid?: string | null | undefined;
-  /** The task a model runtime call serves (already known to be the workspace's). */
-  task?: { taskUuid: string; agentUuid: string } | undefined;
+  /** That key's model allowlist (null or absent: every model). */
+  allowedModels?: readonly string[] | null | undefined;
+  /**
+   * The task a model runtime call serves (already known to be the workspace's); `admitted` when
+   * the agent's rate limits admitted the run before its task was handed out.
+   */
+  task?: { taskUuid: string; agentUuid: string; admitted?: boolean } | undefined;
   traceparent?: string | undefined;
   /** Aborted when the caller goes away. */
   signal: AbortSignal;
@@ -66,6 +73,8 @@ export function createProxyService(deps: {
   log: (err: unknown, msg: string) => void;
   /** Budgets: the check before a call goes upstream, and the spend each record adds (same transaction). */
   budgets: Pick<BudgetsService, 'check'> & { addSpend: (trx: Executor, call: SpendOf) => Promise<void> };
+  /** RPM/TPM limits of keys and agents: admission before the cache, tokens added once known. */
+  admission: Pick<AdmissionControl, 'admit'>;
 }) {
   const { db, repo } = deps;
 
@@ -86,7 +95,13 @@ export function createProxyService(deps: {
    * answer without usage is charged an estimate from `promptChars` (the request's) and the generated
    * text received.
    */
-  async function record(base: Base, arrivedAt: number, outcome: CallOutcome, attempts: CallAttempt[], promptChars = 0) {
+  async function record(
+    base: Base,
+    arrivedAt: number,
+    outcome: CallOutcome,
+    attempts: CallAttempt[],
+    promptChars = 0,
+  ): Promise<RecordedCall> {
     const { withoutUsage, cacheWrite1hTokens, ...rest } = outcome;
     const estimated = !base.cacheHit && withoutUsage !== null;
     const inputTokens = estimated ? estimatedTokens(promptChars) : rest.inputTokens;
@@ -117,6 +132,7 @@ export function createProxyService(deps: {
       deps.log(err, 'could not record a model call');
     }
     for (const observer of deps.observers) observer(call);
+    return call;
   }
 
   /** The record's fields that name the target which gave the answer. */
@@ -154,8 +170,10 @@ export function createProxyService(deps: {
     const cacheHeader = parseCacheHeader(req.cache);
     if (cacheHeader.kind === 'invalid')
       throw proxyError(400, 'X-Taskhook-Cache must be max-age=<1-86400> or no-store', 'invalid_cache_header');
-    const task = req.task ?? (await attribution(req.workspaceUuid, req.taskId));
+    // In order: the selection's refusals, the key's allowlist, then the task's.
     const sel = await select(req, body.model);
+    checkAllowlist(req.allowedModels, sel);
+    const task = req.task ?? (await attribution(req.workspaceUuid, req.taskId));
     const first = sel.targets[0] as Target;
     const upstream = protocol.upstreamBody(body, first.upstreamModel);
     const base: Base = {
@@ -179,7 +197,14 @@ export function createProxyService(deps: {
         baseUrl: first.credential.baseUrl,
       },
     };
-    const answered = (answer: ProxyAnswer): ChatAnswer => ({ ...answer, callId: base.uuid });
+    // Rate limits: after attribution, before the cache; a refusal is not recorded.
+    const admitted = await admitCall(deps.admission, base, req.task?.admitted === true);
+    const limitHeaders = admitted.headers;
+    const answered = (answer: ProxyAnswer): ChatAnswer => ({
+      ...answer,
+      headers: { ...answer.headers, ...limitHeaders },
+      callId: base.uuid,
+    });
 
     const policy = cachePolicySeconds(cacheHeader, sel.route?.cacheTtlSeconds ?? null);
     // A call whose answer depends on state kept upstream passes the cache by (header `bypass`).
@@ -241,7 +266,8 @@ export function createProxyService(deps: {
           if (uuid !== first.credential.uuid) touch(uuid);
         const fields = { ...base, ...targetFields(target) };
         fields.request = { ...base.request, baseUrl: target.credential.baseUrl };
-        await record(fields, arrivedAt, outcome, attempts, protocol.promptChars(body));
+        const recorded = await record(fields, arrivedAt, outcome, attempts, protocol.promptChars(body));
+        await admitted.settle((recorded.inputTokens ?? 0) + (recorded.outputTokens ?? 0));
         // A stream is kept only when it ended with [DONE], without error, the caller still there.
         const entry = capture?.finish(outcome.error === null && !req.signal.aborted, STREAM_CONTENT_TYPE) ?? null;
         if (key !== null && policy !== null && entry) {
@@ -262,25 +288,6 @@ export function createProxyService(deps: {
     }
     return marked(attempted.answer);
   }
-}
-
-/** What a hit records besides the answer: the target and model of the answer it replays. */
-function metaOf(target: Target, outcome: CallOutcome | null) {
-  return {
-    credentialUuid: target.credential.uuid,
-    upstreamModel: target.upstreamModel,
-    responseModel: outcome?.responseModel ?? null,
-  };
-}
-
-/** The record of a call refused before anything went upstream (a reached budget, an unpriced model). */
-function refusedOutcome(
-  code: 'budget_exceeded' | 'model_not_priced',
-  status: number,
-  message: string,
-  now: number,
-): CallOutcome {
-  return bareOutcome(status, { code, message }, now);
 }
 
 export type ProxyService = ReturnType<typeof createProxyService>;
