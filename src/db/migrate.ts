@@ -31,6 +31,7 @@ import { migration033 } from './migrations/033-agent-task-events.js';
 import { migration034 } from './migrations/034-task-retry-delay.js';
 import { migration036 } from './migrations/036-mcp-oauth.js';
 import { migration038 } from './migrations/038-call-api.js';
+import { migration043 } from './migrations/043-a2a-push.js';
 import type { DialectMigration } from './migrations/types.js';
 
 /** Every migration, in order. Forward only: a released migration is never edited. */
@@ -65,6 +66,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '034-task-retry-delay': migration034,
   '036-mcp-oauth': migration036,
   '038-call-api': migration038,
+  '043-a2a-push': migration043,
 };
 
 export class MigrationError extends Error {}
