@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resealAll } from '../../../src/cli/reseal.js';
+import { createSecretBox } from '../../../src/lib/crypto.js';
 import { buildTestApp, type TestApp } from '../../helpers/app.js';
 import { DATABASES, ownDatabase } from '../../helpers/databases.js';
 import { createAgent, createUser, type TestUser } from '../../helpers/factories.js';
@@ -242,5 +244,42 @@ describe.each(DATABASES)('A2A push notification configs on $name', (database) =>
       JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'CreateTaskPushNotificationConfig', params: {} }),
     );
     expect(viaRpc.statusCode).toBe(403);
+  });
+
+  // Last in the file: after it the stored secrets are under a key this app does not hold.
+  it('keeps token and credentials sealed, and `secret reseal` re-seals them under a new key', async () => {
+    await rpc().rpc('SendMessage', {
+      message: userMessage('sealed'),
+      configuration: {
+        returnImmediately: true,
+        taskPushNotificationConfig: {
+          url: 'https://example.com/h',
+          token: 'plain-token',
+          authentication: { scheme: 'Basic', credentials: 'plain-cred' },
+        },
+      },
+    });
+    const ex = t.runtime.db.kysely;
+    const stored = async () => ({
+      configs: await ex.selectFrom('a2a_push_configs').select(['token', 'auth_credentials']).execute(),
+      deliveries: await ex
+        .selectFrom('callbacks')
+        .select('secret_headers')
+        .where('push_config_uuid', 'is not', null)
+        .execute(),
+    });
+    const before = await stored();
+    expect(JSON.stringify(before)).not.toMatch(/plain-token|plain-cred/);
+    const next = 'n'.repeat(40);
+    const { encryptionKey, previousEncryptionKeys } = t.runtime.secrets;
+    const result = await resealAll(t.runtime.db, createSecretBox(next, [encryptionKey, ...previousEncryptionKeys]));
+    expect(result.unreadable).toBe(0);
+    const onlyNew = createSecretBox(next, []);
+    const after = await stored();
+    const config = after.configs.find((c) => c.auth_credentials !== null);
+    expect(onlyNew.open(config?.token ?? '')).toBe('plain-token');
+    expect(onlyNew.open(config?.auth_credentials ?? '')).toBe('plain-cred');
+    const headers = after.deliveries.map((d) => JSON.parse(onlyNew.open(d.secret_headers ?? '')));
+    expect(headers).toContainEqual({ authorization: 'Basic plain-cred', 'x-a2a-notification-token': 'plain-token' });
   });
 });
