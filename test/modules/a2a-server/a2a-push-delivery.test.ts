@@ -3,7 +3,7 @@ import { call, type TestApp } from '../../helpers/app.js';
 import { type CapturedRequest, eventually, useCallbackApp, verifyCallback } from '../../helpers/callbacks.js';
 import { DATABASES } from '../../helpers/databases.js';
 import { createAgent, createUser, type TestUser } from '../../helpers/factories.js';
-import { claimOne, reportComplete, reportProgress, workerHeaders } from '../../helpers/tasks.js';
+import { claimOne, reportComplete, reportInputRequest, reportProgress, workerHeaders } from '../../helpers/tasks.js';
 import { a2aRpc, type Json, userMessage } from './a2a-rpc.js';
 
 /*
@@ -81,6 +81,30 @@ describe.each(DATABASES)('A2A push delivery on $name', (database) => {
     expect(log.map((d) => d.delivery_id)).toEqual(r.requests.map((q) => q.headers['webhook-id']));
     // No secret of the config is shown by the deliveries log.
     expect(JSON.stringify(log)).not.toMatch(/receiver-secret|the-token/);
+  });
+
+  it('sends the change a message with a config causes, then the cancellation; nothing for the earlier state', async () => {
+    const r = await h.receiver();
+    const task = (
+      await rpc().rpc('SendMessage', { message: userMessage('ask me'), configuration: { returnImmediately: true } })
+    ).result.task;
+    const lease = (await claimOne(t, user, agentId)).lease_id;
+    expect((await reportInputRequest(t, user, agentId, task.id, lease, 'Which branch?')).statusCode).toBe(200);
+    // The config comes with the reply, so the change the reply causes is sent to it.
+    const reply = await rpc().rpc('SendMessage', {
+      message: userMessage('main', { taskId: task.id }),
+      configuration: { returnImmediately: true, taskPushNotificationConfig: { taskId: task.id, url: r.url } },
+    });
+    const afterReply = reply.result.task.status.state;
+    expect(afterReply).not.toBe('TASK_STATE_INPUT_REQUIRED');
+    await eventually(() => (r.requests.length === 1 ? true : undefined), 'the notification of the reply');
+    expect((await rpc().rpc('CancelTask', { id: task.id })).result.status.state).toBe('TASK_STATE_CANCELED');
+    const log = await h.settled(user, agentId, task.id, 2);
+    expect(r.requests.map(stateOf)).toEqual([afterReply, 'TASK_STATE_CANCELED']);
+    expect(log.map((d) => d.event_type)).toEqual([
+      afterReply === 'TASK_STATE_WORKING' ? 'a2a.working' : 'a2a.submitted',
+      'a2a.canceled',
+    ]);
   });
 
   it('starts a notification only after the first attempt of the config’s previous one ended', async () => {
