@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { call, type TestApp } from '../../helpers/app.js';
+import { buildTestApp, call, type TestApp } from '../../helpers/app.js';
 import { type CapturedRequest, eventually, useCallbackApp, verifyCallback } from '../../helpers/callbacks.js';
 import { DATABASES } from '../../helpers/databases.js';
 import { createAgent, createUser, type TestUser } from '../../helpers/factories.js';
@@ -129,6 +129,41 @@ describe.each(DATABASES)('A2A push delivery on $name', (database) => {
     expect(r.requests.map(stateOf)).toEqual(['TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
   });
 
+  it.runIf(database.name === 'postgres')(
+    'sends each notification once, in order, when two instances share the database',
+    async () => {
+      const second = await buildTestApp(h.storage, { config: CONFIG });
+      try {
+        const r = await h.receiver();
+        const tasks: string[] = [];
+        for (let i = 0; i < 20; i++) {
+          const a = a2aRpc(i % 2 ? second : t, user, agentId);
+          const res = await a.rpc('SendMessage', {
+            message: userMessage(`task ${i}`),
+            configuration: { returnImmediately: true, taskPushNotificationConfig: { id: 'both', url: r.url } },
+          });
+          tasks.push(res.result.task.id);
+        }
+        await Promise.all(tasks.map((id, i) => a2aRpc(i % 2 ? t : second, user, agentId).rpc('CancelTask', { id })));
+        for (const id of tasks) {
+          expect((await h.settled(user, agentId, id, 2)).map((d) => [d.event_type, d.status])).toEqual([
+            ['a2a.submitted', 'delivered'],
+            ['a2a.canceled', 'delivered'],
+          ]);
+        }
+        const ids = r.requests.map((q) => q.headers['webhook-id']);
+        expect(ids).toHaveLength(40);
+        expect(new Set(ids).size).toBe(40);
+        for (const id of tasks) {
+          const states = r.requests.filter((q) => JSON.parse(q.body).task.id === id).map(stateOf);
+          expect(states).toEqual(['TASK_STATE_SUBMITTED', 'TASK_STATE_CANCELED']);
+        }
+      } finally {
+        await second.close();
+      }
+    },
+  );
+
   it('deletes the config when the receiver answers 410, and sends nothing more to it', async () => {
     const r = await h.receiver(() => ({ status: 410 }));
     const task = await sendWithPush({ id: 'gone', url: r.url });
@@ -161,4 +196,43 @@ describe.each(DATABASES)('A2A push delivery on $name', (database) => {
     expect(retry.statusCode).toBe(409);
     expect(retry.json().error.code).toBe('CONFLICT');
   });
+});
+
+describe.each(DATABASES)('A2A push delivery fairness on $name', (database) => {
+  // Attempts hang for up to 10 s here, so a receiver that never answers holds its slots throughout.
+  const h = useCallbackApp(database, { ...CONFIG, callbackTimeoutMs: 10_000 });
+
+  it("a workspace's hanging receiver does not hold back another workspace's notifications", async () => {
+    const t = h.t;
+    const slow = await h.receiver(() => null);
+    const fast = await h.receiver();
+    const [busy, other] = [await createUser(t), await createUser(t)];
+    const busyAgent = (await createAgent(t, busy)).uuid;
+    const otherAgent = (await createAgent(t, other)).uuid;
+    // Ten configs of one task: ten notifications to a receiver that never answers (4 slots per workspace).
+    const task = (
+      await a2aRpc(t, busy, busyAgent).rpc('SendMessage', {
+        message: userMessage('slow'),
+        configuration: { returnImmediately: true },
+      })
+    ).result.task;
+    for (let i = 0; i < 10; i++) {
+      await a2aRpc(t, busy, busyAgent).rpc('CreateTaskPushNotificationConfig', {
+        taskId: task.id,
+        id: `s${i}`,
+        url: slow.url,
+      });
+    }
+    await a2aRpc(t, busy, busyAgent).rpc('CancelTask', { id: task.id });
+    await eventually(() => (slow.requests.length >= 4 ? true : undefined), 'the slow receiver holding its slots');
+    await a2aRpc(t, other, otherAgent).rpc('SendMessage', {
+      message: userMessage('fast'),
+      configuration: { returnImmediately: true, taskPushNotificationConfig: { url: fast.url } },
+    });
+    await eventually(() => (fast.requests.length === 1 ? true : undefined), "the other workspace's notification");
+    // The slow receiver's attempts are all still hanging when the other workspace's arrived.
+    expect(slow.hungUp).toHaveLength(0);
+    expect(slow.requests.length).toBeLessThan(10);
+    await slow.close();
+  }, 60_000);
 });
