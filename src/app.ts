@@ -176,6 +176,7 @@ export async function buildApp(
     accounts: accounts.service,
     tasks,
     events,
+    box,
     traceSpans: telemetry.tracer.enqueue,
     onAttempt: (outcome) => metrics.metrics.callbackAttempts.inc({ outcome }),
   });
@@ -227,6 +228,10 @@ export async function buildApp(
     notifier,
     acquireConnection: connections.acquire,
     credentials: accounts.credentials,
+    // Push notifications: configs sealed with the box, notifications queued in the callbacks outbox.
+    box,
+    events,
+    pushOutbox: callbacks.service,
   });
   await app.register(a2aServer.routes);
   // The MCP server at /mcp: every agent a tool, its calls normal tasks (waits capped as above).

@@ -12,6 +12,8 @@ const SEALED_COLUMNS: ReadonlyArray<{ table: string; columns: readonly string[] 
   { table: 'signing_secrets', columns: ['secret_sealed'] },
   { table: 'triggers', columns: ['secret_sealed', 'previous_secret_sealed'] },
   { table: 'provider_credentials', columns: ['api_key_sealed'] },
+  { table: 'a2a_push_configs', columns: ['token', 'auth_credentials'] },
+  { table: 'callbacks', columns: ['secret_headers'] },
 ];
 
 const PAGE = 500;

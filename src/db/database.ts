@@ -11,6 +11,7 @@ import type {
 import type {
   A2aHistoryIdsTable,
   A2aMessageIdsTable,
+  A2aPushConfigsTable,
   A2aTaskContextsTable,
   McpDeclinedQuestionsTable,
   McpOAuthClientsTable,
@@ -91,6 +92,7 @@ export interface Database {
   a2a_task_contexts: A2aTaskContextsTable;
   a2a_history_ids: A2aHistoryIdsTable;
   a2a_message_ids: A2aMessageIdsTable;
+  a2a_push_configs: A2aPushConfigsTable;
   mcp_tasks: McpTasksTable;
   spotlight_routes: SpotlightRoutesTable;
   mcp_declined_questions: McpDeclinedQuestionsTable;

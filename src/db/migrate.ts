@@ -33,6 +33,7 @@ import { migration036 } from './migrations/036-mcp-oauth.js';
 import { migration038 } from './migrations/038-call-api.js';
 import { migration039 } from './migrations/039-key-models-rate-limits.js';
 import { migration040 } from './migrations/040-task-lineage.js';
+import { migration043 } from './migrations/043-a2a-push.js';
 import type { DialectMigration } from './migrations/types.js';
 
 /** Every migration, in order. Forward only: a released migration is never edited. */
@@ -69,6 +70,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '038-call-api': migration038,
   '039-key-models-rate-limits': migration039,
   '040-task-lineage': migration040,
+  '043-a2a-push': migration043,
 };
 
 export class MigrationError extends Error {}

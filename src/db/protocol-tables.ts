@@ -20,6 +20,24 @@ export interface A2aMessageIdsTable {
   expires_at: string;
 }
 
+export interface A2aPushConfigsTable {
+  uuid: string;
+  task_uuid: string;
+  workspace_uuid: string;
+  /** The config's A2A `id`, unique per task. */
+  config_id: string;
+  /** Order of first creation among the task's configs. */
+  position: number;
+  url: string;
+  /** Sealed. */
+  token: string | null;
+  auth_scheme: string | null;
+  /** Sealed. */
+  auth_credentials: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface McpTasksTable {
   task_uuid: string;
   workspace_uuid: string;

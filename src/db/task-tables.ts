@@ -1,3 +1,4 @@
+import type { ColumnType } from 'kysely';
 import type { DbBool, DbJson } from './column-types.js';
 
 // Agents and their tasks: the queue, task events, idempotency keys, callbacks and push runs.
@@ -123,6 +124,15 @@ export interface CallbacksTable {
   lease_until: string | null;
   created_at: string;
   updated_at: string;
+  /** A2A push deliveries only: the config (internal uuid and its A2A id). */
+  push_config_uuid: ColumnType<string | null, string | null | undefined, string | null>;
+  push_config_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** A2A push deliveries only: the extra headers (Authorization, the notification token), sealed JSON. */
+  secret_headers: ColumnType<string | null, string | null | undefined, string | null>;
+  /** When the first attempt ended (push deliveries of one config go out in order of their first attempts). */
+  first_attempt_at: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Set when the delivery's push config was deleted: nothing more is sent, a retry is refused. */
+  push_ended_at: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** What a push runtime keeps about a task between runs (deleted when the task finishes). */

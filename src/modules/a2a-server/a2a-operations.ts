@@ -2,14 +2,10 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AcquireConnection } from '../../http/connection-limits.js';
 import type { AgentRow } from '../agents/agents-repo.js';
 import type { TaskRecord } from '../tasks/tasks-record.js';
-import { RPC_ERRORS, RpcError } from './a2a-errors.js';
-import {
-  PUSH_CONFIG_METHODS,
-  parseListParams,
-  parseSendParams,
-  parseTaskIdParams,
-  type SendParams,
-} from './a2a-rpc-fns.js';
+import { invalidParams, RPC_ERRORS, RpcError } from './a2a-errors.js';
+import { parsePushConfig, parsePushConfigList, parsePushConfigRef } from './a2a-push-fns.js';
+import type { A2aPushService } from './a2a-push-service.js';
+import { parseListParams, parseSendParams, parseTaskIdParams, type SendParams } from './a2a-rpc-fns.js';
 import { type A2aServerService, rpcErrorOf } from './a2a-server-service.js';
 import { type StreamDeps, streamTask } from './a2a-stream.js';
 import type { StreamResponse } from './a2a-task-fns.js';
@@ -40,6 +36,7 @@ const FINAL_STATES = new Set(['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK
  */
 export function a2aOperations(deps: {
   service: A2aServerService;
+  push: A2aPushService;
   stream: StreamDeps;
   acquire: AcquireConnection;
   /** Aborts when the app closes: blocking sends answer at once with the task as it is. */
@@ -92,12 +89,25 @@ export function a2aOperations(deps: {
         return service.cancel(ref(parseTaskIdParams(params).id));
       case 'ListTasks':
         return service.list(agent, workspaceUuid, parseListParams(params));
+      case 'CreateTaskPushNotificationConfig': {
+        const input = parsePushConfig(params);
+        if (input.taskId === '') throw invalidParams('taskId', 'taskId is required');
+        return deps.push.create(ref(input.taskId), input);
+      }
+      case 'GetTaskPushNotificationConfig': {
+        const { taskId, id } = parsePushConfigRef(params);
+        return deps.push.get(ref(taskId), id);
+      }
+      case 'ListTaskPushNotificationConfig':
+      case 'ListTaskPushNotificationConfigs':
+        return deps.push.list(ref(parsePushConfigList(params).taskId));
+      case 'DeleteTaskPushNotificationConfig': {
+        const { taskId, id } = parsePushConfigRef(params);
+        return deps.push.remove(ref(taskId), id);
+      }
       case 'GetExtendedAgentCard':
         throw new RpcError(RPC_ERRORS.unsupportedOperation, 'This agent has no extended agent card');
       default:
-        if (PUSH_CONFIG_METHODS.has(call.method)) {
-          throw new RpcError(RPC_ERRORS.pushNotSupported, 'Push notifications are not supported');
-        }
         throw new RpcError(RPC_ERRORS.methodNotFound, `Method not found: ${call.method.slice(0, 100)}`);
     }
   }

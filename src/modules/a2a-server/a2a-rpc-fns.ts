@@ -1,6 +1,7 @@
 import { MAX_JSON_DEPTH } from '../../lib/json-depth.js';
 import { MAX_MESSAGE_CHARS, MAX_METADATA_BYTES } from '../tasks/tasks-schemas.js';
 import { invalidParams, RPC_ERRORS, RpcError } from './a2a-errors.js';
+import { type PushConfigInput, parsePushConfig } from './a2a-push-fns.js';
 import { A2A_STATES, type TaskState } from './a2a-task-fns.js';
 
 export type RpcId = string | number | null;
@@ -10,15 +11,6 @@ export interface RpcRequest {
   method: string;
   params: Record<string, unknown>;
 }
-
-/** Methods of the push-notification configuration, which taskhook does not offer (-32003). */
-export const PUSH_CONFIG_METHODS = new Set([
-  'CreateTaskPushNotificationConfig',
-  'GetTaskPushNotificationConfig',
-  'ListTaskPushNotificationConfig',
-  'ListTaskPushNotificationConfigs',
-  'DeleteTaskPushNotificationConfig',
-]);
 
 const JSON_TYPES = new Set(['application/json', 'application/a2a+json']);
 
@@ -89,6 +81,8 @@ export interface SendParams {
   message: IncomingMessage;
   returnImmediately: boolean;
   historyLength: number | undefined;
+  /** `configuration.taskPushNotificationConfig`: stored on the task in the send's transaction. */
+  push: PushConfigInput | undefined;
 }
 
 /**
@@ -144,8 +138,17 @@ export function parseSendParams(params: Record<string, unknown>): SendParams {
   const returnImmediately = configuration.returnImmediately ?? false;
   if (typeof returnImmediately !== 'boolean')
     throw invalidParams('configuration.returnImmediately', 'configuration.returnImmediately must be a boolean');
+  const pushField = 'configuration.taskPushNotificationConfig';
+  let push: PushConfigInput | undefined;
+  if (configuration.taskPushNotificationConfig !== undefined && configuration.taskPushNotificationConfig !== null) {
+    push = parsePushConfig(configuration.taskPushNotificationConfig, `${pushField}.`);
+    if (push.taskId !== '' && push.taskId !== taskId) {
+      throw invalidParams(`${pushField}.taskId`, `${pushField}.taskId must be empty or message.taskId`);
+    }
+  }
   return {
     message: { messageId, taskId, contextId, text, metadata },
+    push,
     returnImmediately,
     historyLength: parseHistoryLength(configuration.historyLength, 'configuration.historyLength'),
   };

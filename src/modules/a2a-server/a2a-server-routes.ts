@@ -11,6 +11,7 @@ import { jsonTooDeep } from '../../lib/json-depth.js';
 import { roleAtLeast } from '../../lib/principal.js';
 import { checkVersion, RPC_ERRORS, RpcError } from './a2a-errors.js';
 import { a2aOperations, STREAMED } from './a2a-operations.js';
+import type { A2aPushService } from './a2a-push-service.js';
 import { a2aRestRoutes } from './a2a-rest-routes.js';
 import { errorResponse, parseRequest, type RpcId, resultResponse, TOO_DEEP } from './a2a-rpc-fns.js';
 import {
@@ -29,6 +30,7 @@ import type { StreamDeps } from './a2a-stream.js';
  */
 export function a2aServerRoutes(deps: {
   service: A2aServerService;
+  push: A2aPushService;
   stream: Omit<StreamDeps, 'open' | 'service'>;
   acquire: AcquireConnection;
 }) {
@@ -38,6 +40,7 @@ export function a2aServerRoutes(deps: {
   const closing = new AbortController();
   const ops = a2aOperations({
     service,
+    push: deps.push,
     stream: { ...deps.stream, service, open },
     acquire: deps.acquire,
     closing: closing.signal,

@@ -14,11 +14,13 @@ import type { TaskView } from '../tasks/tasks-schemas.js';
 import type { TaskRef, TasksService } from '../tasks/tasks-service.js';
 import { taskView } from '../tasks/tasks-view.js';
 import { invalidParams, RPC_ERRORS, RpcError } from './a2a-errors.js';
+import type { A2aPushService } from './a2a-push-service.js';
 import { type ListParams, pageToken, type SendParams } from './a2a-rpc-fns.js';
 import type { A2aServerRepo } from './a2a-server-repo.js';
 import { type A2aTask, agentCard, concurrencyKeyOf, stateTimestamp, statusOfState, toA2aTask } from './a2a-task-fns.js';
 
 const DAY_MS = 86_400_000;
+const PUSH_FIELD = 'configuration.taskPushNotificationConfig.';
 
 /**
  * The A2A methods over the tasks service: every state change goes through it (submit, message,
@@ -35,6 +37,8 @@ export function createA2aServerService(deps: {
   clock: Clock;
   publicUrl: string;
   maxWaitMs: number;
+  /** Stores a push config sent with a message, in the message's transaction. */
+  push: Pick<A2aPushService, 'store' | 'notifyCreated'>;
 }) {
   const { db, repo, tasks } = deps;
 
@@ -76,13 +80,18 @@ export function createA2aServerService(deps: {
         contextId: message.contextId ?? randomUUID(),
       });
       await repo.insertHistoryId(trx, task.uuid, 0, message.messageId);
+      // A push config sent with the creating message also hears of the creation.
+      if (p.push) {
+        const config = await deps.push.store(trx, task, p.push, PUSH_FIELD);
+        await deps.push.notifyCreated(trx, task, config);
+      }
     });
     return task;
   }
 
   async function continueTask(ref: TaskRef, p: SendParams, nowMs: number): Promise<TaskRecord> {
     const { message } = p;
-    await requireTask(ref);
+    const current = await requireTask(ref);
     const extras = await repo.extras(db.kysely, [ref.taskUuid]);
     const contextId = extras.contexts.get(ref.taskUuid) ?? ref.taskUuid;
     if (message.contextId !== undefined && message.contextId !== contextId) {
@@ -90,6 +99,8 @@ export function createA2aServerService(deps: {
     }
     try {
       return await db.transaction(async (trx) => {
+        // Stored before the message takes effect, so the change it causes is sent to it.
+        if (p.push) await deps.push.store(trx, current, p.push, PUSH_FIELD);
         const saved = await tasks.messageIn(trx, ref, message.text);
         await repo.claimMessageId(trx, claim(ref.agentUuid, message.messageId, ref.taskUuid, nowMs));
         await repo.insertHistoryId(trx, ref.taskUuid, saved.messages.length - 1, message.messageId);

@@ -199,7 +199,7 @@ export function agentCard(agent: { uuid: string; name: string; description: stri
       { url: `${baseUrl}/a2a/${agent.uuid}`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
     ],
     provider: { organization: 'taskhook', url: baseUrl },
-    capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
+    capabilities: { streaming: true, pushNotifications: true, extendedAgentCard: false },
     securitySchemes: {
       platform_key: { apiKeySecurityScheme: { location: 'header', name: 'x-service-api-key' } },
       bearer: { httpAuthSecurityScheme: { scheme: 'Bearer' } },

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
 import type { Executor } from '../../db/connect.js';
+import type { SecretBox } from '../../lib/crypto.js';
 import type { EventHub } from '../../lib/event-hub.js';
 import { createFairOutboundDispatcher } from '../../lib/outbound.js';
 import type { ProcessDeps } from '../../process-deps.js';
@@ -12,6 +13,13 @@ import { callbacksRoutes } from './callbacks-routes.js';
 import { createCallbackSender } from './callbacks-sender.js';
 import { createCallbacksService } from './callbacks-service.js';
 
+declare module '../../lib/event-hub.js' {
+  interface HubEvents {
+    /** An A2A push receiver answered 410: its config is to be deleted, in the recording transaction. */
+    'callback:pushGone': { trx: Executor; configUuid: string };
+  }
+}
+
 /**
  * Wires task callbacks: an outbox row written with each announced status change (subscribed to
  * the hub's `task:statusChanged`), the sender that sends them, and the deliveries routes.
@@ -21,7 +29,9 @@ export function createCallbacksModule(deps: {
   runtime: ProcessDeps;
   accounts: Pick<AccountsService, 'activeSigningSecrets'>;
   tasks: Pick<TasksModule, 'service' | 'traceFields'>;
-  events: Pick<EventHub, 'on'>;
+  events: Pick<EventHub, 'on' | 'emit'>;
+  /** Seals and opens the extra headers of A2A push deliveries. */
+  box: SecretBox;
   /** Records the service's own spans (the callback attempts), best-effort. */
   traceSpans?: (workspaceUuid: string, spans: ServiceSpan[]) => void;
   /** Hears each attempt's outcome (metrics). */
@@ -47,6 +57,8 @@ export function createCallbacksModule(deps: {
     clock: runtime.clock,
     log: runtime.logger,
     onAttempt: deps.onAttempt,
+    openHeaders: (sealed) => JSON.parse(deps.box.open(sealed)) as Record<string, string>,
+    onPushGone: (trx, configUuid) => deps.events.emit('callback:pushGone', { trx, configUuid }),
     tracing: deps.traceSpans && {
       traceOf: async (taskUuid) => {
         const task = await deps.tasks.traceFields(taskUuid);
@@ -61,6 +73,7 @@ export function createCallbacksModule(deps: {
     tasks: deps.tasks.service,
     clock: runtime.clock,
     nudge: sender.nudge,
+    sealHeaders: (headers) => deps.box.seal(JSON.stringify(headers)),
   });
   deps.events.on('task:statusChanged', service.onStatusChange);
 

@@ -28,6 +28,8 @@ export interface CallbackRow {
   leaseUntil: string | null;
   createdAt: string;
   updatedAt: string;
+  /** A2A push deliveries only (null for callbacks): the config, its A2A id, its extra headers sealed. */
+  push?: { configUuid: string; configId: string; secretHeaders: string; endedAt: string | null } | null;
 }
 
 function toRow(r: Selectable<CallbacksTable>): CallbackRow {
@@ -44,6 +46,15 @@ function toRow(r: Selectable<CallbacksTable>): CallbackRow {
     leaseUntil: r.lease_until,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
+    push:
+      r.push_config_uuid === null
+        ? null
+        : {
+            configUuid: r.push_config_uuid,
+            configId: r.push_config_id ?? '',
+            secretHeaders: r.secret_headers ?? '',
+            endedAt: r.push_ended_at,
+          },
   };
 }
 
@@ -66,6 +77,9 @@ export const callbacksRepo = {
           lease_until: c.leaseUntil,
           created_at: c.createdAt,
           updated_at: c.updatedAt,
+          push_config_uuid: c.push?.configUuid ?? null,
+          push_config_id: c.push?.configId ?? null,
+          secret_headers: c.push?.secretHeaders ?? null,
         })
         .execute(),
     );
@@ -121,7 +135,24 @@ export const callbacksRepo = {
       .selectAll()
       .where(sql<boolean>`status = 'pending'`)
       .where('next_attempt_at', '<=', now)
-      .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]));
+      .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
+      // A push delivery waits until the first attempt of its config's previous notification ended.
+      .where((eb) =>
+        eb.or([
+          eb('callbacks.push_config_uuid', 'is', null),
+          eb.not(
+            eb.exists(
+              eb
+                .selectFrom('callbacks as prev')
+                .select(sql<number>`1`.as('one'))
+                .whereRef('prev.push_config_uuid', '=', 'callbacks.push_config_uuid')
+                .whereRef('prev.uuid', '<', 'callbacks.uuid')
+                .where('prev.first_attempt_at', 'is', null)
+                .where(sql<boolean>`prev.status = 'pending'`),
+            ),
+          ),
+        ]),
+      );
     if (skipUsers.length > 0) due = due.where('workspace_uuid', 'not in', skipUsers);
     const rows = await withDbErrors(
       lockRows(ex, due.orderBy('next_attempt_at').limit(limit), { skipLocked: true }).execute(),
@@ -152,8 +183,38 @@ export const callbacksRepo = {
           next_attempt_at: change.nextAttemptAt,
           lease_until: null,
           updated_at: change.now,
+          first_attempt_at: sql<string>`coalesce(first_attempt_at, ${change.now})`,
         })
         .where('uuid', '=', uuid)
+        .execute(),
+    );
+  },
+
+  /**
+   * The push config is gone (deleted, or its receiver answered 410): its deliveries are marked,
+   * those not sent yet end `failed` (an attempt in flight is recorded, then ended the same way).
+   */
+  async endPushConfig(ex: Executor, configUuid: string, now: string): Promise<void> {
+    await withDbErrors(
+      ex
+        .updateTable('callbacks')
+        .set({ push_ended_at: now })
+        .where('push_config_uuid', '=', configUuid)
+        .where('push_ended_at', 'is', null)
+        .execute(),
+    );
+    await callbacksRepo.failEnded(ex, configUuid, now);
+  },
+
+  /** Ends `failed` the pending deliveries of an ended push config. */
+  async failEnded(ex: Executor, configUuid: string, now: string): Promise<void> {
+    await withDbErrors(
+      ex
+        .updateTable('callbacks')
+        .set({ status: 'failed', next_attempt_at: null, updated_at: now })
+        .where('push_config_uuid', '=', configUuid)
+        .where('push_ended_at', 'is not', null)
+        .where(sql<boolean>`status = 'pending'`)
         .execute(),
     );
   },

@@ -14,12 +14,18 @@ const Attempt = Type.Object({
 });
 const Delivery = Type.Object({
   delivery_id: Type.String({ description: 'The webhook-id header sent, the same on every attempt.' }),
-  event_type: Type.String({ description: 'task.awaiting_input, task.completed, task.failed or task.cancelled.' }),
+  event_type: Type.String({
+    description:
+      'task.awaiting_input, task.completed, task.failed or task.cancelled for callbacks; a2a.submitted, a2a.working, a2a.input_required, a2a.completed, a2a.failed or a2a.canceled for A2A push notifications.',
+  }),
   status: Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')], {
     description: 'failed: the schedule ran out or the receiver answered 410.',
   }),
   attempts: Type.Array(Attempt),
   next_attempt_at: Type.Union([TimestampSchema, Type.Null()]),
+  push_config_id: Type.Optional(
+    Type.String({ description: 'A2A push notifications only: the id of the push config it goes to.' }),
+  ),
 });
 const Params = Type.Object({ id: UuidSchema, taskId: UuidSchema });
 const RetryParams = Type.Object({ id: UuidSchema, taskId: UuidSchema, deliveryId: UuidSchema });
@@ -39,7 +45,7 @@ export function callbacksRoutes(service: CallbacksService) {
           tags: ['callbacks'],
           summary: "List a task's callback deliveries",
           description:
-            'One delivery per announced change (awaiting_input, completed, failed, cancelled) of a task submitted with callback_mode webhook, with every attempt.',
+            'One delivery per announced change (awaiting_input, completed, failed, cancelled) of a task submitted with callback_mode webhook, and one per A2A push notification (each state change, per push config), with every attempt.',
           params: Params,
           response: { 200: Type.Object({ deliveries: Type.Array(Delivery) }), ...errorResponses([404]) },
         },
@@ -54,10 +60,11 @@ export function callbacksRoutes(service: CallbacksService) {
         schema: {
           tags: ['callbacks'],
           summary: 'Send a delivery again now',
-          description: 'Makes the delivery due at once (also after it failed); the same webhook-id is sent.',
+          description:
+            'Makes the delivery due at once (also after it failed); the same webhook-id is sent. 409 CONFLICT for an A2A push delivery whose config was deleted since.',
           params: RetryParams,
           body: NoBody,
-          response: { 200: Delivery, ...errorResponses([404]) },
+          response: { 200: Delivery, ...errorResponses([404, 409]) },
         },
       },
       async (request) => service.retry(taskRefOf(request), request.params.deliveryId),

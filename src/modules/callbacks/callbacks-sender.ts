@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { request } from 'undici';
-import type { Db } from '../../db/connect.js';
+import type { Db, Executor } from '../../db/connect.js';
 import { scheduledDelaySeconds } from '../../lib/backoff.js';
 import type { Log } from '../../lib/log.js';
 import { createLoop } from '../../lib/loop.js';
@@ -50,6 +50,10 @@ export function createCallbackSender(deps: {
   tracing?: CallbackTracing;
   /** Hears each recorded attempt's outcome: delivered, retrying (another attempt is due) or gave_up. */
   onAttempt?: (outcome: 'delivered' | 'retrying' | 'gave_up') => void;
+  /** Opens a push delivery's sealed headers. */
+  openHeaders: (sealed: string) => Record<string, string>;
+  /** In the recording transaction, when a push receiver answered 410: its config goes. */
+  onPushGone: (trx: Executor, configUuid: string) => Promise<void>;
 }) {
   const { db, repo } = deps;
   const leaseMs = deps.timeoutMs + 5000;
@@ -81,7 +85,8 @@ export function createCallbackSender(deps: {
         dispatcher: deps.outbound.forAccount(row.workspaceUuid),
         signal: AbortSignal.timeout(deps.timeoutMs),
         headers: {
-          'content-type': 'application/json',
+          ...(row.push ? deps.openHeaders(row.push.secretHeaders) : {}),
+          'content-type': row.push ? 'application/a2a+json' : 'application/json',
           'user-agent': 'taskhook-callbacks/1',
           'webhook-id': row.uuid,
           ...(traceparent ? { traceparent } : {}),
@@ -150,9 +155,15 @@ export function createCallbackSender(deps: {
         nextAttemptAt = iso(nowMs + Math.max(delay, retryAfter ?? 0) * 1000);
       }
     }
-    await db.transaction((trx) =>
-      repo.recordAttempt(trx, row.uuid, { attempts, status, nextAttemptAt, now: iso(nowMs) }),
-    );
+    await db.transaction(async (trx) => {
+      await repo.recordAttempt(trx, row.uuid, { attempts, status, nextAttemptAt, now: iso(nowMs) });
+      if (!row.push) return;
+      // A push receiver that is gone (410) loses its config; a config deleted meanwhile sends no retry.
+      if (outcome === 'gone') {
+        await repo.endPushConfig(trx, row.push.configUuid, iso(nowMs));
+        await deps.onPushGone(trx, row.push.configUuid);
+      } else await repo.failEnded(trx, row.push.configUuid, iso(nowMs));
+    });
     deps.onAttempt?.(status === 'delivered' ? 'delivered' : status === 'pending' ? 'retrying' : 'gave_up');
   }
 

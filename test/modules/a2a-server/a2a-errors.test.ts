@@ -105,17 +105,16 @@ describe.each(DATABASES)('A2A endpoint refusals on $name', (database) => {
     expect((await a.rpc('ListTasks', {}, { 'a2a-version': '1.0.3' })).result).toBeDefined();
   });
 
-  it('answers -32601, -32003 and -32004 for methods it does not offer', async () => {
+  it('answers -32601 and -32004 for methods it does not offer, -32001 for push configs of no task', async () => {
     expect(await a.errorCode('tasks/get', { id: randomUUID() })).toBe(-32601);
     expect(await a.errorCode('NoSuchMethod')).toBe(-32601);
-    for (const method of [
-      'CreateTaskPushNotificationConfig',
-      'GetTaskPushNotificationConfig',
-      'ListTaskPushNotificationConfigs',
-      'DeleteTaskPushNotificationConfig',
-    ]) {
-      expect(await a.errorCode(method, { taskId: randomUUID() })).toBe(-32003);
+    for (const method of ['GetTaskPushNotificationConfig', 'DeleteTaskPushNotificationConfig']) {
+      expect(await a.errorCode(method, { taskId: randomUUID(), id: 'x' })).toBe(-32001);
     }
+    expect(await a.errorCode('ListTaskPushNotificationConfigs', { taskId: randomUUID() })).toBe(-32001);
+    expect(
+      await a.errorCode('CreateTaskPushNotificationConfig', { taskId: randomUUID(), url: 'https://example.com/h' }),
+    ).toBe(-32001);
     expect(await a.errorCode('GetExtendedAgentCard', {})).toBe(-32004);
   });
 

@@ -69,7 +69,9 @@ async function appWith(acquire: AcquireConnection, sent: string[]): Promise<Fast
   const notifier = { subscribe: () => () => undefined, fallbackPollMs: 1000 };
   const credentials = { stillValid: async () => true, onChange: () => () => undefined };
   const timers = { every: () => () => undefined };
-  await app.register(a2aServerRoutes({ service, stream: { tasks, notifier, credentials, timers } as never, acquire }));
+  await app.register(
+    a2aServerRoutes({ service, push: {} as never, stream: { tasks, notifier, credentials, timers } as never, acquire }),
+  );
   return app;
 }
 

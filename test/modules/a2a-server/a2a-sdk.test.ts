@@ -176,7 +176,7 @@ describe.each(CASES)('a taskhook agent driven by the A2A SDK over $binding on $n
         { url: `${t.config.publicUrl}/a2a/${agentId}`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
       ],
       provider: { organization: 'taskhook', url: t.config.publicUrl },
-      capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
+      capabilities: { streaming: true, pushNotifications: true, extendedAgentCard: false },
       securitySchemes: {
         platform_key: { apiKeySecurityScheme: { location: 'header', name: 'x-service-api-key' } },
         bearer: { httpAuthSecurityScheme: { scheme: 'Bearer' } },
