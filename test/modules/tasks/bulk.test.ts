@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, call, manualClock, type TestApp } from '../../helpers/app.js';
-import { DATABASES } from '../../helpers/databases.js';
+import { DATABASES, ownDatabase } from '../../helpers/databases.js';
 import { createAgent, createUser, type TestUser } from '../../helpers/factories.js';
 import { cancelTask, claimOne, getTask, report, submitTask, workerHeaders } from '../../helpers/tasks.js';
 
@@ -216,13 +216,21 @@ describe.each(DATABASES)('bulk actions on $name', (database) => {
   });
 });
 
-describe.each(DATABASES)('bulk rerun and the rate limit on $name', (database) => {
+describe.each(DATABASES)('bulk rerun and the rate limit on $name', (shared) => {
   const LIMIT = 40;
   let t: TestApp;
+  let drop: () => Promise<void>;
+  // Its own database: on a shared PostgreSQL database the rate-limit counters are shared too, and
+  // another file's app on a manual clock starting at the same instant counts in the same window.
   beforeAll(async () => {
-    t = await buildTestApp(database, { clock: manualClock(), config: { rateLimit: LIMIT } });
+    const own = await ownDatabase(shared);
+    drop = own.drop;
+    t = await buildTestApp(own.database, { clock: manualClock(), config: { rateLimit: LIMIT } });
   });
-  afterAll(() => t.close());
+  afterAll(async () => {
+    await t.close();
+    await drop();
+  });
 
   it('counts one request per selected task, refusing the whole rerun (counted as one) when the window has fewer', async () => {
     const user = await createUser(t);
