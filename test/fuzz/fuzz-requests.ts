@@ -15,11 +15,13 @@ export interface Operation {
 }
 
 /** The error shapes a path speaks (docs/api.md §2.2, docs/telemetry.md, docs/model-proxy.md, docs/mcp.md, docs/a2a.md). */
-export type Protocol = 'taskhook' | 'openai' | 'otlp' | 'mcp' | 'a2a-rest';
+export type Protocol = 'taskhook' | 'openai' | 'otlp' | 'mcp' | 'a2a-rest' | 'oauth';
 
 export function protocolOf(path: string): Protocol {
   if (path.startsWith('/spotlight/v1/')) return 'openai';
   if (path === '/mcp') return 'mcp';
+  // The MCP authorization server's endpoints answer RFC 6749's {error, error_description} (docs/mcp.md).
+  if (path.startsWith('/oauth/')) return 'oauth';
   // A2A's HTTP+JSON paths under an agent's interface URL (the card and the JSON-RPC endpoint speak the API's shapes).
   if (/^\/a2a\/\{agentId\}\/(?!\.well-known\/)/.test(path)) return 'a2a-rest';
   if (path.startsWith('/telemetry/ingest_http/')) return 'otlp';
@@ -488,6 +490,17 @@ export function answerProblem(req: FuzzRequest, res: LightMyRequestResponse): st
       if (code === 'upstream_unreachable' || code === 'upstream_timeout') return null;
     }
     return `${status} answer: ${res.body.slice(0, 300)}`;
+  }
+  // OAuth's error object, 401 included (RFC 6749 §5.2, RFC 7591 §3.2.2); what the request guard refuses before the
+  // endpoint (rate limit, size) keeps the API's envelope.
+  if (req.protocol === 'oauth' && envelope !== null) {
+    const oauth =
+      isObject(body) &&
+      typeof body.error === 'string' &&
+      Object.keys(body).every((k) => k === 'error' || k === 'error_description') &&
+      (body.error_description === undefined || typeof body.error_description === 'string');
+    if (oauth) return null;
+    return `neither an OAuth error nor the envelope (${status}): ${res.body.slice(0, 200)}`;
   }
   if ((status === 401 || status === 403) && flat) return null;
   if (status === 401) return `401 not in the flat shape: ${res.body.slice(0, 200)}`;
